@@ -1,0 +1,44 @@
+# truegreen: the two commands a user needs are `make demo` and `make test`; both set up a fresh
+# Debian 12 machine themselves (scripts/setup.sh is idempotent and cheap on a second run).
+SHELL := /bin/bash
+JOBS ?= $(shell nproc)
+
+.PHONY: all setup build build-asan test test-release test-asan fuzz format-check demo bench clean
+
+all: build
+
+setup:
+	@bash scripts/setup.sh
+
+build: setup
+	@cmake --preset release >/dev/null
+	@cmake --build --preset release -j $(JOBS)
+
+build-asan: setup
+	@cmake --preset asan >/dev/null
+	@cmake --build --preset asan -j $(JOBS)
+
+test-release: build
+	@ctest --preset release
+
+test-asan: build-asan
+	@ctest --preset asan
+
+fuzz: setup
+	@bash scripts/fuzz.sh
+
+format-check:
+	@bash scripts/format_check.sh
+
+# The whole suite, in a release build and again under ASan/UBSan, plus short fuzz runs.
+test: format-check test-release test-asan fuzz
+	@echo "make test: all suites passed"
+
+demo: build
+	@bash scripts/demo.sh
+
+bench: build
+	@bash scripts/bench.sh
+
+clean:
+	rm -rf build build-asan build-debug build-fuzz

@@ -1,0 +1,65 @@
+// Subcommand registration for the `truegreen` binary.
+//
+// Each module contributes its subcommands through one Register*Commands function defined in its own
+// src/cli/<area>_commands.cc, so areas never edit each other's files. A registered command is a
+// CLI11 sub-app plus a runner that returns the process exit code (see common/status.h ExitCode).
+// Runners write results to stdout and logs to stderr. Single-threaded setup; runners own their
+// threading.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/dynlib.h"
+
+namespace tg::cli {
+
+// Options every command accepts (placed before or after the subcommand name).
+struct GlobalOptions {
+  bool json = false;                   // --json: machine-readable result on stdout
+  std::vector<std::string> lib_paths;  // --lib-path DIR (repeatable), searched first by the loader
+  std::string policy = "production";   // --policy production|dev|FILE (safe default: production)
+  std::string log_format = "text";     // --log-format text|json
+  std::string log_level = "warn";      // --log-level
+
+  // The library loader every command uses (built from lib_paths after parsing).
+  common::LibraryLoader Loader() const { return common::LibraryLoader::WithDefaults(lib_paths); }
+  // True when the user opted into development behaviour (always reported as degraded).
+  bool DevPolicy() const { return policy == "dev"; }
+};
+
+class CommandRegistry {
+ public:
+  // Records `runner` to be called when `app` (a leaf subcommand) was selected on the command line.
+  void Add(CLI::App* app, std::function<int()> runner) {
+    commands_.push_back({app, std::move(runner)});
+  }
+  // Runs the selected command; returns its exit code, or -1 if none was selected.
+  int RunSelected() const {
+    for (const auto& c : commands_) {
+      if (c.app->parsed()) return c.runner();
+    }
+    return -1;
+  }
+
+ private:
+  struct Entry {
+    CLI::App* app;
+    std::function<int()> runner;
+  };
+  std::vector<Entry> commands_;
+};
+
+// probe, admit, diff, logscan, doctor (integrity core).
+[[gnu::weak]] void RegisterIntegrityCommands(CLI::App& app, GlobalOptions& g, CommandRegistry& r);
+// run, engines (runtime layer).
+[[gnu::weak]] void RegisterRuntimeCommands(CLI::App& app, GlobalOptions& g, CommandRegistry& r);
+// generate, tokenize, schedule (Stable Diffusion pipeline).
+[[gnu::weak]] void RegisterSdCommands(CLI::App& app, GlobalOptions& g, CommandRegistry& r);
+// audit image|dockerfile|k8s, k8s render (hygiene).
+[[gnu::weak]] void RegisterAuditCommands(CLI::App& app, GlobalOptions& g, CommandRegistry& r);
+
+}  // namespace tg::cli

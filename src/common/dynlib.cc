@@ -1,0 +1,135 @@
+#include "common/dynlib.h"
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <link.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <utility>
+
+#ifndef TG_BUNDLED_LIB_DIRS
+#define TG_BUNDLED_LIB_DIRS ""
+#endif
+
+namespace tg::common {
+namespace {
+
+constexpr int kOpenFlags = RTLD_NOW | RTLD_GLOBAL | RTLD_NODELETE;
+
+bool FileExists(const std::string& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0 && !S_ISDIR(st.st_mode);
+}
+
+std::string RealPath(const std::string& p) {
+  char buf[PATH_MAX];
+  if (::realpath(p.c_str(), buf) != nullptr) return buf;
+  return p;
+}
+
+std::vector<std::string> SplitColon(const std::string& s) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= s.size()) {
+    std::size_t end = s.find(':', start);
+    if (end == std::string::npos) end = s.size();
+    if (end > start) out.push_back(s.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+std::string LastDlError() {
+  const char* e = ::dlerror();
+  return e ? e : "unknown dlopen error";
+}
+
+}  // namespace
+
+DynamicLibrary::~DynamicLibrary() {
+  // RTLD_NODELETE keeps the mapping; dlclose only drops our reference count.
+  if (handle_ != nullptr) ::dlclose(handle_);
+}
+
+DynamicLibrary::DynamicLibrary(DynamicLibrary&& other) noexcept
+    : handle_(std::exchange(other.handle_, nullptr)),
+      name_(std::move(other.name_)),
+      resolved_path_(std::move(other.resolved_path_)) {}
+
+DynamicLibrary& DynamicLibrary::operator=(DynamicLibrary&& other) noexcept {
+  if (this != &other) {
+    if (handle_ != nullptr) ::dlclose(handle_);
+    handle_ = std::exchange(other.handle_, nullptr);
+    name_ = std::move(other.name_);
+    resolved_path_ = std::move(other.resolved_path_);
+  }
+  return *this;
+}
+
+Result<void*> DynamicLibrary::Symbol(const char* symbol) const {
+  if (handle_ == nullptr) return Status::Internal(name_ + ": library not loaded");
+  ::dlerror();
+  void* p = ::dlsym(handle_, symbol);
+  if (p == nullptr) {
+    return Status::NotFound(name_ + " (" + resolved_path_ + "): symbol '" + symbol +
+                            "' not found");
+  }
+  return p;
+}
+
+LibraryLoader::LibraryLoader(std::vector<std::string> search_dirs)
+    : search_dirs_(std::move(search_dirs)) {}
+
+LibraryLoader LibraryLoader::WithDefaults(const std::vector<std::string>& user_dirs) {
+  std::vector<std::string> dirs = user_dirs;
+  if (const char* env = std::getenv("TRUEGREEN_LIB_PATH")) {
+    for (auto& d : SplitColon(env)) dirs.push_back(d);
+  }
+  std::string exe = ExecutableDir();
+  if (!exe.empty()) dirs.push_back(exe + "/../lib/truegreen");
+  for (auto& d : SplitColon(TG_BUNDLED_LIB_DIRS)) dirs.push_back(d);
+  return LibraryLoader(std::move(dirs));
+}
+
+std::string LibraryLoader::FindInSearchDirs(const std::string& soname) const {
+  if (!soname.empty() && soname[0] == '/') return FileExists(soname) ? soname : "";
+  for (const auto& d : search_dirs_) {
+    std::string p = d + "/" + soname;
+    if (FileExists(p)) return p;
+  }
+  return "";
+}
+
+Result<DynamicLibrary> LibraryLoader::Load(const std::string& soname) const {
+  std::string candidate = FindInSearchDirs(soname);
+  const std::string& target = candidate.empty() ? soname : candidate;
+  ::dlerror();
+  void* h = ::dlopen(target.c_str(), kOpenFlags);
+  if (h == nullptr) {
+    std::string err = LastDlError();
+    if (candidate.empty() && soname[0] != '/') {
+      return Status::NotFound(soname + ": " + err);
+    }
+    return Status::Unavailable(err);
+  }
+  std::string resolved = candidate;
+  struct link_map* lm = nullptr;
+  if (::dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 && lm != nullptr && lm->l_name && lm->l_name[0]) {
+    resolved = lm->l_name;
+  }
+  return DynamicLibrary(h, soname, RealPath(resolved.empty() ? soname : resolved));
+}
+
+std::string ExecutableDir() {
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return "";
+  buf[n] = '\0';
+  std::string p(buf);
+  auto slash = p.rfind('/');
+  return slash == std::string::npos ? "" : p.substr(0, slash);
+}
+
+}  // namespace tg::common

@@ -1,0 +1,66 @@
+#include "common/log.h"
+
+#include <spdlog/pattern_formatter.h>
+#include <spdlog/sinks/stdout_sinks.h>
+
+#include <chrono>
+#include <ctime>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+namespace tg::common {
+namespace {
+
+// Formats one record as a JSON object per line. Messages are escaped by nlohmann::json, so a
+// message carrying quotes or newlines (ORT errors do) never breaks the line structure.
+class JsonFormatter final : public spdlog::formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override {
+    auto t = std::chrono::system_clock::to_time_t(msg.time);
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(msg.time.time_since_epoch())
+                  .count() %
+              1000;
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char ts[80];
+    std::snprintf(ts, sizeof ts, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                  tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                  static_cast<int>(ms));
+    nlohmann::json j;
+    j["ts"] = ts;
+    auto lv = spdlog::level::to_string_view(msg.level);
+    j["level"] = std::string(lv.data(), lv.size());
+    j["msg"] = std::string(msg.payload.data(), msg.payload.size());
+    std::string line = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    line.push_back('\n');
+    dest.append(line.data(), line.data() + line.size());
+  }
+  std::unique_ptr<spdlog::formatter> clone() const override {
+    return std::make_unique<JsonFormatter>();
+  }
+};
+
+}  // namespace
+
+Status InitLogging(std::string_view format, std::string_view level) {
+  auto lv = spdlog::level::from_str(std::string(level));
+  if (lv == spdlog::level::off && level != "off") {
+    return Status::InvalidArg("--log-level: unknown level '" + std::string(level) +
+                              "' (expected trace, debug, info, warn, error or off)");
+  }
+  auto sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
+  auto logger = std::make_shared<spdlog::logger>("truegreen", sink);
+  if (format == "json") {
+    logger->set_formatter(std::make_unique<JsonFormatter>());
+  } else if (format == "text") {
+    logger->set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");
+  } else {
+    return Status::InvalidArg("--log-format: unknown format '" + std::string(format) +
+                              "' (expected text or json)");
+  }
+  logger->set_level(lv);
+  spdlog::set_default_logger(logger);
+  return Status::Ok();
+}
+
+}  // namespace tg::common

@@ -1,0 +1,76 @@
+#include "runtime/ort_api.h"
+
+#include <mutex>
+
+namespace tg::runtime {
+namespace {
+
+std::mutex g_mu;
+// Kept for the life of the process: ORT must never be unloaded once its API is in use.
+common::DynamicLibrary* g_library = nullptr;
+OrtLoad* g_load = nullptr;
+
+}  // namespace
+
+common::Result<OrtLoad> LoadOrt(const common::LibraryLoader& loader) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (g_load != nullptr) return *g_load;
+
+  auto lib = loader.Load(kOrtLibraryName);
+  if (!lib.ok()) return lib.status().WithPrefix("ONNX Runtime");
+  using GetApiBaseFn = const OrtApiBase* (*)();
+  auto get_base = lib->Function<GetApiBaseFn>("OrtGetApiBase");
+  if (get_base == nullptr) {
+    return common::Status::Unsupported(lib->resolved_path() +
+                                       ": not an ONNX Runtime library (no OrtGetApiBase)");
+  }
+  const OrtApiBase* base = get_base();
+  const char* version = base->GetVersionString();
+  const OrtApi* api = base->GetApi(ORT_API_VERSION);
+  if (api == nullptr) {
+    return common::Status::Unsupported(
+        "ONNX Runtime too old: " + lib->resolved_path() + " is version " +
+        (version ? version : "?") + ", which does not provide C API version " +
+        std::to_string(ORT_API_VERSION) + " (required by truegreen's headers)");
+  }
+  Ort::InitApi(api);
+
+  OrtLoad load;
+  load.api = api;
+  load.version = version ? version : "";
+  load.library_path = lib->resolved_path();
+  if (const char* bi = api->GetBuildInfoString()) load.build_info = bi;
+  char** providers = nullptr;
+  int n = 0;
+  if (api->GetAvailableProviders(&providers, &n) == nullptr) {
+    for (int i = 0; i < n; ++i) load.providers.emplace_back(providers[i]);
+    if (OrtStatus* st = api->ReleaseAvailableProviders(providers, n)) api->ReleaseStatus(st);
+  }
+  g_library = new common::DynamicLibrary(std::move(lib).value());
+  g_load = new OrtLoad(load);
+  return load;
+}
+
+common::Status FromOrtStatus(const OrtApi* api, OrtStatus* status, const std::string& what) {
+  if (status == nullptr) return common::Status::Ok();
+  std::string msg = api->GetErrorMessage(status);
+  OrtErrorCode code = api->GetErrorCode(status);
+  api->ReleaseStatus(status);
+  std::string full = what + ": " + msg;
+  switch (code) {
+    case ORT_INVALID_ARGUMENT:
+    case ORT_INVALID_PROTOBUF:
+    case ORT_INVALID_GRAPH:
+      return common::Status::InvalidArg(full);
+    case ORT_NO_SUCHFILE:
+      return common::Status::NotFound(full);
+    case ORT_NOT_IMPLEMENTED:
+      return common::Status::Unsupported(full);
+    case ORT_EP_FAIL:
+      return common::Status::Unavailable(full);
+    default:
+      return common::Status::Internal(full);
+  }
+}
+
+}  // namespace tg::runtime

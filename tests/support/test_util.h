@@ -1,0 +1,57 @@
+// Helpers shared by unit and integration tests: run a process and capture its output, temporary
+// directories, and the locations of the source tree, the build tree and the built binary.
+// Not thread-safe (tests use them from the test thread).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace tg::testing {
+
+struct ProcessResult {
+  int exit_code = -1;  // exit status, or 128+signal when killed by a signal
+  std::string out;     // captured stdout
+  std::string err;     // captured stderr
+};
+
+// Runs argv[0] (a path) with the current environment plus `env` (a value of "\x01unset" removes the
+// variable), feeding `stdin_data`. Never throws; a failure to start is exit_code 127.
+ProcessResult RunProcess(const std::vector<std::string>& argv,
+                         const std::map<std::string, std::string>& env = {},
+                         const std::string& stdin_data = "");
+// Runs the truegreen binary of this build tree with `args`.
+ProcessResult RunTruegreen(const std::vector<std::string>& args,
+                           const std::map<std::string, std::string>& env = {},
+                           const std::string& stdin_data = "");
+
+inline constexpr const char* kUnset = "\x01unset";
+
+// A fresh directory under $TMPDIR, removed recursively on destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string operator/(const std::string& rel) const { return path_ + "/" + rel; }
+
+ private:
+  std::string path_;
+};
+
+// Writes `content` to `path`, creating parent directories. Aborts the test binary on failure.
+void WriteFile(const std::string& path, const std::string& content);
+std::string ReadFile(const std::string& path);
+
+std::string SourceDir();    // repository root
+std::string BinaryDir();    // CMake build tree of this configuration
+std::string TruegreenPath();  // build/bin/truegreen of this configuration
+std::string SharedDir();    // ../shared next to the repository (REFERENCE.md, data/clip)
+std::string OrtDir();       // third_party/onnxruntime (lib/, gpu/, include/)
+std::string FakeGpuDir();   // directory with the fake GPU libraries built for tests
+// Debian's python3 (which has python3-onnx), not whatever python3 is first on PATH.
+std::string SystemPython();
+
+}  // namespace tg::testing
