@@ -253,8 +253,7 @@ Status YamlMap::Get(std::string_view key, std::optional<bool>* out) {
   return Status::Ok();
 }
 
-Status YamlMap::Get(std::string_view key, std::map<std::string, std::string>* out,
-                    bool required) {
+Status YamlMap::Get(std::string_view key, std::map<std::string, std::string>* out, bool required) {
   bool present;
   TG_ASSIGN_OR_RETURN(YAML::Node v, Lookup(key, required, &present));
   if (!present) return Status::Ok();

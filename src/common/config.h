@@ -1,8 +1,8 @@
 // JSON and YAML helpers whose every error names the file, the line and the field.
 //
 // YamlMap reads typed fields out of one YAML mapping, remembers which keys were read and, on
-// Finish(), rejects unknown keys (a typo in a matrix or policy file must never be silently ignored).
-// Objects are cheap views over yaml-cpp nodes; not thread-safe (use one per thread).
+// Finish(), rejects unknown keys (a typo in a matrix or policy file must never be silently
+// ignored). Objects are cheap views over yaml-cpp nodes; not thread-safe (use one per thread).
 #pragma once
 
 #include <yaml-cpp/yaml.h>

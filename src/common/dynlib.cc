@@ -73,8 +73,7 @@ Result<void*> DynamicLibrary::Symbol(const char* symbol) const {
   ::dlerror();
   void* p = ::dlsym(handle_, symbol);
   if (p == nullptr) {
-    return Status::NotFound(name_ + " (" + resolved_path_ + "): symbol '" + symbol +
-                            "' not found");
+    return Status::NotFound(name_ + " (" + resolved_path_ + "): symbol '" + symbol + "' not found");
   }
   return p;
 }

@@ -62,8 +62,8 @@ class LibraryLoader {
   // `search_dirs` are tried in order before the normal dynamic-linker search.
   explicit LibraryLoader(std::vector<std::string> search_dirs = {});
 
-  // Default loader for the CLI: `user_dirs` (--lib-path), then $TRUEGREEN_LIB_PATH, then the bundled
-  // ONNX Runtime dirs, then the system search.
+  // Default loader for the CLI: `user_dirs` (--lib-path), then $TRUEGREEN_LIB_PATH, then the
+  // bundled ONNX Runtime dirs, then the system search.
   static LibraryLoader WithDefaults(const std::vector<std::string>& user_dirs);
 
   // Opens `soname` (e.g. "libcuda.so.1") or an absolute path. Errors: NOT_FOUND when no copy

@@ -77,7 +77,8 @@ Status WriteFileAtomic(const std::string& path, const std::string& data) {
   std::string tmp = path + ".tmp." + std::to_string(::getpid());
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return Status::InvalidArg(path + ": cannot open for writing: " + std::strerror(errno));
+    if (!out)
+      return Status::InvalidArg(path + ": cannot open for writing: " + std::strerror(errno));
     out.write(data.data(), static_cast<std::streamsize>(data.size()));
     out.flush();
     if (!out) {

@@ -13,8 +13,9 @@ namespace tg::common {
 // small enough that a hostile 100 MB file is refused before it is parsed.
 inline constexpr std::uint64_t kMaxConfigBytes = 16ull << 20;
 
-// Reads a whole file. Errors: NOT_FOUND (missing), INVALID_ARG (a directory, unreadable, larger than
-// max_bytes — the message gives the size found and the limit). `path` "-" reads standard input.
+// Reads a whole file. Errors: NOT_FOUND (missing), INVALID_ARG (a directory, unreadable, larger
+// than max_bytes — the message gives the size found and the limit). `path` "-" reads standard
+// input.
 Result<std::string> ReadFileLimited(const std::string& path, std::uint64_t max_bytes);
 
 // Writes `data` to `path` atomically (temp file + rename) so a crash never leaves half a file.

@@ -61,7 +61,7 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}        // NOLINT(google-explicit-constructor)
   Result(Status status) : v_(std::move(status)) {  // NOLINT(google-explicit-constructor)
     assert(!std::get<Status>(v_).ok() && "Result constructed from an OK status");
     if (std::get<Status>(v_).ok()) v_ = Status::Internal("Result built from OK status");
@@ -105,16 +105,17 @@ int ExitCodeFromStatus(const Status& status);
 }  // namespace tg::common
 
 // Propagates a non-OK Status from an expression returning Status.
-#define TG_RETURN_IF_ERROR(expr)                      \
-  do {                                                \
-    ::tg::common::Status tg_status_ = (expr);         \
-    if (!tg_status_.ok()) return tg_status_;          \
+#define TG_RETURN_IF_ERROR(expr)              \
+  do {                                        \
+    ::tg::common::Status tg_status_ = (expr); \
+    if (!tg_status_.ok()) return tg_status_;  \
   } while (0)
 
 #define TG_CONCAT_INNER_(a, b) a##b
 #define TG_CONCAT_(a, b) TG_CONCAT_INNER_(a, b)
 // Assigns the value of a Result<T> expression to `lhs` or returns its Status.
-#define TG_ASSIGN_OR_RETURN(lhs, expr) TG_ASSIGN_OR_RETURN_IMPL_(TG_CONCAT_(tg_r_, __LINE__), lhs, expr)
+#define TG_ASSIGN_OR_RETURN(lhs, expr) \
+  TG_ASSIGN_OR_RETURN_IMPL_(TG_CONCAT_(tg_r_, __LINE__), lhs, expr)
 #define TG_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \
   auto tmp = (expr);                              \
   if (!tmp.ok()) return tmp.status();             \

@@ -2,8 +2,8 @@
 // files in src/runtime/ may include it).
 //
 // libonnxruntime.so is opened through common::LibraryLoader and the C++ API is initialised with
-// ORT_API_MANUAL_INIT + Ort::InitApi(OrtGetApiBase()->GetApi(ORT_API_VERSION)). A library older than
-// the headers (GetApi returns NULL) is reported as "ONNX Runtime too old", never a crash.
+// ORT_API_MANUAL_INIT + Ort::InitApi(OrtGetApiBase()->GetApi(ORT_API_VERSION)). A library older
+// than the headers (GetApi returns NULL) is reported as "ONNX Runtime too old", never a crash.
 //
 // Thread safety: LoadOrt is idempotent and thread-safe; the first successful load wins for the
 // life of the process (ORT cannot be unloaded), later calls return the same OrtLoad.
@@ -25,11 +25,11 @@ namespace tg::runtime {
 inline constexpr const char* kOrtLibraryName = "libonnxruntime.so";
 
 struct OrtLoad {
-  const OrtApi* api = nullptr;          // valid for the process lifetime
-  std::string version;                  // GetVersionString(), e.g. "1.29.0"
-  std::string build_info;               // GetBuildInfoString()
-  std::string library_path;             // resolved path of libonnxruntime.so
-  std::vector<std::string> providers;   // GetAvailableProviders(): compiled into the core library
+  const OrtApi* api = nullptr;         // valid for the process lifetime
+  std::string version;                 // GetVersionString(), e.g. "1.29.0"
+  std::string build_info;              // GetBuildInfoString()
+  std::string library_path;            // resolved path of libonnxruntime.so
+  std::vector<std::string> providers;  // GetAvailableProviders(): compiled into the core library
 };
 
 // Loads ORT (once per process) with `loader`. Errors: NOT_FOUND / UNAVAILABLE from the loader,
