@@ -2,6 +2,9 @@
 # Debian 12 machine themselves (scripts/setup.sh is idempotent and cheap on a second run).
 SHELL := /bin/bash
 JOBS ?= $(shell nproc)
+# Let ccache reuse objects between checkouts in different folders (see CMakeLists.txt).
+export CCACHE_BASEDIR := $(CURDIR)
+export CCACHE_NOHASHDIR := 1
 
 .PHONY: all setup build build-asan test test-release test-asan fuzz format-check demo bench clean
 

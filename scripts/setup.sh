@@ -12,7 +12,7 @@ ORT_DIR="${TP}/onnxruntime"
 
 # Debian packages, by name. Keep this list the single place where build/test dependencies live.
 PACKAGES=(
-  build-essential cmake ninja-build pkg-config git ca-certificates
+  build-essential cmake ninja-build pkg-config git ca-certificates ccache
   clang libclang-rt-14-dev clang-format
   libboost-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev
   libspng-dev libpng-dev zlib1g-dev libutf8proc-dev libarchive-dev libssl-dev libzstd-dev

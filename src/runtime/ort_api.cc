@@ -1,20 +1,30 @@
 #include "runtime/ort_api.h"
 
 #include <mutex>
+#include <optional>
 
 namespace tg::runtime {
 namespace {
 
-std::mutex g_mu;
-// Kept for the life of the process: ORT must never be unloaded once its API is in use.
-common::DynamicLibrary* g_library = nullptr;
-OrtLoad* g_load = nullptr;
+// Process-wide state. ORT must stay loaded once its API is in use: the library is opened with
+// RTLD_NODELETE and this object lives until exit (a plain static, so LSan sees it as reachable).
+struct OrtState {
+  std::mutex mu;
+  common::DynamicLibrary library;
+  std::optional<OrtLoad> load;
+};
+
+OrtState& State() {
+  static OrtState state;
+  return state;
+}
 
 }  // namespace
 
 common::Result<OrtLoad> LoadOrt(const common::LibraryLoader& loader) {
-  std::lock_guard<std::mutex> lock(g_mu);
-  if (g_load != nullptr) return *g_load;
+  OrtState& st = State();
+  std::lock_guard<std::mutex> lock(st.mu);
+  if (st.load) return *st.load;
 
   auto lib = loader.Load(kOrtLibraryName);
   if (!lib.ok()) return lib.status().WithPrefix("ONNX Runtime");
@@ -46,8 +56,8 @@ common::Result<OrtLoad> LoadOrt(const common::LibraryLoader& loader) {
     for (int i = 0; i < n; ++i) load.providers.emplace_back(providers[i]);
     if (OrtStatus* st = api->ReleaseAvailableProviders(providers, n)) api->ReleaseStatus(st);
   }
-  g_library = new common::DynamicLibrary(std::move(lib).value());
-  g_load = new OrtLoad(load);
+  st.library = std::move(lib).value();
+  st.load = load;
   return load;
 }
 

@@ -1,0 +1,83 @@
+// Project rules that a reviewer would otherwise have to remember: only runtime/ includes ONNX
+// Runtime headers, no file grows past the size budget, and no package-registry host names appear
+// anywhere in the tracked tree (we fetch by package name and pin by sha256).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/support/test_util.h"
+
+namespace tg {
+namespace {
+namespace fs = std::filesystem;
+
+std::vector<fs::path> FilesUnder(const fs::path& root, const std::vector<std::string>& exts) {
+  std::vector<fs::path> out;
+  if (!fs::exists(root)) return out;
+  for (const auto& e : fs::recursive_directory_iterator(root)) {
+    if (!e.is_regular_file()) continue;
+    std::string ext = e.path().extension().string();
+    for (const auto& want : exts) {
+      if (ext == want) out.push_back(e.path());
+    }
+  }
+  return out;
+}
+
+TEST(HouseRulesTest, OnlyRuntimeIncludesOrtHeaders) {
+  fs::path src = fs::path(testing::SourceDir()) / "src";
+  std::regex ort_include(R"re(#\s*include\s*[<"](onnxruntime_|runtime/ort_api\.h))re");
+  std::vector<std::string> offenders;
+  for (const auto& f : FilesUnder(src, {".cc", ".h"})) {
+    if (f.parent_path().filename() == "runtime") continue;
+    std::string text = testing::ReadFile(f.string());
+    if (std::regex_search(text, ort_include)) offenders.push_back(f.string());
+  }
+  EXPECT_TRUE(offenders.empty()) << "ORT headers included outside src/runtime/: "
+                                 << ::testing::PrintToString(offenders);
+}
+
+TEST(HouseRulesTest, SourceFilesStayUnderSizeBudget) {
+  constexpr int kMaxLines = 1100;  // "~1000 lines": a little slack, never a monolith
+  std::vector<std::string> offenders;
+  for (const char* dir : {"src", "tests", "bench"}) {
+    for (const auto& f : FilesUnder(fs::path(testing::SourceDir()) / dir, {".cc", ".h"})) {
+      std::ifstream in(f);
+      int lines = 0;
+      std::string line;
+      while (std::getline(in, line)) ++lines;
+      if (lines > kMaxLines) offenders.push_back(f.string() + " (" + std::to_string(lines) + ")");
+    }
+  }
+  EXPECT_TRUE(offenders.empty()) << ::testing::PrintToString(offenders);
+}
+
+TEST(HouseRulesTest, NoRegistryHostNamesInTrackedFiles) {
+  auto r = testing::RunProcess({"/usr/bin/git", "-C", testing::SourceDir(), "ls-files"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // Built from pieces so this file does not itself contain the names it looks for.
+  const std::vector<std::string> hosts = {
+      std::string("registry.") + "npmjs.org", std::string("deb.") + "debian.org",
+      std::string("security.") + "debian.org", std::string("pypi.") + "org",
+      std::string("files.") + "pythonhosted.org"};
+  std::istringstream files(r.out);
+  std::string rel;
+  std::vector<std::string> offenders;
+  while (std::getline(files, rel)) {
+    fs::path p = fs::path(testing::SourceDir()) / rel;
+    if (!fs::is_regular_file(p) || fs::file_size(p) > (4u << 20)) continue;
+    std::string text = testing::ReadFile(p.string());
+    for (const auto& h : hosts) {
+      if (text.find(h) != std::string::npos) offenders.push_back(rel + ": " + h);
+    }
+  }
+  EXPECT_TRUE(offenders.empty()) << ::testing::PrintToString(offenders);
+}
+
+}  // namespace
+}  // namespace tg
