@@ -6,7 +6,8 @@ JOBS ?= $(shell nproc)
 export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_NOHASHDIR := 1
 
-.PHONY: all setup build build-asan test test-release test-asan fuzz format-check demo bench clean
+.PHONY: all setup build build-asan test test-release test-asan fuzz format-check demo bench clean \
+	image audit-deploy
 
 all: build
 
@@ -33,8 +34,19 @@ fuzz: setup
 format-check:
 	@bash scripts/format_check.sh
 
-# The whole suite, in a release build and again under ASan/UBSan, plus short fuzz runs.
-test: format-check test-release test-asan fuzz
+# truegreen's own runtime image, built without a Docker daemon (buildah, or umoci as fallback).
+image: build
+	@bash scripts/build_image.sh --binary build/bin/truegreen --out build/image/truegreen.tar
+
+# Our own deploy/ must pass our own audits: image size budget and rules, Dockerfile, manifests.
+audit-deploy: image
+	@build/bin/truegreen audit image build/image/truegreen.tar --budget 2GiB
+	@build/bin/truegreen audit dockerfile deploy/Dockerfile --context .
+	@build/bin/truegreen audit k8s deploy/k8s --matrix deploy/matrix.production.yaml
+
+# The whole suite, in a release build and again under ASan/UBSan, plus short fuzz runs and the
+# audit of our own image and deployment.
+test: format-check test-release test-asan fuzz audit-deploy
 	@echo "make test: all suites passed"
 
 demo: build

@@ -70,7 +70,7 @@ fetch() {
 }
 
 stamp="${ORT_DIR}/.stamp"
-want="${ORT_CORE_SHA} ${ORT_GPU_SHA}"
+want="layout-2 ${ORT_CORE_SHA} ${ORT_GPU_SHA}"
 if [ -f "${stamp}" ] && [ "$(cat "${stamp}")" = "${want}" ]; then
   log "ONNX Runtime ${ORT_VERSION}: present in ${ORT_DIR}"
   exit 0
@@ -82,14 +82,17 @@ gpu_tgz="$(fetch "${ORT_GPU_PKG}" "${ORT_GPU_SHA}")"
 rm -rf "${ORT_DIR}.tmp"
 mkdir -p "${ORT_DIR}.tmp/lib" "${ORT_DIR}.tmp/include" "${ORT_DIR}.tmp/gpu"
 hdr='package/Plugins/iOS~/onnxruntime.xcframework/ios-arm64/onnxruntime.framework/Headers'
-tar -xzf "${core_tgz}" -C "${ORT_DIR}.tmp" \
+tar --no-same-owner -xzf "${core_tgz}" -C "${ORT_DIR}.tmp" \
   package/Plugins/Linux/x64/libonnxruntime.so package/LICENSE package/ThirdPartyNotices.txt "${hdr}"
 mv "${ORT_DIR}.tmp/package/Plugins/Linux/x64/libonnxruntime.so" "${ORT_DIR}.tmp/lib/"
 mv "${ORT_DIR}.tmp/${hdr}"/*.h "${ORT_DIR}.tmp/include/"
 mv "${ORT_DIR}.tmp/package/LICENSE" "${ORT_DIR}.tmp/package/ThirdPartyNotices.txt" "${ORT_DIR}.tmp/"
 rm -rf "${ORT_DIR}.tmp/package"
-tar -xzf "${gpu_tgz}" -C "${ORT_DIR}.tmp" package/Plugins/Linux/x64
+tar --no-same-owner -xzf "${gpu_tgz}" -C "${ORT_DIR}.tmp" package/Plugins/Linux/x64
 mv "${ORT_DIR}.tmp/package/Plugins/Linux/x64/"*.so "${ORT_DIR}.tmp/gpu/"
+# ORT looks for libonnxruntime_providers_shared.so next to libonnxruntime.so when it loads a GPU
+# provider; without it the provider is opened anyway and can crash on a stub driver.
+ln -s ../gpu/libonnxruntime_providers_shared.so "${ORT_DIR}.tmp/lib/libonnxruntime_providers_shared.so"
 rm -rf "${ORT_DIR}.tmp/package"
 echo "${want}" > "${ORT_DIR}.tmp/.stamp"
 rm -rf "${ORT_DIR}"

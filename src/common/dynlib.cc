@@ -109,7 +109,8 @@ Result<DynamicLibrary> LibraryLoader::Load(const std::string& soname) const {
   if (h == nullptr) {
     std::string err = LastDlError();
     if (candidate.empty() && soname[0] != '/') {
-      return Status::NotFound(soname + ": " + err);
+      // dlerror() usually starts with the name already ("libcuda.so.1: cannot open ...").
+      return Status::NotFound(err.rfind(soname, 0) == 0 ? err : soname + ": " + err);
     }
     return Status::Unavailable(err);
   }

@@ -1,0 +1,212 @@
+#!/usr/bin/env bash
+# Builds truegreen's runtime image WITHOUT a Docker daemon and exports it as an image archive.
+#
+# No registry image can be pulled here, so the image is assembled FROM scratch out of what this
+# machine already built: the truegreen binary, exactly the shared libraries it loads (from ldd, at
+# the paths ldd reports, so the dynamic loader finds them without /etc/ld.so.cache) and the ONNX
+# Runtime libraries (core + GPU provider plugins, under /opt/truegreen/lib, found through
+# TRUEGREEN_LIB_PATH). NVIDIA driver libraries (libcuda, libnvidia-*) are never copied: the
+# container toolkit injects them. No shell, no package manager.
+#
+# The root filesystem is smoke-tested with `chroot ROOTFS /usr/bin/truegreen --version` (root
+# only) so a missing library fails here, not in the cluster. The image is built with Debian's
+# buildah (vfs storage, chroot isolation, private storage under the output directory) and pushed
+# to an archive; if buildah is unusable the OCI layout is written with umoci instead (say so in
+# the log). deploy/Dockerfile's build stage runs this script with --collect-only.
+#
+# Usage: scripts/build_image.sh [--binary build/bin/truegreen] [--ort-dir third_party/onnxruntime]
+#          [--out build/image/truegreen.tar] [--format oci-archive|docker-archive]
+#          [--tag truegreen:local] [--builder auto|buildah|umoci] [--collect-only DIR]
+#          [--compression zstd|gzip|none]   (layer compression; zstd is fast, gzip most compatible)
+# Writes OUT and OUT's digest to <OUT without .tar>.digest. Exit 0 on success, non-zero on any
+# failure (missing binary, unresolved library, smoke test, builder error).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BINARY="${ROOT}/build/bin/truegreen"
+ORT_DIR="${ROOT}/third_party/onnxruntime"
+OUT="${ROOT}/build/image/truegreen.tar"
+FORMAT="oci-archive"
+TAG="truegreen:local"
+BUILDER="${TG_IMAGE_BUILDER:-auto}"
+COLLECT_ONLY=""
+COMPRESSION="zstd"
+
+log() { printf '[build_image] %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --binary) BINARY="$2"; shift 2 ;;
+    --ort-dir) ORT_DIR="$2"; shift 2 ;;
+    --out) OUT="$2"; shift 2 ;;
+    --format) FORMAT="$2"; shift 2 ;;
+    --tag) TAG="$2"; shift 2 ;;
+    --builder) BUILDER="$2"; shift 2 ;;
+    --collect-only) COLLECT_ONLY="$2"; shift 2 ;;
+    --compression) COMPRESSION="$2"; shift 2 ;;
+    -h|--help) sed -n '2,22p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    *) die "unknown argument '$1' (see --help)" ;;
+  esac
+done
+case "${FORMAT}" in oci-archive|docker-archive) ;; *) die "--format must be oci-archive or docker-archive" ;; esac
+case "${COMPRESSION}" in zstd|gzip|none) ;; *) die "--compression must be zstd, gzip or none" ;; esac
+case "${BUILDER}" in auto|buildah|umoci) ;; *) die "--builder must be auto, buildah or umoci" ;; esac
+[ -x "${BINARY}" ] || die "binary '${BINARY}' not found or not executable (build it first: make build)"
+[ -f "${ORT_DIR}/lib/libonnxruntime.so" ] || die "ONNX Runtime not found in '${ORT_DIR}' (run scripts/setup.sh)"
+
+# ---- 1. collect the root filesystem ----------------------------------------------------------
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/tg-image.XXXXXX")"
+cleanup() { rm -rf "${WORK}"; }
+trap cleanup EXIT
+ROOTFS="${COLLECT_ONLY:-${WORK}/rootfs}"
+mkdir -p "${ROOTFS}/usr/bin" "${ROOTFS}/opt/truegreen/lib" "${ROOTFS}/tmp"
+chmod 1777 "${ROOTFS}/tmp"
+
+install -m 0755 "${BINARY}" "${ROOTFS}/usr/bin/truegreen"
+if command -v strip >/dev/null 2>&1; then strip --strip-unneeded "${ROOTFS}/usr/bin/truegreen"; fi
+
+is_driver_lib() {
+  case "$(basename "$1")" in libcuda.so*|libnvidia-*|libnvcuvid.so*|libcudadebugger.so*) return 0 ;; esac
+  return 1
+}
+
+# copy_deps FILE: copies every library ldd resolves for FILE to the same path under ROOTFS.
+# "not found" is fatal for the binary (it would not start) and reported for the GPU provider
+# plugins (their CUDA libraries come from the CUDA/cuDNN/TensorRT install, see docs).
+copy_deps() {
+  local file="$1" strict="$2" line lib
+  local out
+  out="$(ldd "${file}" 2>&1)" || die "ldd ${file} failed: ${out}"
+  while IFS= read -r line; do
+    line="${line#"${line%%[![:space:]]*}"}"  # ldd indents with a tab
+    case "${line}" in
+      *"not found"*)
+        lib="$(echo "${line}" | awk '{print $1}')"
+        if [ "${strict}" = 1 ]; then die "${file} needs ${lib}, which is not installed"; fi
+        if ! is_driver_lib "${lib}"; then log "note: $(basename "${file}") needs ${lib} (not on this machine; not bundled)"; fi
+        continue ;;
+      *"=> /"*) lib="$(echo "${line}" | sed -E 's/.*=> (\/[^ ]+).*/\1/')" ;;
+      /*) lib="$(echo "${line}" | awk '{print $1}')" ;;
+      *) continue ;;
+    esac
+    is_driver_lib "${lib}" && continue
+    if [ ! -e "${ROOTFS}${lib}" ]; then
+      mkdir -p "${ROOTFS}$(dirname "${lib}")"
+      cp -L "${lib}" "${ROOTFS}${lib}"
+    fi
+  done <<< "${out}"
+}
+
+copy_deps "${BINARY}" 1
+for lib in "${ORT_DIR}"/lib/libonnxruntime.so* "${ORT_DIR}"/gpu/*.so*; do
+  [ -e "${lib}" ] || continue
+  cp -L "${lib}" "${ROOTFS}/opt/truegreen/lib/$(basename "${lib}")"
+done
+for lib in "${ROOTFS}"/opt/truegreen/lib/*.so*; do
+  copy_deps "${lib}" 0
+done
+# cuDNN 9 opens its sub-libraries (ops, cnn, adv, graph, heuristic, engines_*) lazily with dlopen,
+# so ldd never lists them: bundle the siblings of every libcudnn.so.N that was collected.
+while IFS= read -r cudnn; do
+  [ -n "${cudnn}" ] || continue
+  src_dir="$(dirname "${cudnn#"${ROOTFS}"}")"
+  major="${cudnn##*.so.}"
+  for sub in "${src_dir}"/libcudnn_*.so."${major}"; do
+    [ -e "${sub}" ] || continue
+    cp -L "${sub}" "${ROOTFS}${sub}"
+    copy_deps "${sub}" 0
+  done
+done < <(find "${ROOTFS}" -name 'libcudnn.so.[0-9]*' -type f)
+# Library directories outside the loader's defaults (no /etc/ld.so.cache in a scratch image).
+LIB_DIRS="$(find "${ROOTFS}" -type f -name '*.so*' -printf '/%P\n' | xargs -r -n1 dirname | sort -u |
+  grep -v -E '^/(usr/)?lib(64)?(/x86_64-linux-gnu)?$' | paste -sd: -)"
+nfiles="$(find "${ROOTFS}" -type f | wc -l)"
+log "root filesystem: ${nfiles} files, $(du -sh "${ROOTFS}" | cut -f1)"
+
+if ldd "${BINARY}" | grep -q -E 'lib(a|ub|t|l)san\.so'; then
+  # Sanitizer runtimes read /proc/self/maps at start-up; the bare root filesystem has no /proc.
+  log "smoke test skipped: ${BINARY} is a sanitizer build (needs /proc, absent in the rootfs)"
+elif [ "$(id -u)" = 0 ] && command -v chroot >/dev/null 2>&1; then
+  if ! version="$(chroot "${ROOTFS}" /usr/bin/truegreen --version 2>&1)"; then
+    die "smoke test failed: chroot ${ROOTFS} /usr/bin/truegreen --version: ${version}"
+  fi
+  log "smoke test: chroot rootfs /usr/bin/truegreen --version -> ${version}"
+else
+  log "smoke test skipped (needs root and chroot)"
+fi
+if [ -n "${COLLECT_ONLY}" ]; then
+  trap - EXIT
+  rm -rf "${WORK}"
+  log "collected into ${ROOTFS}"
+  exit 0
+fi
+
+# ---- 2. build and export the image -----------------------------------------------------------
+mkdir -p "$(dirname "${OUT}")"
+rm -f "${OUT}"
+DIGEST_FILE="${OUT%.tar}.digest"
+ENTRYPOINT='["/usr/bin/truegreen"]'
+ENV_LIB="TRUEGREEN_LIB_PATH=/opt/truegreen/lib"
+# As NVIDIA's CUDA images do: ask the container toolkit for the GPUs (Kubernetes' device plugin
+# narrows this to the GPUs the pod requested) and for the compute + NVML driver libraries.
+ENV_GPU=(NVIDIA_VISIBLE_DEVICES=all NVIDIA_DRIVER_CAPABILITIES=compute,utility)
+
+build_with_buildah() {
+  local store="${WORK}/storage" ctr
+  local -a B=(buildah --root "${store}/root" --runroot "${store}/run" --storage-driver vfs)
+  export BUILDAH_ISOLATION=chroot
+  ctr="$("${B[@]}" from --pull=false scratch)" || return 1
+  "${B[@]}" copy "${ctr}" "${ROOTFS}/" / >/dev/null || return 1
+  "${B[@]}" config --entrypoint "${ENTRYPOINT}" --cmd '["doctor"]' --env "${ENV_LIB}" \
+    --env "LD_LIBRARY_PATH=${LIB_DIRS}" --env "${ENV_GPU[0]}" --env "${ENV_GPU[1]}" \
+    --user 65532:65532 --port 8000 --workingdir / \
+    --label org.opencontainers.image.title=truegreen \
+    --label org.opencontainers.image.description="truegreen runtime (binary + loaded libraries)" \
+    "${ctr}" || return 1
+  "${B[@]}" commit --quiet --format oci --rm "${ctr}" "${TAG}" >/dev/null || return 1
+  local -a C=(--compression-format "${COMPRESSION}")
+  if [ "${COMPRESSION}" = none ] || [ "${FORMAT}" = docker-archive ]; then C=(--disable-compression); fi
+  "${B[@]}" push --quiet "${C[@]}" --digestfile "${DIGEST_FILE}" "${TAG}" \
+    "${FORMAT}:${OUT}:${TAG}" || return 1
+  "${B[@]}" rmi --all >/dev/null 2>&1 || true
+}
+
+build_with_umoci() {
+  [ "${FORMAT}" = oci-archive ] || { log "umoci writes OCI layouts only (use --format oci-archive)"; return 1; }
+  local layout="${WORK}/layout" bundle="${WORK}/bundle" ref="${TAG##*:}"
+  umoci init --layout "${layout}" || return 1
+  umoci new --image "${layout}:${ref}" || return 1
+  # unpack + repack rather than `umoci insert`: umoci 0.4.7's insert writes a layer whose tar
+  # stream ends without the last file's padding and the end-of-archive blocks.
+  umoci unpack --image "${layout}:${ref}" "${bundle}" >/dev/null || return 1
+  cp -a "${ROOTFS}/." "${bundle}/rootfs/" || return 1
+  umoci repack --image "${layout}:${ref}" "${bundle}" || return 1
+  umoci config --image "${layout}:${ref}" --config.entrypoint /usr/bin/truegreen \
+    --config.cmd doctor --config.env "${ENV_LIB}" --config.env "LD_LIBRARY_PATH=${LIB_DIRS}" \
+    --config.env "${ENV_GPU[0]}" --config.env "${ENV_GPU[1]}" \
+    --config.user 65532:65532 \
+    --config.exposedports 8000/tcp --config.workingdir / \
+    --config.label org.opencontainers.image.title=truegreen || return 1
+  umoci gc --layout "${layout}" || return 1
+  tar -C "${layout}" -cf "${OUT}" . || return 1
+  sed -E 's/.*"digest":"(sha256:[0-9a-f]{64})".*/\1/' "${layout}/index.json" > "${DIGEST_FILE}"
+}
+
+built=""
+if [ "${BUILDER}" != umoci ]; then
+  if command -v buildah >/dev/null 2>&1; then
+    if build_with_buildah; then built=buildah; else log "buildah failed (see above)"; fi
+  else
+    log "buildah not installed"
+  fi
+  [ -n "${built}" ] || [ "${BUILDER}" = auto ] || die "buildah could not build the image"
+fi
+if [ -z "${built}" ]; then
+  command -v umoci >/dev/null 2>&1 || die "neither buildah nor umoci could build the image"
+  log "building the OCI layout with umoci"
+  build_with_umoci || die "umoci could not build the image"
+  built=umoci
+fi
+[ -s "${OUT}" ] || die "no archive written at ${OUT}"
+log "built ${TAG} with ${built}: ${OUT} ($(du -h "${OUT}" | cut -f1)), digest $(cat "${DIGEST_FILE}")"

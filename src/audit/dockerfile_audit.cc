@@ -1,0 +1,616 @@
+// Dockerfile hygiene rules. RUN commands are read as shell words (not executed) and split into
+// simple commands so "apt-get install ... && rm -rf /var/lib/apt/lists/*" is recognised as one
+// layer that creates and removes its cache. Only stages that ship (the final stage and the stages
+// it is FROM) are held to the runtime rules: build stages may carry whatever they need.
+#include "audit/dockerfile_audit.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <filesystem>
+#include <map>
+#include <regex>
+#include <set>
+
+#include "audit/dockerfile_ignore.h"
+#include "common/file_util.h"
+
+namespace tg::audit {
+namespace {
+
+namespace fs = std::filesystem;
+using common::Result;
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+bool EndsWith(std::string_view s, std::string_view p) {
+  return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
+}
+
+std::string Basename(std::string_view p) {
+  std::size_t slash = p.rfind('/');
+  return std::string(slash == std::string_view::npos ? p : p.substr(slash + 1));
+}
+
+bool IsEnvAssignment(std::string_view w) {
+  std::size_t eq = w.find('=');
+  if (eq == std::string_view::npos || eq == 0) return false;
+  for (std::size_t i = 0; i < eq; ++i) {
+    char c = w[i];
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
+  }
+  return !std::isdigit(static_cast<unsigned char>(w[0]));
+}
+
+// name@sha256:<64 lowercase hex> (checked by hand: std::regex recursion is unbounded on long
+// input).
+bool IsPinnedByDigest(std::string_view image) {
+  std::size_t at = image.rfind("@sha256:");
+  if (at == std::string_view::npos || image.size() - at != 8 + 64) return false;
+  for (char c : image.substr(at + 8)) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
+// What one RUN does to package caches and toolchains.
+struct RunFacts {
+  bool apt = false, apt_lists_removed = false;
+  bool apk = false, apk_no_cache = false, apk_cache_removed = false;
+  bool pip = false, pip_no_cache = true, pip_cache_removed = false;
+  bool dnf = false, dnf_clean = false;
+  bool conda = false, conda_clean = false;
+  bool npm = false, npm_clean = false;
+  std::vector<std::string> build_packages;  // "apt-get install gcc"
+  std::vector<std::string> build_commands;  // "make", "nvcc"
+};
+
+std::vector<std::string> NonFlagArgs(const std::vector<std::string>& w, std::size_t from,
+                                     const std::set<std::string>& flags_with_value) {
+  std::vector<std::string> out;
+  for (std::size_t i = from; i < w.size(); ++i) {
+    if (StartsWith(w[i], "-")) {
+      if (flags_with_value.count(w[i]) != 0) ++i;
+      continue;
+    }
+    out.push_back(w[i]);
+  }
+  return out;
+}
+
+void AnalyzeCommand(std::vector<std::string> w, RunFacts* f, int depth);
+
+void AnalyzeShell(std::string_view text, RunFacts* f, int depth) {
+  std::vector<std::string> words = ShellWords(text);
+  std::vector<std::string> cur;
+  for (auto& word : words) {
+    if (word == ";" || word == "&&" || word == "||" || word == "|" || word == "&") {
+      AnalyzeCommand(std::move(cur), f, depth);
+      cur.clear();
+    } else {
+      cur.push_back(std::move(word));
+    }
+  }
+  AnalyzeCommand(std::move(cur), f, depth);
+}
+
+void NoteRemoved(const std::string& path, RunFacts* f) {
+  std::string p = path;
+  for (const char* home : {"~/", "$HOME/", "${HOME}/"}) {
+    if (StartsWith(p, home)) p = "/root/" + p.substr(std::string_view(home).size());
+  }
+  if (StartsWith(p, "/var/lib/apt/lists")) f->apt_lists_removed = true;
+  if (StartsWith(p, "/var/cache/apk")) f->apk_cache_removed = true;
+  if (StartsWith(p, "/var/cache/yum") || StartsWith(p, "/var/cache/dnf")) f->dnf_clean = true;
+  if (p == "/root/.cache" || p == "/root/.cache/" || p == "/root/.cache/*" ||
+      StartsWith(p, "/root/.cache/pip") || StartsWith(p, "/tmp/pip")) {
+    f->pip_cache_removed = true;
+  }
+  if (StartsWith(p, "/root/.npm")) f->npm_clean = true;
+  if (StartsWith(p, "/opt/conda/pkgs")) f->conda_clean = true;
+}
+
+void AnalyzeCommand(std::vector<std::string> w, RunFacts* f, int depth) {
+  // Drop environment assignments and wrappers in front of the program.
+  std::size_t s = 0;
+  while (s < w.size()) {
+    const std::string& x = w[s];
+    if (IsEnvAssignment(x) || x == "sudo" || x == "env" || x == "exec" || x == "time" ||
+        x == "nice" || x == "command") {
+      ++s;
+      continue;
+    }
+    break;
+  }
+  if (s >= w.size()) return;
+  w.erase(w.begin(), w.begin() + static_cast<std::ptrdiff_t>(s));
+  std::string prog = Basename(w[0]);
+
+  if ((prog == "sh" || prog == "bash" || prog == "dash") && depth < 3) {
+    for (std::size_t i = 1; i + 1 < w.size(); ++i) {
+      if (w[i] == "-c" || (StartsWith(w[i], "-") && w[i].find('c') != std::string::npos)) {
+        AnalyzeShell(w[i + 1], f, depth + 1);
+        return;
+      }
+    }
+    return;
+  }
+  auto has = [&](std::string_view flag) {
+    return std::find(w.begin() + 1, w.end(), flag) != w.end();
+  };
+  auto note_build_pkgs = [&](const std::vector<std::string>& pkgs, std::string_view tool) {
+    for (const auto& p : pkgs) {
+      if (IsBuildToolPackage(p)) f->build_packages.push_back(fmt::format("{} {}", tool, p));
+    }
+  };
+
+  if (prog == "apt-get" || prog == "apt" || prog == "aptitude") {
+    std::vector<std::string> rest = NonFlagArgs(w, 1, {"-o", "-t", "--target-release"});
+    if (rest.empty()) return;
+    const std::string& sub = rest[0];
+    if (sub == "update" || sub == "install" || sub == "upgrade" || sub == "dist-upgrade" ||
+        sub == "full-upgrade" || sub == "build-dep") {
+      f->apt = true;
+    }
+    if (sub == "install" || sub == "build-dep") {
+      if (sub == "build-dep") f->build_packages.push_back("apt-get build-dep");
+      note_build_pkgs({rest.begin() + 1, rest.end()}, "apt-get install");
+    }
+  } else if (prog == "apk") {
+    std::vector<std::string> rest = NonFlagArgs(w, 1, {"--virtual", "-t", "--repository", "-X"});
+    if (rest.empty()) return;
+    if (rest[0] == "add" || rest[0] == "update" || rest[0] == "upgrade") {
+      f->apk = true;
+      if (has("--no-cache")) f->apk_no_cache = true;
+    }
+    if (rest[0] == "add") note_build_pkgs({rest.begin() + 1, rest.end()}, "apk add");
+    if (rest[0] == "cache" && rest.size() > 1 && rest[1] == "clean") f->apk_cache_removed = true;
+  } else if (prog == "yum" || prog == "dnf" || prog == "microdnf" || prog == "tdnf") {
+    std::vector<std::string> rest = NonFlagArgs(w, 1, {"--setopt", "--enablerepo"});
+    if (rest.empty()) return;
+    if (rest[0] == "install" || rest[0] == "groupinstall" || rest[0] == "update" ||
+        rest[0] == "upgrade") {
+      f->dnf = true;
+      if (rest[0] == "groupinstall") f->build_packages.push_back(prog + " groupinstall");
+      note_build_pkgs({rest.begin() + 1, rest.end()}, prog + " install");
+    }
+    if (rest[0] == "clean" && rest.size() > 1 && rest[1] == "all") f->dnf_clean = true;
+  } else if (StartsWith(prog, "pip") || (StartsWith(prog, "python") && w.size() > 2 &&
+                                         w[1] == "-m" && StartsWith(w[2], "pip"))) {
+    std::size_t first = StartsWith(prog, "pip") ? 1 : 3;
+    std::vector<std::string> rest = NonFlagArgs(
+        w, first,
+        {"-r", "--requirement", "-c", "--constraint", "-i", "--index-url", "--extra-index-url",
+         "-f", "--find-links", "-e", "--editable", "-t", "--target", "--prefix", "--root"});
+    if (!rest.empty() && rest[0] == "install") {
+      f->pip = true;
+      if (!has("--no-cache-dir")) f->pip_no_cache = false;
+      note_build_pkgs({rest.begin() + 1, rest.end()}, "pip install");
+    }
+    if (!rest.empty() && rest[0] == "cache" && rest.size() > 1 &&
+        (rest[1] == "purge" || rest[1] == "remove")) {
+      f->pip_cache_removed = true;
+    }
+  } else if (prog == "conda" || prog == "mamba" || prog == "micromamba") {
+    std::vector<std::string> rest = NonFlagArgs(w, 1, {"-n", "--name", "-p", "--prefix", "-c"});
+    if (!rest.empty() && (rest[0] == "install" || rest[0] == "create" || rest[0] == "update")) {
+      f->conda = true;
+      note_build_pkgs({rest.begin() + 1, rest.end()}, prog + " install");
+    }
+    if (!rest.empty() && rest[0] == "clean") f->conda_clean = true;
+  } else if (prog == "npm" || prog == "yarn") {
+    std::vector<std::string> rest = NonFlagArgs(w, 1, {});
+    if (!rest.empty() && (rest[0] == "install" || rest[0] == "ci" || rest[0] == "i" ||
+                          (prog == "yarn" && rest[0] == "add"))) {
+      f->npm = true;
+    }
+    if (rest.size() > 1 && rest[0] == "cache" && rest[1] == "clean") f->npm_clean = true;
+  } else if (prog == "rm") {
+    for (const auto& p : NonFlagArgs(w, 1, {})) NoteRemoved(p, f);
+  } else {
+    static const std::set<std::string> kBuildPrograms = {
+        "gcc",  "g++",   "cc",    "c++",   "clang", "clang++", "nvcc",
+        "make", "cmake", "ninja", "meson", "cargo", "ld",      "gfortran"};
+    if (kBuildPrograms.count(prog) != 0) f->build_commands.push_back(prog);
+  }
+}
+
+// The text a RUN executes: shell form plus heredoc bodies, or the `sh -c` script of the JSON form.
+std::string RunScript(const DockerfileInstruction& ins) {
+  std::string script;
+  if (ins.json_form) {
+    for (const auto& a : ins.json_args) {
+      // Quote each word so the splitter sees the exec-form words unchanged.
+      script += "'";
+      for (char c : a) {
+        if (c == '\'') {
+          script += "'\\''";
+        } else {
+          script.push_back(c);
+        }
+      }
+      script += "' ";
+    }
+  } else {
+    script = ins.args;
+  }
+  for (const auto& h : ins.heredocs) script += "\n" + h.body;
+  return script;
+}
+
+struct CacheMounts {
+  std::vector<std::string> targets;
+  bool Covers(std::string_view path) const {
+    for (const auto& t : targets) {
+      std::string tt = t;
+      while (tt.size() > 1 && tt.back() == '/') tt.pop_back();
+      if (path == tt || StartsWith(path, tt + "/")) return true;
+    }
+    return false;
+  }
+};
+
+CacheMounts MountsOf(const DockerfileInstruction& ins) {
+  CacheMounts m;
+  for (const std::string& spec : ins.Flags("mount")) {
+    std::map<std::string, std::string> kv;
+    std::size_t pos = 0;
+    while (pos <= spec.size()) {
+      std::size_t comma = spec.find(',', pos);
+      std::string part =
+          spec.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+      std::size_t eq = part.find('=');
+      kv[Lower(part.substr(0, eq))] = eq == std::string::npos ? "" : part.substr(eq + 1);
+      if (comma == std::string::npos) break;
+      pos = comma + 1;
+    }
+    if (kv["type"] != "cache" && kv["type"] != "tmpfs") continue;
+    for (const char* key : {"target", "dst", "destination"}) {
+      if (!kv[key].empty()) m.targets.push_back(kv[key]);
+    }
+  }
+  return m;
+}
+
+// ENV instructions: `ENV K=V K2=V2` or the legacy `ENV K V`.
+void ApplyEnv(const DockerfileInstruction& ins, std::map<std::string, std::string>* env) {
+  std::vector<std::string> w = ShellWords(ins.args);
+  if (w.empty()) return;
+  if (w[0].find('=') == std::string::npos) {
+    std::string value;
+    for (std::size_t i = 1; i < w.size(); ++i) value += (i > 1 ? " " : "") + w[i];
+    (*env)[w[0]] = value;
+    return;
+  }
+  for (const auto& kv : w) {
+    std::size_t eq = kv.find('=');
+    if (eq != std::string::npos) (*env)[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+}
+
+bool IsToolchainPath(std::string_view src) {
+  static const std::regex kToolchain(
+      R"(^/*((usr/(local/)?)?s?bin/(gcc|g\+\+|cc|c\+\+|clang|clang\+\+|nvcc|cmake|make|ninja|ld|as|gfortran)(-[0-9.]+)?)$)"
+      R"(|^/*usr/(local/)?include(/.*)?$)"
+      R"(|^/*usr/lib/gcc(/.*)?$)"
+      R"(|^/*usr/local/cuda(-[0-9.]+)?/?$)"
+      R"(|(^|/)bin/nvcc$)"
+      R"(|^/*usr/local/cuda(-[0-9.]+)?/(bin|include|nvvm)(/.*)?$)"
+      R"(|^/+\.?$)");
+  if (src.size() > 1024) return false;  // not a toolchain path; keeps the regex bounded
+  return std::regex_search(std::string(src), kToolchain);
+}
+
+bool IsDevelImage(std::string_view image) {
+  std::string ref = Lower(image);
+  std::size_t at = ref.find('@');
+  if (at != std::string::npos) ref = ref.substr(0, at);
+  std::string tag;
+  std::size_t slash = ref.rfind('/');
+  std::size_t colon = ref.rfind(':');
+  if (colon != std::string::npos && (slash == std::string::npos || colon > slash)) {
+    tag = ref.substr(colon + 1);
+    ref = ref.substr(0, colon);
+  }
+  std::string name = Basename(ref);
+  static const std::set<std::string> kDevNames = {"gcc", "golang", "rust",  "buildpack-deps",
+                                                  "sdk", "maven",  "gradle"};
+  return tag.find("devel") != std::string::npos || name.find("devel") != std::string::npos ||
+         kDevNames.count(name) != 0 || StartsWith(tag, "sdk") ||
+         tag.find("-sdk") != std::string::npos;
+}
+
+struct Probe {
+  const char* category;
+  std::vector<const char*> paths;
+  const char* fix;
+};
+
+const std::vector<Probe>& IgnoreProbes() {
+  static const std::vector<Probe> k = {
+      {"version control", {".git/HEAD", ".git/objects/pack/pack-0.pack"}, "add '.git'"},
+      {"notebooks",
+       {"analysis.ipynb", "notebooks/analysis.ipynb",
+        "notebooks/.ipynb_checkpoints/analysis-checkpoint.ipynb"},
+       "add '**/*.ipynb' and '**/.ipynb_checkpoints'"},
+      {"caches",
+       {"pkg/__pycache__/mod.cpython-311.pyc", ".cache/huggingface/hub/blob"},
+       "add '**/__pycache__' and '.cache'"},
+      {"model weights",
+       {"model.onnx", "models/unet/model.onnx", "models/unet/model.onnx_data",
+        "models/sd-v1-5.safetensors", "models/sd-v1-5.ckpt", "models/pytorch_model.bin",
+        "models/model.pt", "models/model.pth"},
+       "add '**/*.onnx', '**/*.onnx_data', '**/*.safetensors', '**/*.ckpt', '**/*.bin', "
+       "'**/*.pt' and '**/*.pth'"},
+  };
+  return k;
+}
+
+}  // namespace
+
+bool IsBuildToolPackage(std::string_view package) {
+  std::string p = Lower(package);
+  // Strip version pins and qualifiers: apt "gcc=4:12", "gcc:amd64"; pip "cmake>=3.25", "x[extra]".
+  std::size_t cut = p.find_first_of("=:<>![~@ ");
+  if (cut != std::string::npos) p = p.substr(0, cut);
+  if (p.empty()) return false;
+  static const std::set<std::string> kExact = {
+      "build-essential", "gcc",          "g++",          "cpp",
+      "clang",           "llvm",         "make",         "cmake",
+      "ninja-build",     "ninja",        "meson",        "autoconf",
+      "automake",        "libtool",      "pkg-config",   "pkgconf",
+      "bison",           "flex",         "gfortran",     "musl-dev",
+      "alpine-sdk",      "build-base",   "cuda-toolkit", "nvidia-cuda-toolkit",
+      "cuda-nvcc",       "scikit-build", "cython",       "gcc-c++",
+      "kernel-headers"};
+  if (kExact.count(p) != 0) return true;
+  for (const char* prefix :
+       {"gcc-", "g++-", "clang-", "llvm-", "cuda-nvcc-", "cuda-toolkit-", "cuda-compiler-",
+        "cuda-libraries-dev", "cuda-command-line-tools", "devtoolset-", "linux-headers"}) {
+    if (StartsWith(p, prefix)) return true;
+  }
+  return EndsWith(p, "-dev") || EndsWith(p, "-devel") || p.find("-dev-cuda") != std::string::npos;
+}
+
+Result<DockerfileAuditReport> AuditDockerfile(const Dockerfile& df,
+                                              const DockerfileAuditOptions& options) {
+  DockerfileAuditReport rep;
+  rep.stages = static_cast<int>(df.stages.size());
+  rep.runtime_chain = df.RuntimeChain();
+  const std::string& file = options.dockerfile_path.empty() ? df.source : options.dockerfile_path;
+  auto add = [&](std::string rule, int line, std::string message, std::string fix) {
+    Finding f;
+    f.rule = std::move(rule);
+    f.severity = Severity::kError;
+    f.path = file;
+    f.line = line;
+    f.message = std::move(message);
+    f.fix = std::move(fix);
+    rep.findings.push_back(std::move(f));
+  };
+  std::set<int> runtime(rep.runtime_chain.begin(), rep.runtime_chain.end());
+  const DockerfileStage& final_stage = df.stages.back();
+  auto stage_label = [&](const DockerfileStage& st) {
+    return st.name.empty() ? fmt::format("stage {}", st.index) : fmt::format("stage '{}'", st.name);
+  };
+
+  // dockerfile.multi-stage
+  if (df.stages.size() == 1) {
+    const DockerfileInstruction* run = nullptr;
+    for (const auto& ins : final_stage.instructions) {
+      if (ins.keyword == "RUN") {
+        run = &ins;
+        break;
+      }
+    }
+    if (run != nullptr) {
+      add("dockerfile.multi-stage", final_stage.line,
+          fmt::format("single-stage build that RUNs commands (line {}): whatever the build "
+                      "installs or leaves behind ships in the runtime image",
+                      run->line),
+          "build in a first stage ('FROM ... AS build') and start the runtime stage FROM a slim "
+          "base (or scratch), copying only the artifacts with COPY --from=build");
+    }
+  }
+
+  // dockerfile.base-digest (FROM and COPY --from=<image>).
+  for (const auto& st : df.stages) {
+    if (st.parent_stage >= 0) continue;
+    if (!st.unresolved_args.empty()) {
+      add("dockerfile.base-digest", st.line,
+          fmt::format("FROM {}: build argument(s) {} have no default, so the base image cannot "
+                      "be verified (it is whatever the builder passes)",
+                      st.base_raw, fmt::join(st.unresolved_args, ", ")),
+          "give the ARG a default pinned by digest, e.g. ARG BASE=name:tag@sha256:<digest>");
+      continue;
+    }
+    if (Lower(st.base) == "scratch" || IsPinnedByDigest(st.base)) continue;
+    add("dockerfile.base-digest", st.line,
+        fmt::format("base image '{}' of {} is not pinned by digest: the tag can move and the "
+                    "build is not reproducible",
+                    st.base, stage_label(st)),
+        fmt::format("pin it: FROM {}@sha256:<digest> (find the digest with `skopeo inspect`)",
+                    st.base));
+  }
+  for (const auto& st : df.stages) {
+    for (const auto& ins : st.instructions) {
+      if (ins.keyword != "COPY" && ins.keyword != "ADD") continue;
+      std::optional<std::string> from = ins.Flag("from");
+      if (!from || from->empty()) continue;
+      std::vector<std::string> unresolved;
+      std::string ref = ExpandDockerVariables(*from, {}, &unresolved);
+      if (df.StageIndex(*from) >= 0 && df.StageIndex(*from) < st.index) continue;
+      if (Lower(ref) == "scratch" || IsPinnedByDigest(ref)) continue;
+      add("dockerfile.base-digest", ins.line,
+          fmt::format("{} --from={} copies from an image that is not pinned by digest (and is "
+                      "not an earlier stage)",
+                      ins.keyword, *from),
+          fmt::format("pin it: --from={}@sha256:<digest>, or name an earlier stage", *from));
+    }
+  }
+
+  // dockerfile.runtime-devel-base
+  {
+    const DockerfileStage& root = df.stages[rep.runtime_chain.back()];
+    if (root.parent_stage < 0 && IsDevelImage(root.base)) {
+      add("dockerfile.runtime-devel-base", root.line,
+          fmt::format("the runtime image starts from '{}', a development image (compilers, "
+                      "headers and static libraries ship with it)",
+                      root.base),
+          "start the runtime stage from a runtime/base variant (e.g. the CUDA '-runtime-' "
+          "image) or from scratch, and build in an earlier stage");
+    }
+  }
+
+  // Runtime rules walk the chain base-first so ENV set in a parent stage applies to children.
+  std::map<std::string, std::string> env;
+  for (auto it = rep.runtime_chain.rbegin(); it != rep.runtime_chain.rend(); ++it) {
+    const DockerfileStage& st = df.stages[*it];
+    for (const auto& ins : st.instructions) {
+      if (ins.keyword == "ENV") {
+        ApplyEnv(ins, &env);
+        continue;
+      }
+      if (ins.keyword == "COPY" || ins.keyword == "ADD") {
+        std::optional<std::string> from = ins.Flag("from");
+        if (!from) continue;
+        std::vector<std::string> srcs;
+        if (ins.json_form) {
+          srcs = ins.json_args;
+        } else {
+          srcs = ShellWords(ins.args);
+        }
+        if (!srcs.empty()) srcs.pop_back();  // the destination
+        for (const auto& src : srcs) {
+          if (!IsToolchainPath(src)) continue;
+          add("dockerfile.runtime-build-tools", ins.line,
+              fmt::format("{} --from={} {} copies a toolchain (compiler, headers or a whole "
+                          "build filesystem) into the runtime {}",
+                          ins.keyword, *from, src, stage_label(st)),
+              "copy only the built artifacts and the shared libraries they load (ldd), not "
+              "toolchain directories");
+        }
+        continue;
+      }
+      if (ins.keyword != "RUN") continue;
+      RunFacts f;
+      AnalyzeShell(RunScript(ins), &f, 0);
+      CacheMounts mounts = MountsOf(ins);
+      for (const auto& p : f.build_packages) {
+        add("dockerfile.runtime-build-tools", ins.line,
+            fmt::format("'{}' installs a build tool or development package in the runtime {}", p,
+                        stage_label(st)),
+            "install build dependencies in a build stage and COPY --from=build only the "
+            "results");
+      }
+      for (const auto& c : f.build_commands) {
+        add("dockerfile.runtime-build-tools", ins.line,
+            fmt::format("RUN invokes '{}' in the runtime {}: the toolchain must be present "
+                        "there",
+                        c, stage_label(st)),
+            "move the build into a build stage");
+      }
+      auto cache = [&](std::string what, std::string fix) {
+        add("dockerfile.package-cache", ins.line,
+            fmt::format("{} in the runtime {} leaves its cache in the layer", what,
+                        stage_label(st)),
+            std::move(fix));
+      };
+      if (f.apt && !f.apt_lists_removed && !mounts.Covers("/var/lib/apt/lists")) {
+        cache("apt-get update/install without 'rm -rf /var/lib/apt/lists/*' in the same RUN",
+              "end the same RUN with '&& rm -rf /var/lib/apt/lists/*' (a later RUN cannot "
+              "shrink the earlier layer)");
+      }
+      if (f.apk && !f.apk_no_cache && !f.apk_cache_removed && !mounts.Covers("/var/cache/apk")) {
+        cache("apk add without --no-cache", "use 'apk add --no-cache ...'");
+      }
+      bool pip_env = env.count("PIP_NO_CACHE_DIR") != 0 && Lower(env["PIP_NO_CACHE_DIR"]) != "0" &&
+                     Lower(env["PIP_NO_CACHE_DIR"]) != "false" && !env["PIP_NO_CACHE_DIR"].empty();
+      if (f.pip && !f.pip_no_cache && !f.pip_cache_removed && !pip_env &&
+          !mounts.Covers("/root/.cache/pip")) {
+        cache("pip install without --no-cache-dir",
+              "use 'pip install --no-cache-dir ...' (or ENV PIP_NO_CACHE_DIR=1, or a "
+              "--mount=type=cache,target=/root/.cache/pip)");
+      }
+      if (f.dnf && !f.dnf_clean && !mounts.Covers("/var/cache/dnf") &&
+          !mounts.Covers("/var/cache/yum")) {
+        cache("yum/dnf install without 'clean all' in the same RUN",
+              "end the same RUN with '&& dnf clean all' (or yum) and rm -rf /var/cache/dnf");
+      }
+      if (f.conda && !f.conda_clean) {
+        cache("conda install without 'conda clean' in the same RUN",
+              "end the same RUN with '&& conda clean -afy'");
+      }
+      if (f.npm && !f.npm_clean && !mounts.Covers("/root/.npm")) {
+        cache("npm install/ci without 'npm cache clean' in the same RUN",
+              "end the same RUN with '&& npm cache clean --force'");
+      }
+    }
+  }
+
+  // .dockerignore presence and coverage.
+  fs::path dockerfile(options.dockerfile_path.empty() ? df.source : options.dockerfile_path);
+  fs::path context =
+      options.context_dir.empty() ? dockerfile.parent_path() : fs::path(options.context_dir);
+  if (context.empty()) context = ".";
+  std::vector<fs::path> candidates = {fs::path(dockerfile.string() + ".dockerignore"),
+                                      context / ".dockerignore"};
+  std::error_code ec;
+  for (const auto& c : candidates) {
+    if (fs::is_regular_file(c, ec)) {
+      rep.dockerignore = c.string();
+      break;
+    }
+  }
+  if (rep.dockerignore.empty()) {
+    Finding f;
+    f.rule = "dockerfile.dockerignore";
+    f.path = context.string();
+    f.message = fmt::format(
+        "no .dockerignore in the build context '{}' (nor {}): the whole directory, .git and "
+        "any model weights included, is sent to the builder and can be COPY'd into the image",
+        context.string(), candidates[0].string());
+    f.fix =
+        "add a .dockerignore that excludes .git, notebooks, caches and model weights "
+        "(an allowlist starting with '*' is strictest)";
+    rep.findings.push_back(std::move(f));
+    return rep;
+  }
+  TG_ASSIGN_OR_RETURN(std::string text,
+                      common::ReadFileLimited(rep.dockerignore, common::kMaxConfigBytes));
+  DockerIgnore ignore = DockerIgnore::Parse(text);
+  for (const Probe& probe : IgnoreProbes()) {
+    std::vector<std::string> leaked;
+    bool top_level_excluded = false;
+    for (const char* p : probe.paths) {
+      if (!ignore.Excludes(p)) {
+        leaked.emplace_back(p);
+      } else if (std::string_view(p).find('/') == std::string_view::npos) {
+        top_level_excluded = true;
+      }
+    }
+    if (leaked.empty()) continue;
+    Finding f;
+    f.rule = "dockerfile.dockerignore-coverage";
+    f.path = rep.dockerignore;
+    f.message =
+        fmt::format("{} would be sent in the build context: {} not excluded ({})", probe.category,
+                    leaked.size() == 1 ? "is" : "are", fmt::join(leaked, ", "));
+    if (top_level_excluded) {
+      f.message += "; note that a pattern like '*.ext' matches only at the top of the context";
+    }
+    f.fix = probe.fix;
+    rep.findings.push_back(std::move(f));
+  }
+  return rep;
+}
+
+}  // namespace tg::audit

@@ -1,0 +1,128 @@
+// Finding rendering and the byte-size helpers shared by the audit commands.
+#include "audit/finding.h"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+
+namespace tg::audit {
+
+std::string_view SeverityName(Severity s) {
+  switch (s) {
+    case Severity::kInfo:
+      return "info";
+    case Severity::kWarning:
+      return "warning";
+    case Severity::kError:
+      return "error";
+  }
+  return "error";
+}
+
+std::optional<Severity> ParseSeverity(std::string_view s) {
+  if (s == "info") return Severity::kInfo;
+  if (s == "warning") return Severity::kWarning;
+  if (s == "error") return Severity::kError;
+  return std::nullopt;
+}
+
+bool AnyAtLeast(const std::vector<Finding>& findings, Severity fail_at) {
+  for (const auto& f : findings) {
+    if (static_cast<int>(f.severity) >= static_cast<int>(fail_at)) return true;
+  }
+  return false;
+}
+
+nlohmann::json FindingToJson(const Finding& f) {
+  nlohmann::json j;
+  j["rule"] = f.rule;
+  j["severity"] = std::string(SeverityName(f.severity));
+  if (!f.path.empty()) j["path"] = f.path;
+  if (f.layer >= 0) j["layer"] = f.layer;
+  if (f.line > 0) j["line"] = f.line;
+  if (f.bytes > 0) j["bytes"] = f.bytes;
+  j["message"] = f.message;
+  if (!f.fix.empty()) j["fix"] = f.fix;
+  return j;
+}
+
+nlohmann::json FindingsToJson(const std::vector<Finding>& findings) {
+  nlohmann::json arr = nlohmann::json::array();
+  for (const auto& f : findings) arr.push_back(FindingToJson(f));
+  return arr;
+}
+
+std::string RenderFindingsText(const std::vector<Finding>& findings) {
+  std::string out;
+  for (const auto& f : findings) {
+    std::string where = f.path;
+    std::string extra;
+    if (f.layer >= 0) extra += fmt::format("layer {}", f.layer);
+    if (f.line > 0) extra += fmt::format("{}line {}", extra.empty() ? "" : ", ", f.line);
+    if (f.bytes > 0) extra += fmt::format("{}{}", extra.empty() ? "" : ", ", HumanBytes(f.bytes));
+    if (!extra.empty()) where += (where.empty() ? "(" : " (") + extra + ")";
+    out += fmt::format("{:<8}{}  {}\n", SeverityName(f.severity), f.rule, where);
+    out += fmt::format("        {}\n", f.message);
+    if (!f.fix.empty()) out += fmt::format("        fix: {}\n", f.fix);
+  }
+  return out;
+}
+
+std::string HumanBytes(std::uint64_t bytes) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  if (bytes < 1024) return fmt::format("{} B", bytes);
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024.0 && u < 5) {
+    v /= 1024.0;
+    ++u;
+  }
+  return fmt::format("{:.1f} {}", v, kUnits[u]);
+}
+
+std::optional<std::uint64_t> ParseByteSize(std::string_view text) {
+  std::string s;
+  for (char c : text) {
+    if (!std::isspace(static_cast<unsigned char>(c))) s.push_back(c);
+  }
+  if (s.empty()) return std::nullopt;
+  std::size_t i = 0;
+  while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.')) ++i;
+  if (i == 0) return std::nullopt;
+  std::string num = s.substr(0, i);
+  std::string unit;
+  for (char c : s.substr(i)) unit.push_back(static_cast<char>(std::tolower(c)));
+  char* end = nullptr;
+  double v = std::strtod(num.c_str(), &end);
+  if (end == nullptr || *end != '\0' || !std::isfinite(v) || v < 0) return std::nullopt;
+  double mult = 1;
+  if (unit.empty() || unit == "b") {
+    mult = 1;
+  } else if (unit == "k" || unit == "ki" || unit == "kib") {
+    mult = 1024.0;
+  } else if (unit == "m" || unit == "mi" || unit == "mib") {
+    mult = 1024.0 * 1024;
+  } else if (unit == "g" || unit == "gi" || unit == "gib") {
+    mult = 1024.0 * 1024 * 1024;
+  } else if (unit == "t" || unit == "ti" || unit == "tib") {
+    mult = 1024.0 * 1024 * 1024 * 1024;
+  } else if (unit == "kb") {
+    mult = 1e3;
+  } else if (unit == "mb") {
+    mult = 1e6;
+  } else if (unit == "gb") {
+    mult = 1e9;
+  } else if (unit == "tb") {
+    mult = 1e12;
+  } else {
+    return std::nullopt;
+  }
+  double r = v * mult;
+  if (r >= 1.8e19) return std::nullopt;
+  return static_cast<std::uint64_t>(std::llround(r));
+}
+
+}  // namespace tg::audit

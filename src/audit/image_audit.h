@@ -1,0 +1,87 @@
+// `truegreen audit image`: reads an image (oci_image.h), merges its layers (image_fs.h), runs the
+// budget, efficiency, file and GPU rules (image_rules.h) and renders the report; and
+// `audit image A B --diff`: file-level and capability-snapshot diff of two images.
+//
+// Failure behaviour: AuditImage returns the reader's Status for unreadable/corrupt input (exit 2);
+// everything found inside a readable image is a Finding. Thread safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "audit/finding.h"
+#include "audit/image_fs.h"
+#include "audit/image_rules.h"
+#include "audit/oci_image.h"
+#include "common/config.h"
+#include "policy/matrix.h"
+
+namespace tg::audit {
+
+struct ImageAuditOptions {
+  ImagePolicy policy;                    // budgets, thresholds, rule switches, reader limits
+  std::optional<std::uint64_t> budget;   // --budget (overrides policy.budget)
+  std::optional<policy::Matrix> matrix;  // --matrix (or a matrix given as --policy FILE)
+};
+
+struct LayerSummary {
+  int index = 0;
+  std::string digest;
+  std::string created_by;
+  std::string compression;
+  std::uint64_t compressed_bytes = 0;
+  std::uint64_t uncompressed_bytes = 0;
+  std::uint64_t file_bytes = 0;  // Σ declared sizes of regular files in the layer
+  std::size_t entries = 0;
+};
+
+struct ImageAuditReport {
+  std::string source;
+  std::string format;
+  std::string config_digest;
+  std::vector<LayerSummary> layers;
+  std::vector<HistoryEntry> history;
+  std::uint64_t total_bytes = 0;  // Σ uncompressed layer sizes
+  std::uint64_t total_compressed_bytes = 0;
+  std::uint64_t budget = 0;
+  std::uint64_t files = 0;  // regular files in the final filesystem
+  Efficiency efficiency;
+  CapabilitySnapshot snapshot;
+  std::vector<Finding> findings;
+  Severity fail_on = Severity::kError;
+  bool failed = false;  // a finding at or above fail_on
+  FileSystem fs;        // the merged filesystem (for --diff)
+};
+
+common::Result<ImageAuditReport> AuditImage(const std::string& path,
+                                            const ImageAuditOptions& options);
+
+common::Json ReportToJson(const ImageAuditReport& r);
+std::string ReportToText(const ImageAuditReport& r);
+
+struct FileChange {
+  std::string path;
+  std::string kind;  // "added" | "removed" | "changed"
+  std::uint64_t size_a = 0;
+  std::uint64_t size_b = 0;
+  std::string detail;  // what changed: "size", "type", "link", "mode"
+};
+struct ComponentChange {
+  std::string component;
+  std::string a;  // "" = absent
+  std::string b;
+};
+struct ImageDiff {
+  std::vector<FileChange> files;  // sorted by path
+  std::uint64_t added_bytes = 0, removed_bytes = 0;
+  std::int64_t changed_delta = 0;
+  std::vector<ComponentChange> components;  // differing snapshot components and env
+  std::int64_t total_delta = 0;             // b.total_bytes - a.total_bytes
+};
+ImageDiff DiffImages(const ImageAuditReport& a, const ImageAuditReport& b);
+common::Json DiffToJson(const ImageAuditReport& a, const ImageAuditReport& b, const ImageDiff& d);
+std::string DiffToText(const ImageAuditReport& a, const ImageAuditReport& b, const ImageDiff& d);
+
+}  // namespace tg::audit

@@ -1,0 +1,706 @@
+// Kubernetes manifest rules. yaml-cpp nodes are only read through the helpers below (a const
+// operator[] on a scalar throws), and every finding carries the line of the nearest node that
+// exists, so a missing field is reported at its parent.
+#include "audit/k8s_audit.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <climits>
+#include <filesystem>
+#include <map>
+#include <regex>
+#include <set>
+
+#include "common/file_util.h"
+
+namespace tg::audit {
+namespace {
+
+namespace fs = std::filesystem;
+using common::Status;
+
+YAML::Node Child(const YAML::Node& n, std::string_view key) {
+  if (n.IsDefined() && n.IsMap()) {
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      if (it->first.IsScalar() && it->first.Scalar() == key) return it->second;
+    }
+  }
+  return YAML::Node(YAML::NodeType::Undefined);
+}
+
+bool Present(const YAML::Node& n) { return n.IsDefined() && !n.IsNull(); }
+
+std::string Scalar(const YAML::Node& n) { return n.IsDefined() && n.IsScalar() ? n.Scalar() : ""; }
+
+int LineOf(const YAML::Node& n) {
+  if (!n.IsDefined()) return 0;
+  YAML::Mark m = n.Mark();
+  return m.is_null() ? 0 : m.line + 1;
+}
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+
+std::optional<long long> ToInt(std::string_view s) {
+  long long v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+// name@sha256:<64 lowercase hex> (checked by hand: std::regex recursion is unbounded on long
+// input).
+bool IsPinnedByDigest(std::string_view image) {
+  std::size_t at = image.rfind("@sha256:");
+  if (at == std::string_view::npos || image.size() - at != 8 + 64) return false;
+  for (char c : image.substr(at + 8)) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
+// Splits "name:tag@digest" into its parts (the tag colon is the one after the last '/').
+void SplitImage(const std::string& ref, std::string* name, std::string* tag, std::string* digest) {
+  std::string r = ref;
+  std::size_t at = r.find('@');
+  *digest = at == std::string::npos ? "" : r.substr(at + 1);
+  if (at != std::string::npos) r = r.substr(0, at);
+  std::size_t slash = r.rfind('/');
+  std::size_t colon = r.rfind(':');
+  if (colon != std::string::npos && (slash == std::string::npos || colon > slash)) {
+    *tag = r.substr(colon + 1);
+    r = r.substr(0, colon);
+  } else {
+    tag->clear();
+  }
+  *name = r;
+}
+
+struct Ctx {
+  const std::string& file;
+  int document;
+  std::string object;
+  K8sAuditReport* report;
+};
+
+void Add(Ctx& ctx, const char* rule, int line, const std::string& container,
+         const std::string& field, const std::string& message, const std::string& fix) {
+  K8sFinding kf;
+  kf.finding.rule = rule;
+  kf.finding.severity = Severity::kError;
+  kf.finding.path = ctx.file;
+  kf.finding.line = line;
+  std::string where = fmt::format("[doc {}] {}", ctx.document, ctx.object);
+  if (!container.empty()) where += fmt::format(" container '{}'", container);
+  kf.finding.message = fmt::format("{} ({}): {}", where, field, message);
+  kf.finding.fix = fix;
+  kf.document = ctx.document;
+  kf.object = ctx.object;
+  kf.container = container;
+  kf.field = field;
+  ctx.report->findings.push_back(std::move(kf));
+}
+
+struct Container {
+  YAML::Node node;
+  std::string name, image, path;
+  bool init = false;
+  bool gpu_limit = false;  // nvidia.com/gpu or nvidia.com/mig-* in limits, value >= 1
+  bool mig_limit = false;
+  long long gpu_count = 0;
+  bool looks_gpu = false;
+  bool truegreen = false;
+  bool visible_all = false;
+  int visible_line = 0;
+};
+
+bool ImageLooksGpu(const std::string& image) {
+  std::string i = Lower(image);
+  for (const char* k : {"cuda", "tensorrt", "triton", "truegreen", "onnxruntime-gpu", "nvidia/",
+                        "-gpu", "gpu-", "vllm", "cudnn"}) {
+    if (i.find(k) != std::string::npos) return true;
+  }
+  return false;
+}
+
+bool IsTruegreen(const Container& c) {
+  std::string name, tag, digest;
+  SplitImage(Lower(c.image), &name, &tag, &digest);
+  std::string base = name.substr(name.rfind('/') == std::string::npos ? 0 : name.rfind('/') + 1);
+  if (StartsWith(base, "truegreen")) return true;
+  YAML::Node cmd = Child(c.node, "command");
+  if (cmd.IsDefined() && cmd.IsSequence() && cmd.size() > 0) {
+    std::string c0 = Scalar(cmd[0]);
+    std::string b = c0.substr(c0.rfind('/') == std::string::npos ? 0 : c0.rfind('/') + 1);
+    if (b == "truegreen") return true;
+  }
+  return false;
+}
+
+Container ReadContainer(const YAML::Node& node, const std::string& path, bool init,
+                        const std::vector<KustomizeImage>& images) {
+  Container c;
+  c.node = node;
+  c.path = path;
+  c.init = init;
+  c.name = Scalar(Child(node, "name"));
+  c.image = ApplyKustomizeImages(Scalar(Child(node, "image")), images);
+  YAML::Node limits = Child(Child(node, "resources"), "limits");
+  if (limits.IsDefined() && limits.IsMap()) {
+    for (auto it = limits.begin(); it != limits.end(); ++it) {
+      std::string key = Scalar(it->first);
+      if (key != "nvidia.com/gpu" && !StartsWith(key, "nvidia.com/mig-")) continue;
+      std::optional<long long> n = ToInt(Scalar(it->second));
+      if (n && *n >= 1) {
+        c.gpu_limit = true;
+        c.gpu_count += *n;
+        if (StartsWith(key, "nvidia.com/mig-")) c.mig_limit = true;
+      }
+    }
+  }
+  c.looks_gpu = ImageLooksGpu(c.image);
+  YAML::Node env = Child(node, "env");
+  if (env.IsDefined() && env.IsSequence()) {
+    for (const auto& e : env) {
+      std::string n = Scalar(Child(e, "name"));
+      if (StartsWith(n, "NVIDIA_") || n == "CUDA_VISIBLE_DEVICES") c.looks_gpu = true;
+      if (n == "NVIDIA_VISIBLE_DEVICES" && Lower(Scalar(Child(e, "value"))) == "all") {
+        c.visible_all = true;
+        c.visible_line = LineOf(e);
+      }
+    }
+  }
+  for (const char* key : {"command", "args"}) {
+    YAML::Node seq = Child(node, key);
+    if (!seq.IsDefined() || !seq.IsSequence()) continue;
+    for (const auto& a : seq) {
+      std::string s = Lower(Scalar(a));
+      if (s.find("cudaexecutionprovider") != std::string::npos ||
+          s.find("tensorrtexecutionprovider") != std::string::npos ||
+          s.find("--gpu") != std::string::npos || s.find("cuda") != std::string::npos) {
+        c.looks_gpu = true;
+      }
+    }
+  }
+  c.truegreen = IsTruegreen(c);
+  if (c.truegreen) c.looks_gpu = true;
+  return c;
+}
+
+// ----- node constraints ------------------------------------------------------------------------
+
+struct Expr {
+  std::string op;  // In, NotIn, Exists, DoesNotExist, Gt, Lt
+  std::vector<std::string> values;
+};
+using Term = std::map<std::string, std::vector<Expr>>;  // label key -> ANDed expressions
+
+// Does some integer label value in [lo, hi] satisfy every expression on the key? A missing label
+// satisfies NotIn/DoesNotExist only, which the caller treats as "admits nodes without the label".
+bool AdmitsInRange(const std::vector<Expr>& exprs, long long lo, long long hi) {
+  if (lo > hi) return false;
+  std::vector<long long> cand = {lo, hi};
+  for (const Expr& e : exprs) {
+    for (const auto& v : e.values) {
+      // Label values are small integers; huge ones would overflow the +-1 below.
+      if (auto n = ToInt(v); n && *n > -(1LL << 50) && *n < (1LL << 50)) {
+        for (long long d : {-1LL, 0LL, 1LL}) cand.push_back(*n + d);
+      }
+    }
+  }
+  for (long long v : cand) {
+    if (v < lo || v > hi) continue;
+    bool ok = true;
+    for (const Expr& e : exprs) {
+      std::vector<long long> nums;
+      for (const auto& s : e.values) {
+        if (auto n = ToInt(s)) nums.push_back(*n);
+      }
+      bool in = std::find(nums.begin(), nums.end(), v) != nums.end();
+      if (e.op == "In") ok = ok && in;
+      if (e.op == "NotIn") ok = ok && !in;
+      if (e.op == "DoesNotExist") ok = false;
+      if (e.op == "Gt") ok = ok && !nums.empty() && v > nums[0];
+      if (e.op == "Lt") ok = ok && !nums.empty() && v < nums[0];
+      if (!ok) break;
+    }
+    if (ok) return true;
+  }
+  return false;
+}
+
+// True when a node without the label would match (no In/Exists/Gt/Lt on the key).
+bool AdmitsMissing(const std::vector<Expr>& exprs) {
+  for (const Expr& e : exprs) {
+    if (e.op == "In" || e.op == "Exists" || e.op == "Gt" || e.op == "Lt") return false;
+  }
+  return true;
+}
+
+void AuditAffinity(const YAML::Node& spec, const std::string& spec_path,
+                   const GpuNodeRequirements& req, const std::vector<Container>& containers,
+                   Ctx& ctx) {
+  std::vector<Term> terms;
+  Term selector;
+  YAML::Node ns = Child(spec, "nodeSelector");
+  if (ns.IsDefined() && ns.IsMap()) {
+    for (auto it = ns.begin(); it != ns.end(); ++it) {
+      selector[Scalar(it->first)].push_back({"In", {Scalar(it->second)}});
+    }
+  }
+  YAML::Node req_terms = Child(Child(Child(Child(spec, "affinity"), "nodeAffinity"),
+                                     "requiredDuringSchedulingIgnoredDuringExecution"),
+                               "nodeSelectorTerms");
+  int line = LineOf(req_terms) != 0 ? LineOf(req_terms) : LineOf(spec);
+  if (req_terms.IsDefined() && req_terms.IsSequence() && req_terms.size() > 0) {
+    for (const auto& t : req_terms) {
+      Term term = selector;
+      YAML::Node exprs = Child(t, "matchExpressions");
+      if (exprs.IsDefined() && exprs.IsSequence()) {
+        for (const auto& e : exprs) {
+          Expr x;
+          x.op = Scalar(Child(e, "operator"));
+          YAML::Node vals = Child(e, "values");
+          if (vals.IsDefined() && vals.IsSequence()) {
+            for (const auto& v : vals) x.values.push_back(Scalar(v));
+          }
+          term[Scalar(Child(e, "key"))].push_back(std::move(x));
+        }
+      }
+      terms.push_back(std::move(term));
+    }
+  } else {
+    terms.push_back(selector);
+  }
+
+  std::string field = spec_path + ".affinity.nodeAffinity";
+  auto check_min = [&](std::size_t ti, const Term& term, const char* key, long long min,
+                       const std::string& what) {
+    auto it = term.find(key);
+    std::vector<Expr> exprs = it == term.end() ? std::vector<Expr>{} : it->second;
+    std::string problem;
+    if (AdmitsMissing(exprs)) {
+      problem = fmt::format("admits nodes without the label {}", key);
+    } else if (AdmitsInRange(exprs, 0, min - 1)) {
+      problem = fmt::format("admits nodes with {} < {}", key, min);
+    }
+    if (problem.empty()) return;
+    Add(ctx, "k8s.node-affinity", line, "", field,
+        fmt::format("nodeSelectorTerms[{}] {} ({})", ti, problem, what),
+        fmt::format("require it in every term: {{key: {}, operator: Gt, values: [\"{}\"]}} "
+                    "(`truegreen k8s render --matrix FILE` writes the whole affinity)",
+                    key, min - 1));
+  };
+  for (std::size_t ti = 0; ti < terms.size(); ++ti) {
+    const Term& term = terms[ti];
+    if (req.driver_major_min) {
+      check_min(ti, term, kLabelDriverMajor, *req.driver_major_min,
+                fmt::format("the matrix requires driver {}", req.driver_text));
+    }
+    if (req.driver_branch) {
+      auto it = term.find(kLabelDriverMajor);
+      if (it != term.end() && AdmitsInRange(it->second, *req.driver_branch + 1, LLONG_MAX / 4)) {
+        Add(ctx, "k8s.node-affinity", line, "", field,
+            fmt::format("nodeSelectorTerms[{}] admits drivers newer than the pinned branch {} "
+                        "({})",
+                        ti, *req.driver_branch, kLabelDriverMajor),
+            fmt::format("use {{key: {}, operator: In, values: [\"{}\"]}}", kLabelDriverMajor,
+                        *req.driver_branch));
+      }
+    }
+    if (req.cuda_major_min) {
+      check_min(ti, term, kLabelCudaMajor, *req.cuda_major_min,
+                fmt::format("the matrix's CUDA runtime needs a driver supporting CUDA {}",
+                            *req.cuda_major_min));
+    }
+    if (req.memory_mib_min) {
+      check_min(ti, term, kLabelMemory, *req.memory_mib_min,
+                fmt::format("the matrix requires {} MiB per GPU", *req.memory_mib_min));
+    }
+    if (req.compute_major) {
+      int maj = *req.compute_major;
+      int min = req.compute_minor.value_or(0);
+      auto mj = term.find(kLabelComputeMajor);
+      auto mn = term.find(kLabelComputeMinor);
+      std::vector<Expr> emaj = mj == term.end() ? std::vector<Expr>{} : mj->second;
+      std::vector<Expr> emin = mn == term.end() ? std::vector<Expr>{} : mn->second;
+      bool bad = AdmitsMissing(emaj) || AdmitsInRange(emaj, 0, maj - 1) ||
+                 (min > 0 && AdmitsInRange(emaj, maj, maj) &&
+                  (AdmitsMissing(emin) || AdmitsInRange(emin, 0, min - 1)));
+      if (bad) {
+        Add(ctx, "k8s.node-affinity", line, "", field,
+            fmt::format("nodeSelectorTerms[{}] admits GPUs below compute capability {}.{} "
+                        "(labels {}, {})",
+                        ti, maj, min, kLabelComputeMajor, kLabelComputeMinor),
+            min == 0 ? fmt::format("add {{key: {}, operator: Gt, values: [\"{}\"]}}",
+                                   kLabelComputeMajor, maj - 1)
+                     : fmt::format("use two terms: major Gt {} | major In [{}] and minor Gt {}",
+                                   maj, maj, min - 1));
+      }
+    }
+  }
+  if (req.mig == policy::MigExpectation::kEnabled) {
+    bool any_mig = std::any_of(containers.begin(), containers.end(),
+                               [](const Container& c) { return c.mig_limit; });
+    bool strategy = std::all_of(terms.begin(), terms.end(), [](const Term& t) {
+      return t.count(kLabelMigStrategy) != 0 && !AdmitsMissing(t.at(kLabelMigStrategy));
+    });
+    if (!any_mig && !strategy) {
+      Add(ctx, "k8s.gpu-request", line, "", field,
+          "the matrix expects MIG, but no container requests nvidia.com/mig-* and the affinity "
+          "does not select MIG nodes (" +
+              std::string(kLabelMigStrategy) + ")",
+          "request nvidia.com/mig-<profile> (mixed strategy), or nvidia.com/gpu with "
+          "nvidia.com/mig.strategy In [single]");
+    }
+  }
+}
+
+void AuditPodSpec(const YAML::Node& spec, const std::string& spec_path, bool long_running,
+                  const K8sAuditOptions& opts, const std::vector<KustomizeImage>& images,
+                  Ctx& ctx) {
+  std::vector<Container> cs;
+  for (const char* key : {"initContainers", "containers"}) {
+    YAML::Node seq = Child(spec, key);
+    if (!seq.IsDefined() || !seq.IsSequence()) continue;
+    for (std::size_t i = 0; i < seq.size(); ++i) {
+      cs.push_back(ReadContainer(seq[i], fmt::format("{}.{}[{}]", spec_path, key, i),
+                                 std::string_view(key) == "initContainers", images));
+    }
+  }
+  ctx.report->workloads++;
+  ctx.report->containers += static_cast<int>(cs.size());
+  if (cs.empty()) {
+    Add(ctx, "k8s.resources", LineOf(spec), "", spec_path + ".containers",
+        "the pod spec has no containers", "add the containers");
+    return;
+  }
+  const std::optional<GpuNodeRequirements>& req = opts.requirements;
+  bool pod_gpu = false;
+  for (const Container& c : cs) pod_gpu = pod_gpu || c.looks_gpu || c.gpu_limit;
+
+  for (const Container& c : cs) {
+    int cline = LineOf(c.node);
+    // k8s.image-digest
+    if (!IsPinnedByDigest(c.image)) {
+      Add(ctx, "k8s.image-digest",
+          LineOf(Child(c.node, "image")) ? LineOf(Child(c.node, "image")) : cline, c.name,
+          c.path + ".image",
+          c.image.empty() ? "no image" : fmt::format("image '{}' is not pinned by digest", c.image),
+          "use name@sha256:<digest> (kustomize: images: [{name, digest}])");
+    }
+    // k8s.resources
+    YAML::Node res = Child(c.node, "resources");
+    std::vector<std::string> missing;
+    for (auto [section, key] : {std::pair{"requests", "cpu"}, std::pair{"requests", "memory"},
+                                std::pair{"limits", "memory"}}) {
+      if (!Present(Child(Child(res, section), key)))
+        missing.push_back(fmt::format("{}.{}", section, key));
+    }
+    if (!missing.empty()) {
+      Add(ctx, "k8s.resources", LineOf(res) ? LineOf(res) : cline, c.name, c.path + ".resources",
+          fmt::format("missing {}: the pod is BestEffort/Burstable without bounds and can be "
+                      "evicted or OOM-killed under pressure",
+                      fmt::join(missing, ", ")),
+          "set resources.requests.cpu, resources.requests.memory and resources.limits.memory");
+    }
+    // k8s.gpu-request
+    if (c.looks_gpu && !c.gpu_limit) {
+      bool in_requests = Present(Child(Child(res, "requests"), "nvidia.com/gpu"));
+      Add(ctx, "k8s.gpu-request", LineOf(res) ? LineOf(res) : cline, c.name,
+          c.path + ".resources.limits",
+          in_requests ? "nvidia.com/gpu is in requests but not in limits (extended resources "
+                        "are granted through limits)"
+                      : "a GPU container (image, NVIDIA_* env or arguments) requests no "
+                        "nvidia.com/gpu or nvidia.com/mig-* in limits: the device plugin "
+                        "gives it no GPU and inference falls back or fails",
+          "add resources.limits: {nvidia.com/gpu: 1} (or nvidia.com/mig-<profile>: 1)");
+    }
+    if (req && c.truegreen && c.gpu_limit && req->device_count > c.gpu_count) {
+      Add(ctx, "k8s.gpu-request", LineOf(res) ? LineOf(res) : cline, c.name,
+          c.path + ".resources.limits",
+          fmt::format("requests {} GPU(s) but the matrix requires {} visible devices", c.gpu_count,
+                      req->device_count),
+          fmt::format("set nvidia.com/gpu: {}", req->device_count));
+    }
+    if (req && req->mig == policy::MigExpectation::kDisabled && c.mig_limit) {
+      Add(ctx, "k8s.gpu-request", LineOf(res) ? LineOf(res) : cline, c.name,
+          c.path + ".resources.limits",
+          "requests a MIG slice (nvidia.com/mig-*) but the matrix expects MIG disabled",
+          "request whole GPUs with nvidia.com/gpu");
+    }
+    // k8s.visible-devices-all
+    if (c.visible_all && !c.gpu_limit) {
+      Add(ctx, "k8s.visible-devices-all", c.visible_line ? c.visible_line : cline, c.name,
+          c.path + ".env",
+          "NVIDIA_VISIBLE_DEVICES=all without a GPU limit: the container toolkit exposes every "
+          "GPU of the node to this container, outside the scheduler's accounting",
+          "remove NVIDIA_VISIBLE_DEVICES and request nvidia.com/gpu in limits (the device "
+          "plugin sets the variable)");
+    }
+    // k8s.probes
+    if (long_running && !c.init && (c.looks_gpu || c.gpu_limit)) {
+      for (auto [probe, want] :
+           {std::pair{"startupProbe", "/readyz"}, std::pair{"readinessProbe", "/readyz"},
+            std::pair{"livenessProbe", "/healthz"}}) {
+        YAML::Node p = Child(c.node, probe);
+        std::string field = c.path + "." + probe;
+        if (!Present(p)) {
+          Add(ctx, "k8s.probes", cline, c.name, field,
+              fmt::format("no {}: a GPU server {}", probe,
+                          std::string_view(probe) == "livenessProbe"
+                              ? "that wedges (lost GPU, hung kernel) is never restarted"
+                              : "receives traffic before its engines are built and warmed up"),
+              fmt::format("add {}: {{httpGet: {{path: {}, port: http}}}}", probe, want));
+          continue;
+        }
+        if (!c.truegreen) continue;
+        YAML::Node path_node = Child(Child(p, "httpGet"), "path");
+        std::string path = Scalar(path_node);
+        if (path != want) {
+          Add(ctx, "k8s.probes", LineOf(path_node) ? LineOf(path_node) : LineOf(p), c.name,
+              field + ".httpGet.path",
+              path.empty() ? fmt::format("{} is not an httpGet probe of {}", probe, want)
+                           : fmt::format("{} probes '{}'; truegreen answers {} on {}", probe, path,
+                                         std::string_view(probe) == "livenessProbe"
+                                             ? "liveness"
+                                             : "readiness (GPU path proven, warmed up)",
+                                         want),
+              fmt::format("{}: {{httpGet: {{path: {}, port: http}}}}", probe, want));
+        }
+      }
+    }
+  }
+  if (req && pod_gpu) AuditAffinity(spec, spec_path, *req, cs, ctx);
+}
+
+const std::set<std::string>& LongRunningKinds() {
+  static const std::set<std::string> k = {"Pod",       "Deployment", "StatefulSet",
+                                          "DaemonSet", "ReplicaSet", "ReplicationController"};
+  return k;
+}
+
+Status AuditObject(const YAML::Node& obj, const std::string& file, int doc,
+                   const K8sAuditOptions& opts, const std::vector<KustomizeImage>& images,
+                   K8sAuditReport* rep, const std::string& prefix) {
+  if (!obj.IsMap()) {
+    return Status::InvalidArg(
+        fmt::format("{}: document {} is {}, not a Kubernetes object "
+                    "(a mapping with apiVersion and kind)",
+                    common::YamlWhere(obj, file), doc, common::YamlDescribe(obj)));
+  }
+  std::string kind = Scalar(Child(obj, "kind"));
+  if (kind.empty()) {
+    return Status::InvalidArg(
+        fmt::format("{}: document {} has no 'kind' (required: a Kubernetes "
+                    "object such as Deployment)",
+                    common::YamlWhere(obj, file), doc));
+  }
+  std::string name = Scalar(Child(Child(obj, "metadata"), "name"));
+  Ctx ctx{file, doc, kind + "/" + (name.empty() ? "<unnamed>" : name), rep};
+  YAML::Node spec = Child(obj, "spec");
+  if (kind == "List") {
+    YAML::Node items = Child(obj, "items");
+    if (items.IsDefined() && items.IsSequence()) {
+      for (std::size_t i = 0; i < items.size(); ++i) {
+        TG_RETURN_IF_ERROR(AuditObject(items[i], file, doc, opts, images, rep,
+                                       fmt::format("{}items[{}].", prefix, i)));
+      }
+    }
+    return Status::Ok();
+  }
+  YAML::Node pod;
+  std::string path;
+  if (kind == "Pod") {
+    pod = spec;
+    path = "spec";
+  } else if (kind == "Deployment" || kind == "StatefulSet" || kind == "DaemonSet" ||
+             kind == "ReplicaSet" || kind == "ReplicationController" || kind == "Job") {
+    pod = Child(Child(spec, "template"), "spec");
+    path = "spec.template.spec";
+  } else if (kind == "CronJob") {
+    pod = Child(Child(Child(Child(spec, "jobTemplate"), "spec"), "template"), "spec");
+    path = "spec.jobTemplate.spec.template.spec";
+  } else {
+    rep->skipped.push_back(fmt::format("{}#{} {}", file, doc, ctx.object));
+    return Status::Ok();
+  }
+  if (!pod.IsDefined() || !pod.IsMap()) {
+    return Status::InvalidArg(fmt::format("{}: {} has no pod spec at {}{} (found {})",
+                                          common::YamlWhere(obj, file), ctx.object, prefix, path,
+                                          common::YamlDescribe(pod)));
+  }
+  AuditPodSpec(pod, prefix + path, LongRunningKinds().count(kind) != 0, opts, images, ctx);
+  return Status::Ok();
+}
+
+// `outer` is the images transformer of the kustomizations that include this one.
+Status ReadKustomization(const fs::path& dir, const K8sAuditOptions& options,
+                         K8sAuditReport* report, int depth,
+                         const std::vector<KustomizeImage>& outer) {
+  if (depth > 8) return Status::InvalidArg(dir.string() + ": kustomization nesting too deep");
+  fs::path kfile;
+  for (const char* n : {"kustomization.yaml", "kustomization.yml", "Kustomization"}) {
+    std::error_code ec;
+    if (fs::is_regular_file(dir / n, ec)) {
+      kfile = dir / n;
+      break;
+    }
+  }
+  if (kfile.empty()) {
+    return Status::InvalidArg(
+        fmt::format("{}: a directory without kustomization.yaml (give the "
+                    "manifest files instead)",
+                    dir.string()));
+  }
+  TG_ASSIGN_OR_RETURN(std::string text,
+                      common::ReadFileLimited(kfile.string(), common::kMaxConfigBytes));
+  TG_ASSIGN_OR_RETURN(YAML::Node k, common::ParseYaml(text, kfile.string()));
+  std::vector<KustomizeImage> images;
+  YAML::Node imgs = Child(k, "images");
+  if (imgs.IsDefined() && imgs.IsSequence()) {
+    for (const auto& i : imgs) {
+      KustomizeImage ki{Scalar(Child(i, "name")), Scalar(Child(i, "newName")),
+                        Scalar(Child(i, "newTag")), Scalar(Child(i, "digest"))};
+      if (ki.name.empty()) {
+        return Status::InvalidArg(common::YamlWhere(i, kfile.string()) +
+                                  ": images entry without 'name'");
+      }
+      images.push_back(std::move(ki));
+    }
+  }
+  images.insert(images.end(), outer.begin(), outer.end());
+  YAML::Node res = Child(k, "resources");
+  if (!res.IsDefined() || !res.IsSequence()) {
+    return Status::InvalidArg(fmt::format("{}: 'resources' (a list of manifest files) is missing",
+                                          common::YamlWhere(k, kfile.string())));
+  }
+  for (const auto& r : res) {
+    std::string rel = Scalar(r);
+    if (rel.empty() || rel.find("://") != std::string::npos) {
+      return Status::InvalidArg(common::YamlWhere(r, kfile.string()) +
+                                ": resources entries must be local files or directories");
+    }
+    fs::path p = dir / rel;
+    std::error_code ec;
+    if (fs::is_directory(p, ec)) {
+      TG_RETURN_IF_ERROR(ReadKustomization(p, options, report, depth + 1, images));
+      continue;
+    }
+    TG_ASSIGN_OR_RETURN(std::string body,
+                        common::ReadFileLimited(p.string(), common::kMaxConfigBytes));
+    TG_RETURN_IF_ERROR(AuditK8sText(body, p.string(), options, report, images));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+GpuNodeRequirements NodeRequirementsFromMatrix(const policy::Matrix& m) {
+  GpuNodeRequirements r;
+  r.require_gpu = m.require_gpu;
+  if (m.driver.minimum) {
+    r.driver_major_min = m.driver.minimum->major();
+    r.driver_text = m.driver.minimum->ToString();
+  }
+  if (m.driver.branch) {
+    r.driver_branch = *m.driver.branch;
+    r.driver_major_min = std::max(r.driver_major_min.value_or(0), *m.driver.branch);
+    if (r.driver_text.empty()) r.driver_text = fmt::format("branch {}", *m.driver.branch);
+  }
+  if (m.cuda.runtime) {
+    if (auto major = m.cuda.runtime->SingleMajor()) r.cuda_major_min = *major;
+  }
+  if (m.devices.min_compute_capability) {
+    r.compute_major = m.devices.min_compute_capability->major();
+    r.compute_minor = m.devices.min_compute_capability->minor();
+  }
+  if (m.devices.min_memory_mib) r.memory_mib_min = *m.devices.min_memory_mib;
+  r.device_count = m.devices.count;
+  r.mig = m.devices.mig;
+  return r;
+}
+
+std::string ApplyKustomizeImages(const std::string& image, const std::vector<KustomizeImage>& l) {
+  // Entries apply in order (a base's transformer first, then each overlay's), like kustomize.
+  std::string cur = image;
+  for (const auto& ki : l) {
+    std::string name, tag, digest;
+    SplitImage(cur, &name, &tag, &digest);
+    if (ki.name != name) continue;
+    std::string out = ki.new_name.empty() ? name : ki.new_name;
+    if (!ki.digest.empty()) {
+      out += "@" + ki.digest;
+    } else if (!ki.new_tag.empty()) {
+      out += ":" + ki.new_tag;
+    } else {
+      if (!tag.empty()) out += ":" + tag;
+      if (!digest.empty()) out += "@" + digest;
+    }
+    cur = out;
+  }
+  return cur;
+}
+
+Status AuditK8sText(const std::string& text, const std::string& source,
+                    const K8sAuditOptions& options, K8sAuditReport* report,
+                    const std::vector<KustomizeImage>& images) {
+  TG_ASSIGN_OR_RETURN(std::vector<YAML::Node> docs, common::ParseYamlDocuments(text, source));
+  int index = 0;
+  for (const YAML::Node& d : docs) {
+    ++index;
+    if (!d.IsDefined() || d.IsNull()) continue;  // empty document ("---" twice, trailing "---")
+    report->documents++;
+    try {
+      TG_RETURN_IF_ERROR(AuditObject(d, source, index, options, images, report, ""));
+    } catch (const YAML::Exception& e) {
+      return Status::InvalidArg(
+          fmt::format("{}:{}: document {}: {}", source, e.mark.line + 1, index, e.msg));
+    }
+  }
+  return Status::Ok();
+}
+
+Status AuditK8sPath(const std::string& path, const K8sAuditOptions& options,
+                    K8sAuditReport* report) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return ReadKustomization(path, options, report, 0, {});
+  TG_ASSIGN_OR_RETURN(std::string text, common::ReadFileLimited(path, common::kMaxConfigBytes));
+  return AuditK8sText(text, path, options, report);
+}
+
+common::Json K8sReportToJson(const K8sAuditReport& report) {
+  common::Json j;
+  j["documents"] = report.documents;
+  j["workloads"] = report.workloads;
+  j["containers"] = report.containers;
+  j["skipped"] = report.skipped;
+  common::Json arr = common::Json::array();
+  for (const auto& kf : report.findings) {
+    common::Json f = FindingToJson(kf.finding);
+    f["document"] = kf.document;
+    f["object"] = kf.object;
+    if (!kf.container.empty()) f["container"] = kf.container;
+    f["field"] = kf.field;
+    arr.push_back(std::move(f));
+  }
+  j["findings"] = std::move(arr);
+  return j;
+}
+
+std::string K8sReportToText(const K8sAuditReport& report) {
+  std::vector<Finding> fs;
+  for (const auto& kf : report.findings) fs.push_back(kf.finding);
+  return RenderFindingsText(fs);
+}
+
+}  // namespace tg::audit

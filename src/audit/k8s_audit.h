@@ -1,0 +1,109 @@
+// `truegreen audit k8s`: GPU hygiene rules over Kubernetes manifests (multi-document YAML) and
+// kustomize bases.
+//
+// Workloads read: Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, ReplicationController, Job,
+// CronJob and List items; other kinds (Service, ConfigMap, PodMonitor, ...) are skipped and
+// listed. Rules (stable ids; docs/AUDIT_CONFIG.md):
+//   k8s.gpu-request          a GPU container (NVIDIA_* env, CUDA/TensorRT/truegreen image or
+//                            arguments) has no nvidia.com/gpu or
+//                            nvidia.com/mig-* in resources.limits, asks for fewer devices than the
+//                            matrix, or contradicts the matrix's MIG expectation
+//   k8s.visible-devices-all  NVIDIA_VISIBLE_DEVICES=all on a container without a GPU limit (it
+//                            sees every GPU of the node behind the device plugin's back)
+//   k8s.probes               a long-running GPU container lacks startup/readiness/liveness probes;
+//                            truegreen containers must probe httpGet /readyz (startup, readiness)
+//                            and /healthz (liveness)
+//   k8s.node-affinity        (with a matrix) a nodeSelectorTerm admits nodes whose GPU Feature
+//                            Discovery labels violate the matrix (driver, CUDA, compute
+//                            capability, memory)
+//   k8s.resources            requests.cpu, requests.memory or limits.memory missing
+//   k8s.image-digest         image not pinned by @sha256 digest
+//
+// Failure behaviour: Status INVALID_ARG/NOT_FOUND (exit 2) for unreadable files, malformed YAML
+// (file:line:col), a document that is not a mapping or has no `kind`, a bad kustomization.
+// Thread safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "audit/finding.h"
+#include "common/config.h"
+#include "common/status.h"
+#include "policy/matrix.h"
+
+namespace tg::audit {
+
+// What the matrix asks of a node, in terms of GPU Feature Discovery labels.
+struct GpuNodeRequirements {
+  std::optional<int> driver_major_min;              // nvidia.com/cuda.driver-version.major >= this
+  std::optional<int> driver_branch;                 // ... and == this
+  std::string driver_text;                          // "580.65.06" (for messages)
+  std::optional<int> cuda_major_min;                // nvidia.com/cuda.runtime-version.major >= this
+  std::optional<int> compute_major, compute_minor;  // nvidia.com/gpu.compute.{major,minor} >=
+  std::optional<std::int64_t> memory_mib_min;       // nvidia.com/gpu.memory >= (MiB)
+  int device_count = 0;                             // GPUs a truegreen container must request
+  policy::MigExpectation mig = policy::MigExpectation::kAny;
+  bool require_gpu = true;
+};
+
+GpuNodeRequirements NodeRequirementsFromMatrix(const policy::Matrix& m);
+
+// GFD label keys.
+inline constexpr const char* kLabelDriverMajor = "nvidia.com/cuda.driver-version.major";
+inline constexpr const char* kLabelCudaMajor = "nvidia.com/cuda.runtime-version.major";
+inline constexpr const char* kLabelComputeMajor = "nvidia.com/gpu.compute.major";
+inline constexpr const char* kLabelComputeMinor = "nvidia.com/gpu.compute.minor";
+inline constexpr const char* kLabelMemory = "nvidia.com/gpu.memory";
+inline constexpr const char* kLabelMigStrategy = "nvidia.com/mig.strategy";
+
+struct K8sFinding {
+  Finding finding;        // rule, severity, path (file), line, message, fix
+  int document = 0;       // 1-based document index in the file
+  std::string object;     // "Deployment/truegreen"
+  std::string container;  // container name, "" for pod-level findings
+  std::string field;      // dotted path: spec.template.spec.containers[0].resources.limits
+};
+
+struct K8sAuditReport {
+  std::vector<K8sFinding> findings;
+  int documents = 0;
+  int workloads = 0;
+  int containers = 0;
+  std::vector<std::string> skipped;  // "file#2 Service/truegreen"
+};
+
+struct K8sAuditOptions {
+  std::optional<GpuNodeRequirements> requirements;  // node-affinity rule runs only with these
+};
+
+// One entry of a kustomization's `images:` list.
+struct KustomizeImage {
+  std::string name;      // image name to match (without tag/digest)
+  std::string new_name;  // replacement name, "" = keep
+  std::string new_tag;   // replacement tag, "" = keep
+  std::string digest;    // "sha256:...", replaces the tag when set
+};
+// The image reference after kustomize's images transformer (unchanged when nothing matches).
+std::string ApplyKustomizeImages(const std::string& image, const std::vector<KustomizeImage>& l);
+
+// Audits the documents of one YAML text; `images` is the kustomize images transformer to apply
+// first (empty for a plain manifest).
+common::Status AuditK8sText(const std::string& text, const std::string& source,
+                            const K8sAuditOptions& options, K8sAuditReport* report,
+                            const std::vector<KustomizeImage>& images = {});
+
+// Audits a manifest file, or a directory with a kustomization.yaml (its `resources` files and
+// directories, with its `images` transformer applied: name -> newName/newTag/digest).
+common::Status AuditK8sPath(const std::string& path, const K8sAuditOptions& options,
+                            K8sAuditReport* report);
+
+// {"documents","workloads","containers","skipped":[...],"findings":[{...Finding, document,
+// object, container, field}]}
+common::Json K8sReportToJson(const K8sAuditReport& report);
+// Findings in the shared text format; location details are part of each message.
+std::string K8sReportToText(const K8sAuditReport& report);
+
+}  // namespace tg::audit

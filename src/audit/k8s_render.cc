@@ -1,0 +1,294 @@
+// Rendering of the truegreen Kubernetes objects. The objects are built as JSON (the API's own
+// shape) and printed as YAML by a small emitter that quotes every string YAML would otherwise
+// re-type: node-affinity values such as "579" must stay strings or the API server rejects them.
+#include "audit/k8s_render.h"
+
+#include <fmt/format.h>
+
+#include <regex>
+
+namespace tg::audit {
+namespace {
+
+using Json = RenderJson;
+
+Json Expr(const char* key, const char* op, std::vector<std::string> values) {
+  Json e = {{"key", key}, {"operator", op}};
+  if (!values.empty()) e["values"] = values;
+  return e;
+}
+
+std::string DriverCapabilities(const policy::Matrix& m) {
+  std::string out;
+  for (const auto& c : m.container.driver_capabilities) out += (out.empty() ? "" : ",") + c;
+  // compute and utility are what CUDA and NVML need; an empty list means the toolkit default.
+  return out.empty() ? "compute,utility" : out;
+}
+
+Json PodSpec(const policy::Matrix& matrix, const K8sRenderOptions& o, Json container, bool server) {
+  GpuNodeRequirements req = NodeRequirementsFromMatrix(matrix);
+  Json spec;
+  spec["automountServiceAccountToken"] = false;
+  spec["securityContext"] = {{"runAsNonRoot", true},
+                             {"runAsUser", 65532},
+                             {"runAsGroup", 65532},
+                             {"seccompProfile", {{"type", "RuntimeDefault"}}}};
+  spec["affinity"] = {
+      {"nodeAffinity",
+       {{"requiredDuringSchedulingIgnoredDuringExecution", RenderNodeAffinity(req)}}}};
+  spec["tolerations"] =
+      Json::array({{{"key", "nvidia.com/gpu"}, {"operator", "Exists"}, {"effect", "NoSchedule"}}});
+  if (!server) spec["restartPolicy"] = "Never";
+  spec["containers"] = Json::array({std::move(container)});
+  spec["volumes"] =
+      Json::array({{{"name", "matrix"}, {"configMap", {{"name", o.name + "-matrix"}}}}});
+  return spec;
+}
+
+Json Container(const policy::Matrix& matrix, const K8sRenderOptions& o,
+               std::vector<std::string> args) {
+  GpuNodeRequirements req = NodeRequirementsFromMatrix(matrix);
+  int gpus = std::max(1, req.device_count);
+  Json c;
+  c["name"] = "truegreen";
+  c["image"] = o.image;
+  c["args"] = std::move(args);
+  c["env"] = Json::array(
+      {{{"name", "NVIDIA_DRIVER_CAPABILITIES"}, {"value", DriverCapabilities(matrix)}}});
+  std::string gpu_resource = "nvidia.com/gpu";
+  c["resources"] = {{"requests", {{"cpu", o.cpu}, {"memory", o.memory}}},
+                    {"limits", {{"memory", o.memory}, {gpu_resource, std::to_string(gpus)}}}};
+  c["volumeMounts"] =
+      Json::array({{{"name", "matrix"}, {"mountPath", "/etc/truegreen"}, {"readOnly", true}}});
+  c["securityContext"] = {{"allowPrivilegeEscalation", false},
+                          {"readOnlyRootFilesystem", true},
+                          {"capabilities", {{"drop", Json::array({"ALL"})}}}};
+  return c;
+}
+
+Json Probe(const char* path, int period, int failures) {
+  return {{"httpGet", {{"path", path}, {"port", "http"}}},
+          {"periodSeconds", period},
+          {"failureThreshold", failures}};
+}
+
+bool NeedsQuotes(const std::string& s) {
+  if (s.empty()) return true;
+  static const std::regex kRetyped(
+      R"(^(~|null|Null|NULL|true|True|TRUE|false|False|FALSE|yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF|y|Y|n|N)$)"
+      R"(|^[-+]?(\.[0-9]+|[0-9][0-9_]*(\.[0-9_]*)?)([eE][-+]?[0-9]+)?$)"
+      R"(|^0[xob][0-9a-fA-F_]+$|^[-+]?\.(inf|Inf|INF|nan|NaN|NAN)$|^[0-9]+(:[0-9]+)+$)");
+  if (s.size() > 64) {
+    // Too long for a YAML keyword; quote anything number-like without running the regex.
+    if (s.find_first_not_of("0123456789._+-eE") == std::string::npos) return true;
+  } else if (std::regex_match(s, kRetyped)) {
+    return true;
+  }
+  if (std::string("-?:,[]{}#&*!|>'\"%@`").find(s[0]) != std::string::npos) return true;
+  if (s.front() == ' ' || s.back() == ' ') return true;
+  if (s.find(": ") != std::string::npos || s.find(" #") != std::string::npos) return true;
+  if (s.back() == ':') return true;
+  for (unsigned char c : s) {
+    if (c < 0x20 || c == 0x7f) return true;
+  }
+  return false;
+}
+
+std::string Scalar(const Json& v) {
+  if (v.is_string()) {
+    const std::string& s = v.get_ref<const std::string&>();
+    return NeedsQuotes(s) ? v.dump() : s;
+  }
+  if (v.is_null()) return "null";
+  return v.dump();
+}
+
+bool IsBlockString(const Json& v) {
+  if (!v.is_string()) return false;
+  const std::string& s = v.get_ref<const std::string&>();
+  if (s.find('\n') == std::string::npos || s.front() == ' ' || s.front() == '\n') return false;
+  for (unsigned char c : s) {
+    if ((c < 0x20 && c != '\n') || c == 0x7f) return false;
+  }
+  // A line with trailing spaces would be kept but is easy to lose in review; quote instead.
+  return s.find(" \n") == std::string::npos;
+}
+
+void Emit(const Json& v, int indent, std::string* out);
+
+void EmitValueAfterKey(const Json& v, int indent, std::string* out) {
+  if (v.is_object() && !v.empty()) {
+    *out += "\n";
+    Emit(v, indent + 2, out);
+  } else if (v.is_array() && !v.empty()) {
+    *out += "\n";
+    Emit(v, indent + 2, out);
+  } else if (v.is_object()) {
+    *out += " {}\n";
+  } else if (v.is_array()) {
+    *out += " []\n";
+  } else if (IsBlockString(v)) {
+    const std::string& s = v.get_ref<const std::string&>();
+    *out += s.back() == '\n' ? " |\n" : " |-\n";
+    std::size_t pos = 0;
+    while (pos < s.size()) {
+      std::size_t nl = s.find('\n', pos);
+      std::string line = s.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
+      *out += line.empty() ? "\n" : std::string(indent + 2, ' ') + line + "\n";
+      if (nl == std::string::npos) break;
+      pos = nl + 1;
+    }
+  } else {
+    *out += " " + Scalar(v) + "\n";
+  }
+}
+
+void Emit(const Json& v, int indent, std::string* out) {
+  std::string pad(indent, ' ');
+  if (v.is_object()) {
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      *out += pad + Scalar(Json(it.key())) + ":";
+      EmitValueAfterKey(it.value(), indent, out);
+    }
+  } else if (v.is_array()) {
+    for (const auto& item : v) {
+      if (item.is_object() && !item.empty()) {
+        // "- key: value" then the remaining keys aligned under the first.
+        std::string sub;
+        Emit(item, indent + 2, &sub);
+        *out += pad + "- " + sub.substr(indent + 2);
+      } else if (item.is_array() && !item.empty()) {
+        *out += pad + "-\n";
+        Emit(item, indent + 2, out);
+      } else {
+        *out += pad + "-";
+        EmitValueAfterKey(item, indent, out);
+      }
+    }
+  } else {
+    *out += pad + Scalar(v) + "\n";
+  }
+}
+
+}  // namespace
+
+Json RenderNodeAffinity(const GpuNodeRequirements& req) {
+  Json base = Json::array();
+  if (req.driver_branch) {
+    base.push_back(Expr(kLabelDriverMajor, "In", {std::to_string(*req.driver_branch)}));
+  } else if (req.driver_major_min) {
+    base.push_back(Expr(kLabelDriverMajor, "Gt", {std::to_string(*req.driver_major_min - 1)}));
+  }
+  if (req.cuda_major_min) {
+    base.push_back(Expr(kLabelCudaMajor, "Gt", {std::to_string(*req.cuda_major_min - 1)}));
+  }
+  if (req.memory_mib_min) {
+    base.push_back(Expr(kLabelMemory, "Gt", {std::to_string(*req.memory_mib_min - 1)}));
+  }
+  if (req.mig == policy::MigExpectation::kEnabled) {
+    base.push_back(Expr(kLabelMigStrategy, "In", {"single"}));
+  } else if (req.mig == policy::MigExpectation::kDisabled) {
+    base.push_back(Expr(kLabelMigStrategy, "NotIn", {"single", "mixed"}));
+  }
+  Json terms = Json::array();
+  if (req.compute_major) {
+    int maj = *req.compute_major;
+    int min = req.compute_minor.value_or(0);
+    Json t1 = base;
+    if (min == 0) {
+      t1.push_back(Expr(kLabelComputeMajor, "Gt", {std::to_string(maj - 1)}));
+      terms.push_back({{"matchExpressions", t1}});
+    } else {
+      // (major > M) OR (major == M AND minor >= m): terms are ORed, expressions ANDed.
+      t1.push_back(Expr(kLabelComputeMajor, "Gt", {std::to_string(maj)}));
+      Json t2 = base;
+      t2.push_back(Expr(kLabelComputeMajor, "In", {std::to_string(maj)}));
+      t2.push_back(Expr(kLabelComputeMinor, "Gt", {std::to_string(min - 1)}));
+      terms.push_back({{"matchExpressions", t1}});
+      terms.push_back({{"matchExpressions", t2}});
+    }
+  } else {
+    // Without a capability floor, still keep the pod off nodes without an NVIDIA GPU.
+    if (base.empty()) base.push_back(Expr("nvidia.com/gpu.product", "Exists", {}));
+    terms.push_back({{"matchExpressions", base}});
+  }
+  return {{"nodeSelectorTerms", terms}};
+}
+
+std::vector<Json> RenderK8sObjects(const policy::Matrix& matrix, const K8sRenderOptions& o) {
+  std::vector<Json> docs;
+  Json labels = {{"app.kubernetes.io/name", o.name}, {"app.kubernetes.io/part-of", "truegreen"}};
+  Json server_labels = labels;
+  server_labels["app.kubernetes.io/component"] = "server";
+  Json admit_labels = labels;
+  admit_labels["app.kubernetes.io/component"] = "node-admission";
+
+  docs.push_back({{"apiVersion", "v1"},
+                  {"kind", "ConfigMap"},
+                  {"metadata", {{"name", o.name + "-matrix"}, {"labels", labels}}},
+                  {"data", {{"matrix.yaml", o.matrix_text}}}});
+
+  Json server = Container(
+      matrix, o,
+      {"serve", "--matrix", "/etc/truegreen/matrix.yaml", "--port", std::to_string(o.port)});
+  server["ports"] = Json::array({{{"name", "http"}, {"containerPort", o.port}}});
+  // Start-up covers engine builds and warm-up (up to 10 minutes); readiness then flips quickly.
+  server["startupProbe"] = Probe("/readyz", 10, 60);
+  server["readinessProbe"] = Probe("/readyz", 5, 3);
+  server["livenessProbe"] = Probe("/healthz", 10, 3);
+  Json deploy_spec = {{"replicas", 1},
+                      {"selector", {{"matchLabels", server_labels}}},
+                      {"template",
+                       {{"metadata", {{"labels", server_labels}}},
+                        {"spec", PodSpec(matrix, o, std::move(server), true)}}}};
+  docs.push_back({{"apiVersion", "apps/v1"},
+                  {"kind", "Deployment"},
+                  {"metadata", {{"name", o.name}, {"labels", server_labels}}},
+                  {"spec", std::move(deploy_spec)}});
+
+  docs.push_back(
+      {{"apiVersion", "v1"},
+       {"kind", "Service"},
+       {"metadata", {{"name", o.name}, {"labels", server_labels}}},
+       {"spec",
+        {{"selector", server_labels},
+         {"ports", Json::array({{{"name", "http"}, {"port", o.port}, {"targetPort", "http"}}})}}}});
+
+  docs.push_back(
+      {{"apiVersion", "monitoring.coreos.com/v1"},
+       {"kind", "PodMonitor"},
+       {"metadata", {{"name", o.name}, {"labels", server_labels}}},
+       {"spec",
+        {{"selector", {{"matchLabels", server_labels}}},
+         {"podMetricsEndpoints",
+          Json::array({{{"port", "http"}, {"path", "/metrics"}, {"interval", "15s"}}})}}}});
+
+  Json admit = Container(matrix, o, {"admit", "--matrix", "/etc/truegreen/matrix.yaml"});
+  Json job_spec = {{"backoffLimit", 0},
+                   {"ttlSecondsAfterFinished", 86400},
+                   {"template",
+                    {{"metadata", {{"labels", admit_labels}}},
+                     {"spec", PodSpec(matrix, o, std::move(admit), false)}}}};
+  docs.push_back({{"apiVersion", "batch/v1"},
+                  {"kind", "Job"},
+                  {"metadata", {{"name", o.name + "-node-admission"}, {"labels", admit_labels}}},
+                  {"spec", std::move(job_spec)}});
+  return docs;
+}
+
+std::string JsonToYaml(const Json& value) {
+  std::string out;
+  Emit(value, 0, &out);
+  return out;
+}
+
+std::string JsonToYamlDocuments(const std::vector<Json>& docs) {
+  std::string out;
+  for (std::size_t i = 0; i < docs.size(); ++i) {
+    if (i > 0) out += "---\n";
+    out += JsonToYaml(docs[i]);
+  }
+  return out;
+}
+
+}  // namespace tg::audit

@@ -1,0 +1,380 @@
+// Layer scanning: sniff the compression, enable exactly that libarchive filter, walk the tar
+// headers and skip data (libarchive skips without buffering), keeping only entry metadata.
+#include "audit/layer_scan.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace tg::audit {
+
+using common::Result;
+using common::Status;
+
+std::string_view CompressionName(Compression c) {
+  switch (c) {
+    case Compression::kNone:
+      return "none";
+    case Compression::kGzip:
+      return "gzip";
+    case Compression::kZstd:
+      return "zstd";
+  }
+  return "none";
+}
+
+std::optional<Compression> SniffCompression(std::string_view p) {
+  auto b = [&](std::size_t i) { return static_cast<unsigned char>(p[i]); };
+  if (p.size() >= 2 && b(0) == 0x1f && b(1) == 0x8b) return Compression::kGzip;
+  if (p.size() >= 4 && b(0) == 0x28 && b(1) == 0xb5 && b(2) == 0x2f && b(3) == 0xfd) {
+    return Compression::kZstd;
+  }
+  // A plain tar has no magic at offset 0 (the name comes first), so anything that is not a
+  // known compressor's magic is handed to the tar reader, except well-known other compressors
+  // that we do not support (xz, bzip2) which are reported instead of mis-read.
+  if (p.size() >= 3 && b(0) == 'B' && b(1) == 'Z' && b(2) == 'h') return std::nullopt;
+  if (p.size() >= 4 && b(0) == 0xfd && b(1) == '7' && b(2) == 'z' && b(3) == 'X') {
+    return std::nullopt;
+  }
+  return Compression::kNone;
+}
+
+std::string_view EntryTypeName(EntryType t) {
+  switch (t) {
+    case EntryType::kFile:
+      return "file";
+    case EntryType::kDir:
+      return "dir";
+    case EntryType::kSymlink:
+      return "symlink";
+    case EntryType::kHardlink:
+      return "hardlink";
+    case EntryType::kWhiteout:
+      return "whiteout";
+    case EntryType::kOpaque:
+      return "opaque";
+    case EntryType::kOther:
+      return "other";
+  }
+  return "other";
+}
+
+// ---- FileSource -------------------------------------------------------------------------------
+
+Result<std::unique_ptr<FileSource>> FileSource::Open(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    int e = errno;
+    std::string m = fmt::format("{}: cannot open: {}", path, std::strerror(e));
+    return e == ENOENT ? Status::NotFound(m) : Status::InvalidArg(m);
+  }
+  return std::unique_ptr<FileSource>(new FileSource(fd, path));
+}
+
+FileSource::~FileSource() { ::close(fd_); }
+
+Result<std::span<const char>> FileSource::Next() {
+  for (;;) {
+    ssize_t n = ::read(fd_, buf_.data(), buf_.size());
+    if (n >= 0) return std::span<const char>(buf_.data(), static_cast<std::size_t>(n));
+    if (errno == EINTR) continue;
+    return Status::InvalidArg(fmt::format("{}: read failed: {}", path_, std::strerror(errno)));
+  }
+}
+
+std::int64_t FileSource::Skip(std::int64_t n) {
+  // Seeking past file data is what makes `tar -tvf` on an uncompressed tar fast; do the same.
+  off_t cur = ::lseek(fd_, 0, SEEK_CUR);
+  if (cur < 0) return 0;
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0) return 0;
+  std::int64_t left = static_cast<std::int64_t>(st.st_size) - cur;
+  std::int64_t k = std::min(n, std::max<std::int64_t>(left, 0));
+  if (k <= 0) return 0;
+  if (::lseek(fd_, k, SEEK_CUR) < 0) return 0;
+  return k;
+}
+
+// ---- ArchiveEntrySource -----------------------------------------------------------------------
+
+Result<std::span<const char>> ArchiveEntrySource::Next() {
+  const void* buf = nullptr;
+  size_t size = 0;
+  la_int64_t offset = 0;
+  // Zero-copy block reads: no per-byte copy of the (possibly large) layer blob.
+  int r = archive_read_data_block(outer_, &buf, &size, &offset);
+  if (r == ARCHIVE_EOF) return std::span<const char>();
+  if (r < ARCHIVE_WARN) {
+    const char* e = archive_error_string(outer_);
+    return Status::InvalidArg(fmt::format("{}: {}", name_, e ? e : "read error"));
+  }
+  return std::span<const char>(static_cast<const char*>(buf), size);
+}
+
+// ---- Name normalisation -----------------------------------------------------------------------
+
+std::optional<std::string> NormalizeMemberName(std::string_view name, bool* absolute) {
+  *absolute = !name.empty() && name.front() == '/';
+  std::string out;
+  out.reserve(name.size());
+  std::size_t i = 0;
+  while (i <= name.size()) {
+    std::size_t j = name.find('/', i);
+    if (j == std::string_view::npos) j = name.size();
+    std::string_view comp = name.substr(i, j - i);
+    if (comp == "..") return std::nullopt;
+    if (!comp.empty() && comp != ".") {
+      if (!out.empty()) out.push_back('/');
+      out.append(comp);
+    }
+    i = j + 1;
+  }
+  return out;
+}
+
+// ---- ScanLayer --------------------------------------------------------------------------------
+
+namespace {
+
+// Client state for libarchive's read callback: serves the sniffed prefix first, then the source.
+struct ReadClient {
+  ByteSource* source = nullptr;
+  std::string prefix;
+  bool prefix_served = false;
+  std::uint64_t bytes = 0;
+  Status error;
+};
+
+la_ssize_t ReadCallback(struct archive* a, void* client_data, const void** buffer) {
+  auto* c = static_cast<ReadClient*>(client_data);
+  if (!c->prefix_served) {
+    c->prefix_served = true;
+    if (!c->prefix.empty()) {
+      *buffer = c->prefix.data();
+      return static_cast<la_ssize_t>(c->prefix.size());
+    }
+  }
+  auto block = c->source->Next();
+  if (!block.ok()) {
+    c->error = block.status();
+    archive_set_error(a, EIO, "%s", c->error.message().c_str());
+    return -1;
+  }
+  c->bytes += block->size();
+  *buffer = block->data();
+  return static_cast<la_ssize_t>(block->size());
+}
+
+la_int64_t SkipCallback(struct archive*, void* client_data, la_int64_t request) {
+  auto* c = static_cast<ReadClient*>(client_data);
+  if (!c->prefix_served) return 0;
+  std::int64_t k = c->source->Skip(request);
+  c->bytes += static_cast<std::uint64_t>(k);
+  return k;
+}
+
+Finding HostileFinding(std::string rule, std::string path, int layer, std::uint64_t bytes,
+                       std::string message) {
+  Finding f;
+  f.rule = std::move(rule);
+  f.severity = Severity::kError;
+  f.path = std::move(path);
+  f.layer = layer;
+  f.bytes = bytes;
+  f.message = std::move(message);
+  f.fix = "rebuild the image from trusted inputs; do not ship this layer";
+  return f;
+}
+
+}  // namespace
+
+Result<LayerScan> ScanLayer(ByteSource& source, int layer, const std::string& name,
+                            std::uint64_t declared_compressed, const ReaderLimits& limits,
+                            std::uint64_t* budget_left, const CapturePredicate& capture) {
+  LayerScan scan;
+  ReadClient client;
+  client.source = &source;
+  // Gather at least 4 bytes for the magic (blocks may be tiny in pathological archives).
+  while (client.prefix.size() < 4) {
+    auto block = source.Next();
+    if (!block.ok()) return block.status().WithPrefix(fmt::format("layer {}", layer));
+    if (block->empty()) break;
+    client.bytes += block->size();
+    client.prefix.append(block->data(), block->size());
+  }
+  if (client.prefix.empty()) {
+    return Status::InvalidArg(
+        fmt::format("layer {} ({}): empty blob, expected a tar", layer, name));
+  }
+  auto comp = SniffCompression(client.prefix);
+  if (!comp) {
+    return Status::InvalidArg(fmt::format(
+        "layer {} ({}): unsupported compression (magic {:02x} {:02x} {:02x}); expected gzip, "
+        "zstd or an uncompressed tar",
+        layer, name, static_cast<unsigned char>(client.prefix[0]),
+        static_cast<unsigned char>(client.prefix[1]),
+        static_cast<unsigned char>(client.prefix[2])));
+  }
+  scan.compression = *comp;
+
+  ArchiveReadPtr a(archive_read_new());
+  if (!a) return Status::Internal("archive_read_new failed");
+  archive_read_support_format_tar(a.get());
+  if (*comp == Compression::kGzip) archive_read_support_filter_gzip(a.get());
+  if (*comp == Compression::kZstd) archive_read_support_filter_zstd(a.get());
+  archive_read_set_read_callback(a.get(), ReadCallback);
+  archive_read_set_skip_callback(a.get(), SkipCallback);
+  archive_read_set_callback_data(a.get(), &client);
+  if (archive_read_open1(a.get()) != ARCHIVE_OK) {
+    const char* e = archive_error_string(a.get());
+    return Status::InvalidArg(fmt::format("layer {} ({}): not a {} tar: {}", layer, name,
+                                          CompressionName(*comp), e ? e : "unknown error"));
+  }
+
+  auto fail = [&](const char* what) -> Status {
+    if (!client.error.ok()) return client.error.WithPrefix(fmt::format("layer {}", layer));
+    const char* e = archive_error_string(a.get());
+    return Status::InvalidArg(fmt::format("layer {} ({}, {}): {} after {} entries: {}", layer, name,
+                                          CompressionName(*comp), what, scan.entries.size(),
+                                          e ? e : "unknown error"));
+  };
+
+  std::uint64_t declared = 0;
+  std::uint64_t count = 0;
+  struct archive_entry* entry = nullptr;
+  for (;;) {
+    int r = archive_read_next_header(a.get(), &entry);
+    if (r == ARCHIVE_EOF) break;
+    if (r == ARCHIVE_RETRY) continue;
+    if (r == ARCHIVE_FATAL) return fail("corrupt or truncated layer");
+    // ARCHIVE_WARN (odd headers) still yields a usable entry.
+    if (++count > limits.max_entries) {
+      scan.findings.push_back(HostileFinding(
+          "image.hostile.entry-limit", "", layer, 0,
+          fmt::format("layer has more than {} entries; scanning stopped", limits.max_entries)));
+      scan.stopped_early = true;
+      break;
+    }
+    const char* raw = archive_entry_pathname(entry);
+    std::string raw_name = raw ? raw : "";
+    bool absolute = false;
+    auto norm = NormalizeMemberName(raw_name, &absolute);
+    if (!norm) {
+      scan.findings.push_back(HostileFinding(
+          "image.hostile.path-traversal", raw_name, layer, 0,
+          "member name contains '..' and would escape the image root; entry ignored"));
+      continue;
+    }
+    if (absolute) {
+      Finding f = HostileFinding("image.hostile.absolute-path", raw_name, layer, 0,
+                                 "member name is absolute; layer tars must hold relative paths");
+      f.severity = Severity::kWarning;
+      scan.findings.push_back(std::move(f));
+    }
+    if (norm->empty()) continue;  // the root directory itself
+
+    LayerEntry e;
+    e.mode = archive_entry_perm(entry);
+    e.mtime = archive_entry_mtime(entry);
+    std::string_view base = *norm;
+    std::string_view dir;
+    if (auto slash = base.rfind('/'); slash != std::string_view::npos) {
+      dir = base.substr(0, slash);
+      base = base.substr(slash + 1);
+    }
+    if (base == ".wh..wh..opq") {
+      e.type = EntryType::kOpaque;
+      e.path = std::string(dir);
+    } else if (base.starts_with(".wh.")) {
+      e.type = EntryType::kWhiteout;
+      e.path =
+          dir.empty() ? std::string(base.substr(4)) : fmt::format("{}/{}", dir, base.substr(4));
+    } else {
+      e.path = std::move(*norm);
+      const char* hard = archive_entry_hardlink(entry);
+      mode_t ft = archive_entry_filetype(entry);
+      if (hard != nullptr) {
+        bool abs2 = false;
+        auto target = NormalizeMemberName(hard, &abs2);
+        if (!target) {
+          scan.findings.push_back(
+              HostileFinding("image.hostile.path-traversal", e.path, layer, 0,
+                             fmt::format("hard link target '{}' escapes the image root", hard)));
+          continue;
+        }
+        e.type = EntryType::kHardlink;
+        e.link = *target;
+      } else if (ft == AE_IFREG) {
+        e.type = EntryType::kFile;
+        e.size = archive_entry_size_is_set(entry) && archive_entry_size(entry) > 0
+                     ? static_cast<std::uint64_t>(archive_entry_size(entry))
+                     : 0;
+      } else if (ft == AE_IFDIR) {
+        e.type = EntryType::kDir;
+      } else if (ft == AE_IFLNK) {
+        e.type = EntryType::kSymlink;
+        const char* t = archive_entry_symlink(entry);
+        e.link = t ? t : "";
+      } else {
+        e.type = EntryType::kOther;
+      }
+    }
+
+    // Bomb guards run on declared sizes *before* any data is decompressed, so a tiny blob that
+    // claims terabytes is refused without doing the work.
+    if (e.size > *budget_left) {
+      scan.findings.push_back(HostileFinding(
+          "image.hostile.size-limit", e.path, layer, e.size,
+          fmt::format("entry declares {} but only {} of the image's uncompressed allowance ({}) "
+                      "is left (decompression bomb or oversized image); scanning stopped",
+                      HumanBytes(e.size), HumanBytes(*budget_left),
+                      HumanBytes(limits.max_uncompressed_bytes))));
+      scan.stopped_early = true;
+      break;
+    }
+    declared += e.size;
+    *budget_left -= e.size;
+    if (declared_compressed > 0 && declared > limits.ratio_floor_bytes &&
+        declared / declared_compressed > limits.max_ratio) {
+      scan.findings.push_back(HostileFinding(
+          "image.hostile.bomb", e.path, layer, declared,
+          fmt::format("layer expands {}x ({} from a {} blob), above the {}x limit; scanning "
+                      "stopped",
+                      declared / declared_compressed, HumanBytes(declared),
+                      HumanBytes(declared_compressed), limits.max_ratio)));
+      scan.stopped_early = true;
+      break;
+    }
+
+    if (e.type == EntryType::kFile && capture && e.size <= limits.max_capture_bytes &&
+        capture(e.path)) {
+      std::string data;
+      data.resize(e.size);
+      la_ssize_t got = archive_read_data(a.get(), data.data(), data.size());
+      if (got < 0) return fail("cannot read file data");
+      data.resize(static_cast<std::size_t>(got));
+      scan.captured[e.path] = std::move(data);
+    }
+    scan.entries.push_back(std::move(e));
+  }
+  if (!scan.stopped_early) {
+    // Drain the source so compressed_bytes counts the whole blob (a tar ends with padding that
+    // libarchive need not read).
+    for (;;) {
+      auto block = source.Next();
+      if (!block.ok()) return block.status().WithPrefix(fmt::format("layer {}", layer));
+      if (block->empty()) break;
+      client.bytes += block->size();
+    }
+  }
+  scan.uncompressed_bytes = static_cast<std::uint64_t>(archive_filter_bytes(a.get(), 0));
+  scan.compressed_bytes = client.bytes;
+  return scan;
+}
+
+}  // namespace tg::audit

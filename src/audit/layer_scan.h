@@ -1,0 +1,137 @@
+// Streaming reader for one image layer (a tar, optionally gzip- or zstd-compressed).
+//
+// Layers are pulled from a ByteSource (a file, or the data of an entry of an enclosing tar) and
+// read with libarchive without ever extracting anything to disk. Compression is sniffed from the
+// first bytes (gzip 1f 8b, zstd 28 b5 2f fd, else plain tar), never from names or media types.
+// Hostile content (path traversal, absolute paths, size/entry/ratio limits) becomes Findings and
+// the scan stops early where continuing would be unbounded; corrupt or truncated streams are a
+// non-OK Status naming the layer and libarchive's reason. Memory is bounded by the number of
+// entries (capped) plus captured file contents (capped per file).
+// Every libarchive handle is owned by an ArchiveReadPtr. Not thread-safe per object; independent
+// scans may run on different threads.
+#pragma once
+
+#include <archive.h>
+#include <archive_entry.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "audit/finding.h"
+#include "common/status.h"
+
+namespace tg::audit {
+
+struct ArchiveReadDeleter {
+  void operator()(struct archive* a) const { archive_read_free(a); }
+};
+// The one owner of a libarchive read handle.
+using ArchiveReadPtr = std::unique_ptr<struct archive, ArchiveReadDeleter>;
+
+enum class Compression { kNone, kGzip, kZstd };
+std::string_view CompressionName(Compression c);
+// Compression from the first bytes of a blob; nullopt when it is neither gzip, zstd nor a tar
+// (an unknown magic is reported rather than guessed). `prefix` may be shorter than 4 bytes.
+std::optional<Compression> SniffCompression(std::string_view prefix);
+
+// A pull source of bytes. Next() returns the next block (empty span = end of data); the block
+// stays valid until the following call.
+class ByteSource {
+ public:
+  virtual ~ByteSource() = default;
+  virtual common::Result<std::span<const char>> Next() = 0;
+  // Skips up to `n` bytes without reading them when the source can seek; returns the bytes
+  // skipped (0 = cannot skip; the caller then reads). Used for uncompressed layers only.
+  virtual std::int64_t Skip(std::int64_t n) { return 0; }
+};
+
+// Reads a regular file. Owns its descriptor.
+class FileSource : public ByteSource {
+ public:
+  static common::Result<std::unique_ptr<FileSource>> Open(const std::string& path);
+  ~FileSource() override;
+  FileSource(const FileSource&) = delete;
+  FileSource& operator=(const FileSource&) = delete;
+  common::Result<std::span<const char>> Next() override;
+  std::int64_t Skip(std::int64_t n) override;
+
+ private:
+  FileSource(int fd, std::string path) : fd_(fd), path_(std::move(path)), buf_(1 << 20) {}
+  int fd_;
+  std::string path_;
+  std::vector<char> buf_;
+};
+
+// Reads the data of the current entry of an enclosing archive (not owned; must outlive this).
+class ArchiveEntrySource : public ByteSource {
+ public:
+  ArchiveEntrySource(struct archive* outer, std::string name)
+      : outer_(outer), name_(std::move(name)) {}
+  common::Result<std::span<const char>> Next() override;
+
+ private:
+  struct archive* outer_;
+  std::string name_;
+};
+
+enum class EntryType { kFile, kDir, kSymlink, kHardlink, kWhiteout, kOpaque, kOther };
+std::string_view EntryTypeName(EntryType t);
+
+// One tar entry after normalisation: `path` is relative ("usr/bin/gcc"), without "./", leading
+// or trailing slashes. A whiteout ".wh.x" becomes kWhiteout with path "dir/x"; an opaque marker
+// ".wh..wh..opq" becomes kOpaque with the directory's path.
+struct LayerEntry {
+  std::string path;
+  EntryType type = EntryType::kFile;
+  std::uint64_t size = 0;  // declared size of regular files, 0 otherwise
+  std::string link;        // symlink target (as written) or normalised hardlink target
+  std::uint32_t mode = 0;
+  std::int64_t mtime = 0;
+};
+
+struct ReaderLimits {
+  // Sum of declared entry sizes over the whole image (decompression-bomb guard).
+  std::uint64_t max_uncompressed_bytes = 64ull << 30;
+  // Entries per layer.
+  std::uint64_t max_entries = 4'000'000;
+  // Declared uncompressed / compressed size ratio above which a layer larger than
+  // `ratio_floor_bytes` is treated as a bomb.
+  std::uint64_t max_ratio = 1000;
+  std::uint64_t ratio_floor_bytes = 256ull << 20;
+  // Largest file whose content may be captured (dpkg status and the like).
+  std::uint64_t max_capture_bytes = 16ull << 20;
+};
+
+// Decides which file contents to keep in LayerScan::captured (by normalised path).
+using CapturePredicate = std::function<bool(std::string_view path)>;
+
+struct LayerScan {
+  Compression compression = Compression::kNone;
+  std::uint64_t compressed_bytes = 0;    // bytes pulled from the source
+  std::uint64_t uncompressed_bytes = 0;  // tar stream bytes after decompression
+  std::vector<LayerEntry> entries;
+  std::map<std::string, std::string> captured;
+  std::vector<Finding> findings;  // hostile content; the layer index is already filled in
+  bool stopped_early = false;     // a limit stopped the scan (the entries are incomplete)
+};
+
+// Scans one layer. `layer` is the index used in findings and messages, `name` names the blob in
+// error messages, `declared_compressed` is the descriptor size (0 if unknown; used by the ratio
+// guard), `budget_left` the remaining image-wide uncompressed allowance (decremented).
+// Errors: INVALID_ARG for an unknown compression, a corrupt or truncated stream, or a non-tar.
+common::Result<LayerScan> ScanLayer(ByteSource& source, int layer, const std::string& name,
+                                    std::uint64_t declared_compressed, const ReaderLimits& limits,
+                                    std::uint64_t* budget_left, const CapturePredicate& capture);
+
+// Normalises a tar member name. Returns nullopt for names containing a ".." component (path
+// traversal); sets *absolute when the name started with "/". "" means the root itself.
+std::optional<std::string> NormalizeMemberName(std::string_view name, bool* absolute);
+
+}  // namespace tg::audit

@@ -1,0 +1,466 @@
+// Image formats -> one Image model. OCI resolution (index -> manifest -> config/layers) is shared
+// by layout directories and tars; only blob access differs.
+#include "audit/oci_image.h"
+
+#include <fmt/format.h>
+#include <sys/stat.h>
+
+#include <functional>
+#include <set>
+
+#include "common/file_util.h"
+
+namespace tg::audit {
+
+using common::Json;
+using common::Result;
+using common::Status;
+
+std::string_view ImageFormatName(ImageFormat f) {
+  switch (f) {
+    case ImageFormat::kDockerLegacy:
+      return "docker-save";
+    case ImageFormat::kDockerOci:
+      return "docker-save-oci";
+    case ImageFormat::kOciArchive:
+      return "oci-archive";
+    case ImageFormat::kOciLayout:
+      return "oci-layout";
+  }
+  return "oci-layout";
+}
+
+namespace {
+
+constexpr std::uint64_t kMaxJsonBytes = common::kMaxConfigBytes;
+// Blobs up to this size are peeked in the metadata pass to find manifests and configs.
+constexpr std::uint64_t kMaxPeekBlob = 4ull << 20;
+
+// Reads a small metadata document by its path relative to the image root.
+using SmallReader = std::function<Result<std::string>(const std::string& rel)>;
+
+struct Descriptor {
+  std::string media_type;
+  std::string digest;
+  std::uint64_t size = 0;
+  Json platform;
+};
+
+bool IsHex(std::string_view s) {
+  for (char c : s) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
+// "sha256:<64 hex>" -> "blobs/sha256/<hex>"; anything else (path tricks included) is refused.
+Result<std::string> BlobPath(const std::string& digest, const std::string& where) {
+  auto colon = digest.find(':');
+  std::string alg = colon == std::string::npos ? "" : digest.substr(0, colon);
+  std::string hex = colon == std::string::npos ? "" : digest.substr(colon + 1);
+  bool ok = (alg == "sha256" && hex.size() == 64 && IsHex(hex)) ||
+            (alg == "sha512" && hex.size() == 128 && IsHex(hex));
+  if (!ok) {
+    return Status::InvalidArg(fmt::format(
+        "{}: invalid digest '{}': expected sha256:<64 hex> or sha512:<128 hex>", where, digest));
+  }
+  return fmt::format("blobs/{}/{}", alg, hex);
+}
+
+Result<Descriptor> ParseDescriptor(const Json& j, const std::string& where) {
+  if (!j.is_object()) return Status::InvalidArg(where + ": descriptor is not an object");
+  Descriptor d;
+  if (!j.contains("digest") || !j["digest"].is_string()) {
+    return Status::InvalidArg(where + ": descriptor has no string 'digest'");
+  }
+  d.digest = j["digest"].get<std::string>();
+  if (j.contains("mediaType") && j["mediaType"].is_string()) {
+    d.media_type = j["mediaType"].get<std::string>();
+  }
+  if (j.contains("size") && j["size"].is_number_unsigned()) d.size = j["size"].get<std::uint64_t>();
+  if (j.contains("platform")) d.platform = j["platform"];
+  return d;
+}
+
+Result<Json> ReadJson(const SmallReader& read, const std::string& rel, const std::string& source) {
+  TG_ASSIGN_OR_RETURN(std::string text, read(rel));
+  return common::ParseJson(text, fmt::format("{}:{}", source, rel));
+}
+
+struct Resolved {
+  Json config;
+  std::string config_digest;
+  std::vector<Descriptor> layers;
+  std::vector<std::string> layer_blobs;
+  std::vector<std::string> repo_tags;
+};
+
+// Picks linux/amd64 when an index lists several platforms, else the first manifest.
+Result<Descriptor> ChooseManifest(const Json& index, const std::string& where) {
+  if (!index.is_object() || !index.contains("manifests") || !index["manifests"].is_array() ||
+      index["manifests"].empty()) {
+    return Status::InvalidArg(where + ": 'manifests' is missing or empty");
+  }
+  const Json& ms = index["manifests"];
+  std::size_t pick = 0;
+  for (std::size_t i = 0; i < ms.size(); ++i) {
+    const Json& p = ms[i].value("platform", Json::object());
+    if (p.is_object() && p.value("os", "") == "linux" && p.value("architecture", "") == "amd64") {
+      pick = i;
+      break;
+    }
+  }
+  return ParseDescriptor(ms[pick], fmt::format("{}: manifests[{}]", where, pick));
+}
+
+Result<Resolved> ResolveOci(const SmallReader& read, const std::string& source) {
+  TG_ASSIGN_OR_RETURN(Json index, ReadJson(read, "index.json", source));
+  std::string where = source + ":index.json";
+  TG_ASSIGN_OR_RETURN(Descriptor d, ChooseManifest(index, where));
+  for (int depth = 0;; ++depth) {
+    if (depth > 4) return Status::InvalidArg(where + ": image indexes nested too deeply");
+    TG_ASSIGN_OR_RETURN(std::string rel, BlobPath(d.digest, where));
+    TG_ASSIGN_OR_RETURN(Json doc, ReadJson(read, rel, source));
+    where = fmt::format("{}:{}", source, rel);
+    if (doc.is_object() && doc.contains("manifests")) {
+      TG_ASSIGN_OR_RETURN(d, ChooseManifest(doc, where));
+      continue;
+    }
+    if (!doc.is_object() || !doc.contains("config") || !doc.contains("layers") ||
+        !doc["layers"].is_array()) {
+      return Status::InvalidArg(where + ": not an image manifest (needs 'config' and 'layers')");
+    }
+    Resolved r;
+    TG_ASSIGN_OR_RETURN(Descriptor cfg, ParseDescriptor(doc["config"], where + ": config"));
+    TG_ASSIGN_OR_RETURN(std::string cfg_rel, BlobPath(cfg.digest, where + ": config"));
+    TG_ASSIGN_OR_RETURN(r.config, ReadJson(read, cfg_rel, source));
+    r.config_digest = cfg.digest;
+    for (std::size_t i = 0; i < doc["layers"].size(); ++i) {
+      std::string lw = fmt::format("{}: layers[{}]", where, i);
+      TG_ASSIGN_OR_RETURN(Descriptor l, ParseDescriptor(doc["layers"][i], lw));
+      TG_ASSIGN_OR_RETURN(std::string lrel, BlobPath(l.digest, lw));
+      r.layers.push_back(std::move(l));
+      r.layer_blobs.push_back(std::move(lrel));
+    }
+    return r;
+  }
+}
+
+Result<Resolved> ResolveLegacy(const SmallReader& read, const std::string& source,
+                               const std::map<std::string, std::uint64_t>& sizes) {
+  TG_ASSIGN_OR_RETURN(Json m, ReadJson(read, "manifest.json", source));
+  std::string where = source + ":manifest.json";
+  if (!m.is_array() || m.empty() || !m[0].is_object()) {
+    return Status::InvalidArg(where + ": expected a non-empty array of image entries");
+  }
+  const Json& e = m[0];
+  if (!e.contains("Config") || !e["Config"].is_string()) {
+    return Status::InvalidArg(where + ": entry 0 has no string 'Config'");
+  }
+  if (!e.contains("Layers") || !e["Layers"].is_array()) {
+    return Status::InvalidArg(where + ": entry 0 has no 'Layers' array");
+  }
+  Resolved r;
+  bool abs = false;
+  auto cfg = NormalizeMemberName(e["Config"].get<std::string>(), &abs);
+  if (!cfg) return Status::InvalidArg(where + ": 'Config' path escapes the archive");
+  TG_ASSIGN_OR_RETURN(r.config, ReadJson(read, *cfg, source));
+  r.config_digest = *cfg;
+  for (std::size_t i = 0; i < e["Layers"].size(); ++i) {
+    const Json& l = e["Layers"][i];
+    auto p = l.is_string() ? NormalizeMemberName(l.get<std::string>(), &abs) : std::nullopt;
+    if (!p) return Status::InvalidArg(fmt::format("{}: Layers[{}] is not a valid path", where, i));
+    Descriptor d;
+    d.digest = *p;
+    auto it = sizes.find(*p);
+    d.size = it == sizes.end() ? 0 : it->second;
+    r.layers.push_back(d);
+    r.layer_blobs.push_back(*p);
+  }
+  if (e.contains("RepoTags") && e["RepoTags"].is_array()) {
+    for (const auto& t : e["RepoTags"]) {
+      if (t.is_string()) r.repo_tags.push_back(t.get<std::string>());
+    }
+  }
+  return r;
+}
+
+// ---- tar access ---------------------------------------------------------------------------------
+
+Result<ArchiveReadPtr> OpenOuter(const std::string& path) {
+  ArchiveReadPtr a(archive_read_new());
+  if (!a) return Status::Internal("archive_read_new failed");
+  archive_read_support_format_tar(a.get());
+  archive_read_support_filter_gzip(a.get());
+  archive_read_support_filter_zstd(a.get());
+  if (archive_read_open_filename(a.get(), path.c_str(), 1 << 20) != ARCHIVE_OK) {
+    const char* e = archive_error_string(a.get());
+    return Status::InvalidArg(
+        fmt::format("{}: not a readable tar archive: {}", path, e ? e : "unknown error"));
+  }
+  return a;
+}
+
+struct TarIndex {
+  std::map<std::string, std::uint64_t> sizes;
+  std::map<std::string, std::string> small;
+};
+
+bool LooksLikeMetadata(const std::string& name, std::uint64_t size) {
+  if (size > kMaxJsonBytes) return false;
+  if (name == "index.json" || name == "manifest.json" || name == "oci-layout" ||
+      name == "repositories" || name.ends_with(".json")) {
+    return true;
+  }
+  return name.starts_with("blobs/") && size <= kMaxPeekBlob;
+}
+
+Result<TarIndex> IndexTar(const std::string& path) {
+  TG_ASSIGN_OR_RETURN(ArchiveReadPtr a, OpenOuter(path));
+  TarIndex idx;
+  struct archive_entry* entry = nullptr;
+  for (;;) {
+    int r = archive_read_next_header(a.get(), &entry);
+    if (r == ARCHIVE_EOF) break;
+    if (r == ARCHIVE_RETRY) continue;
+    if (r == ARCHIVE_FATAL) {
+      const char* e = archive_error_string(a.get());
+      return Status::InvalidArg(fmt::format("{}: corrupt or truncated archive after {} members: {}",
+                                            path, idx.sizes.size(), e ? e : "unknown error"));
+    }
+    if (archive_entry_filetype(entry) != AE_IFREG) continue;
+    const char* raw = archive_entry_pathname(entry);
+    bool abs = false;
+    auto name = NormalizeMemberName(raw ? raw : "", &abs);
+    if (!name || name->empty()) continue;  // unreachable by any manifest reference
+    std::uint64_t size =
+        archive_entry_size(entry) > 0 ? static_cast<std::uint64_t>(archive_entry_size(entry)) : 0;
+    idx.sizes[*name] = size;
+    if (!LooksLikeMetadata(*name, size)) continue;
+    std::string data(size, '\0');
+    la_ssize_t got = archive_read_data(a.get(), data.data(), data.size());
+    if (got < 0) {
+      const char* e = archive_error_string(a.get());
+      return Status::InvalidArg(
+          fmt::format("{}: cannot read member {}: {}", path, *name, e ? e : "unknown error"));
+    }
+    data.resize(static_cast<std::size_t>(got));
+    std::size_t first = data.find_first_not_of(" \t\r\n");
+    bool json = first != std::string::npos && (data[first] == '{' || data[first] == '[');
+    if (json || *name == "oci-layout" || *name == "repositories")
+      idx.small[*name] = std::move(data);
+  }
+  return idx;
+}
+
+void ParseConfig(Image* img) {
+  const Json& c = img->config;
+  if (!c.is_object()) return;
+  const Json cc = c.value("config", Json::object());
+  if (cc.is_object() && cc.contains("Env") && cc["Env"].is_array()) {
+    for (const auto& e : cc["Env"]) {
+      if (!e.is_string()) continue;
+      std::string kv = e.get<std::string>();
+      auto eq = kv.find('=');
+      if (eq == std::string::npos) {
+        img->env[kv] = "";
+      } else {
+        img->env[kv.substr(0, eq)] = kv.substr(eq + 1);
+      }
+    }
+  }
+  if (c.contains("history") && c["history"].is_array()) {
+    for (const auto& h : c["history"]) {
+      if (!h.is_object()) continue;
+      HistoryEntry he;
+      he.created_by = h.value("created_by", "");
+      he.created = h.value("created", "");
+      he.empty_layer = h.value("empty_layer", false);
+      img->history.push_back(std::move(he));
+    }
+  }
+}
+
+// Maps non-empty history entries onto layers in order; a count mismatch is reported, not fatal.
+void MapHistory(Image* img) {
+  std::size_t li = 0;
+  for (auto& h : img->history) {
+    if (h.empty_layer) continue;
+    if (li < img->layers.size()) {
+      h.layer = static_cast<int>(li);
+      img->layers[li].created_by = h.created_by;
+    }
+    ++li;
+  }
+  if (!img->history.empty() && li != img->layers.size()) {
+    Finding f;
+    f.rule = "image.history-mismatch";
+    f.severity = Severity::kInfo;
+    f.message = fmt::format(
+        "config history has {} non-empty entries but the manifest lists {} layers; history "
+        "mapped in order as far as it goes",
+        li, img->layers.size());
+    img->findings.push_back(std::move(f));
+  }
+}
+
+void FillDiffIds(Image* img) {
+  const Json& c = img->config;
+  if (!c.is_object() || !c.contains("rootfs") || !c["rootfs"].is_object()) return;
+  const Json& ids = c["rootfs"].value("diff_ids", Json::array());
+  if (!ids.is_array()) return;
+  for (std::size_t i = 0; i < ids.size() && i < img->layers.size(); ++i) {
+    if (ids[i].is_string()) img->layers[i].diff_id = ids[i].get<std::string>();
+  }
+}
+
+Image FromResolved(const std::string& path, ImageFormat format, Resolved r) {
+  Image img;
+  img.source = path;
+  img.format = format;
+  img.config = std::move(r.config);
+  img.config_digest = std::move(r.config_digest);
+  img.repo_tags = std::move(r.repo_tags);
+  for (std::size_t i = 0; i < r.layers.size(); ++i) {
+    ImageLayer l;
+    l.index = static_cast<int>(i);
+    l.digest = r.layers[i].digest;
+    l.media_type = r.layers[i].media_type;
+    l.declared_size = r.layers[i].size;
+    l.blob = r.layer_blobs[i];
+    img.layers.push_back(std::move(l));
+  }
+  ParseConfig(&img);
+  FillDiffIds(&img);
+  MapHistory(&img);
+  return img;
+}
+
+void CollectFindings(Image* img) {
+  for (auto& l : img->layers) {
+    for (auto& f : l.scan.findings) img->findings.push_back(f);
+  }
+}
+
+Result<Image> ReadLayoutDir(const std::string& dir, const ReaderLimits& limits,
+                            const CapturePredicate& capture) {
+  SmallReader read = [&](const std::string& rel) -> Result<std::string> {
+    return common::ReadFileLimited(dir + "/" + rel, kMaxJsonBytes);
+  };
+  struct stat st {};
+  if (::stat((dir + "/oci-layout").c_str(), &st) != 0) {
+    return Status::InvalidArg(dir +
+                              ": a directory without an 'oci-layout' file is not an OCI "
+                              "image layout");
+  }
+  TG_ASSIGN_OR_RETURN(Resolved r, ResolveOci(read, dir));
+  Image img = FromResolved(dir, ImageFormat::kOciLayout, std::move(r));
+  std::uint64_t budget = limits.max_uncompressed_bytes;
+  for (auto& l : img.layers) {
+    TG_ASSIGN_OR_RETURN(auto src, FileSource::Open(dir + "/" + l.blob));
+    TG_ASSIGN_OR_RETURN(
+        l.scan, ScanLayer(*src, l.index, l.blob, l.declared_size, limits, &budget, capture));
+    if (l.declared_size == 0) l.declared_size = l.scan.compressed_bytes;
+    if (l.scan.stopped_early) break;
+  }
+  CollectFindings(&img);
+  return img;
+}
+
+Result<Image> ReadTar(const std::string& path, const ReaderLimits& limits,
+                      const CapturePredicate& capture) {
+  TG_ASSIGN_OR_RETURN(TarIndex idx, IndexTar(path));
+  SmallReader read = [&](const std::string& rel) -> Result<std::string> {
+    auto it = idx.small.find(rel);
+    if (it != idx.small.end()) return it->second;
+    if (idx.sizes.count(rel)) {
+      return Status::InvalidArg(fmt::format("{}: member {} is not a JSON document of at most {}",
+                                            path, rel, HumanBytes(kMaxJsonBytes)));
+    }
+    return Status::InvalidArg(fmt::format("{}: member {} is missing", path, rel));
+  };
+  bool has_index = idx.small.count("index.json") > 0;
+  bool has_manifest = idx.small.count("manifest.json") > 0;
+  Resolved r;
+  ImageFormat format;
+  if (has_index) {
+    format = has_manifest ? ImageFormat::kDockerOci : ImageFormat::kOciArchive;
+    TG_ASSIGN_OR_RETURN(r, ResolveOci(read, path));
+  } else if (has_manifest) {
+    format = ImageFormat::kDockerLegacy;
+    TG_ASSIGN_OR_RETURN(r, ResolveLegacy(read, path, idx.sizes));
+  } else {
+    return Status::InvalidArg(fmt::format(
+        "{}: neither manifest.json (docker save) nor index.json (OCI archive) found among {} "
+        "members",
+        path, idx.sizes.size()));
+  }
+  Image img = FromResolved(path, format, std::move(r));
+  // Which members hold which layers (a blob may appear twice in one manifest).
+  std::map<std::string, std::vector<int>> wanted;
+  for (const auto& l : img.layers) {
+    if (!idx.sizes.count(l.blob)) {
+      return Status::InvalidArg(fmt::format("{}: layer {} blob {} named by the manifest is missing",
+                                            path, l.index, l.blob));
+    }
+    wanted[l.blob].push_back(l.index);
+  }
+  for (auto& l : img.layers) {
+    if (l.declared_size == 0) l.declared_size = idx.sizes[l.blob];
+  }
+  // Pass 2: layers in archive order; results are placed by manifest index, so whiteouts are
+  // applied in the right order later regardless of where the writer put each blob.
+  TG_ASSIGN_OR_RETURN(ArchiveReadPtr a, OpenOuter(path));
+  std::uint64_t budget = limits.max_uncompressed_bytes;
+  std::size_t done = 0;
+  bool stopped = false;
+  std::set<std::string> seen;
+  struct archive_entry* entry = nullptr;
+  while (done < wanted.size() && !stopped) {
+    int rc = archive_read_next_header(a.get(), &entry);
+    if (rc == ARCHIVE_EOF) break;
+    if (rc == ARCHIVE_RETRY) continue;
+    if (rc == ARCHIVE_FATAL) {
+      const char* e = archive_error_string(a.get());
+      return Status::InvalidArg(
+          fmt::format("{}: corrupt or truncated archive: {}", path, e ? e : "unknown error"));
+    }
+    const char* raw = archive_entry_pathname(entry);
+    bool abs = false;
+    auto name = NormalizeMemberName(raw ? raw : "", &abs);
+    if (!name) continue;
+    auto it = wanted.find(*name);
+    if (it == wanted.end() || it->second.empty()) continue;
+    if (!seen.insert(*name).second) continue;  // the same blob stored twice
+    ImageLayer& first = img.layers[it->second.front()];
+    ArchiveEntrySource src(a.get(), fmt::format("{}:{}", path, *name));
+    TG_ASSIGN_OR_RETURN(LayerScan scan, ScanLayer(src, first.index, *name, first.declared_size,
+                                                  limits, &budget, capture));
+    stopped = scan.stopped_early;
+    for (int i : it->second) {
+      img.layers[i].scan = scan;
+      for (auto& f : img.layers[i].scan.findings) f.layer = i;
+    }
+    ++done;
+  }
+  if (done < wanted.size() && !stopped) {
+    return Status::InvalidArg(
+        fmt::format("{}: only {} of {} layer blobs could be read", path, done, wanted.size()));
+  }
+  CollectFindings(&img);
+  return img;
+}
+
+}  // namespace
+
+Result<Image> ReadImage(const std::string& path, const ReaderLimits& limits,
+                        const CapturePredicate& capture) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    return Status::NotFound(fmt::format("{}: no such image file or directory", path));
+  }
+  if (S_ISDIR(st.st_mode)) return ReadLayoutDir(path, limits, capture);
+  return ReadTar(path, limits, capture);
+}
+
+}  // namespace tg::audit

@@ -1,0 +1,215 @@
+// `truegreen audit dockerfile`, `truegreen audit k8s` and `truegreen k8s render`.
+//
+// Exit codes: 0 clean, 6 (kExitAudit) when a rule fails, 2 (kExitUsage) for unreadable or
+// malformed input (the message names the file and line). Results go to stdout (text or --json),
+// errors to stderr.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <regex>
+
+#include "audit/dockerfile_audit.h"
+#include "audit/dockerfile_parser.h"
+#include "audit/k8s_audit.h"
+#include "audit/k8s_render.h"
+#include "cli/command_areas.h"
+#include "common/file_util.h"
+#include "policy/matrix.h"
+
+namespace tg::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using common::kExitAudit;
+using common::kExitOk;
+using common::kExitUsage;
+
+// A Dockerfile larger than this is not a Dockerfile.
+constexpr std::uint64_t kMaxDockerfileBytes = 4ull << 20;
+
+int UsageError(std::string_view command, const std::string& message) {
+  std::fprintf(stderr, "truegreen %s: %s\n", std::string(command).c_str(), message.c_str());
+  return kExitUsage;
+}
+
+void Print(const std::string& s) { std::fwrite(s.data(), 1, s.size(), stdout); }
+
+struct DockerfileArgs {
+  std::string file;
+  std::string context;
+  std::vector<std::string> build_args;
+};
+
+int RunAuditDockerfile(const DockerfileArgs& a, const GlobalOptions& g) {
+  constexpr std::string_view kCmd = "audit dockerfile";
+  std::map<std::string, std::string> build_args;
+  for (const auto& kv : a.build_args) {
+    std::size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return UsageError(kCmd, fmt::format("--build-arg '{}': expected NAME=VALUE", kv));
+    }
+    build_args[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  std::error_code ec;
+  if (!a.context.empty() && !fs::is_directory(a.context, ec)) {
+    return UsageError(kCmd, fmt::format("--context '{}' is not a directory", a.context));
+  }
+  auto text = common::ReadFileLimited(a.file, kMaxDockerfileBytes);
+  if (!text.ok()) return UsageError(kCmd, text.status().message());
+  auto df = audit::ParseDockerfile(*text, a.file, build_args);
+  if (!df.ok()) return UsageError(kCmd, df.status().message());
+  auto rep = audit::AuditDockerfile(*df, {a.file, a.context});
+  if (!rep.ok()) return UsageError(kCmd, rep.status().message());
+  bool fail = audit::AnyAtLeast(rep->findings, audit::Severity::kError);
+
+  if (g.json) {
+    common::Json j;
+    j["dockerfile"] = a.file;
+    j["context"] = a.context.empty() ? fs::path(a.file).parent_path().string() : a.context;
+    j["dockerignore"] = rep->dockerignore;
+    common::Json stages = common::Json::array();
+    for (const auto& st : df->stages) {
+      stages.push_back({{"index", st.index},
+                        {"name", st.name},
+                        {"base", st.base},
+                        {"line", st.line},
+                        {"parent_stage", st.parent_stage}});
+    }
+    j["stages"] = std::move(stages);
+    j["runtime_chain"] = rep->runtime_chain;
+    j["findings"] = audit::FindingsToJson(rep->findings);
+    j["verdict"] = fail ? "fail" : "pass";
+    Print(j.dump(2) + "\n");
+  } else {
+    std::string chain;
+    for (int i : rep->runtime_chain) {
+      const auto& st = df->stages[i];
+      chain +=
+          (chain.empty() ? "" : " <- ") + (st.name.empty() ? fmt::format("stage {}", i) : st.name);
+    }
+    Print(fmt::format("{}: {} stage(s); runtime: {}; ignore file: {}\n", a.file, rep->stages, chain,
+                      rep->dockerignore.empty() ? "none" : rep->dockerignore));
+    Print(audit::RenderFindingsText(rep->findings));
+    Print(fail ? fmt::format("FAIL: {} finding(s)\n", rep->findings.size()) : "PASS\n");
+  }
+  return fail ? kExitAudit : kExitOk;
+}
+
+struct K8sArgs {
+  std::vector<std::string> files;
+  std::string matrix;
+};
+
+int RunAuditK8s(const K8sArgs& a, const GlobalOptions& g) {
+  constexpr std::string_view kCmd = "audit k8s";
+  audit::K8sAuditOptions opts;
+  if (!a.matrix.empty()) {
+    auto m = policy::LoadMatrix(a.matrix);
+    if (!m.ok()) return UsageError(kCmd, m.status().message());
+    opts.requirements = audit::NodeRequirementsFromMatrix(*m);
+  }
+  audit::K8sAuditReport rep;
+  for (const auto& f : a.files) {
+    common::Status s = audit::AuditK8sPath(f, opts, &rep);
+    if (!s.ok()) return UsageError(kCmd, s.message());
+  }
+  bool fail = false;
+  for (const auto& kf : rep.findings) fail = fail || kf.finding.severity == audit::Severity::kError;
+  if (g.json) {
+    common::Json j = audit::K8sReportToJson(rep);
+    j["matrix"] = a.matrix;
+    j["verdict"] = fail ? "fail" : "pass";
+    Print(j.dump(2) + "\n");
+  } else {
+    Print(fmt::format(
+        "{} document(s), {} workload(s), {} container(s){}\n", rep.documents, rep.workloads,
+        rep.containers,
+        a.matrix.empty() ? " (no --matrix: node affinity not checked)" : "; matrix " + a.matrix));
+    Print(audit::K8sReportToText(rep));
+    Print(fail ? fmt::format("FAIL: {} finding(s)\n", rep.findings.size()) : "PASS\n");
+  }
+  return fail ? kExitAudit : kExitOk;
+}
+
+struct RenderArgs {
+  std::string matrix;
+  audit::K8sRenderOptions opts;
+};
+
+int RunK8sRender(RenderArgs a, const GlobalOptions& g) {
+  constexpr std::string_view kCmd = "k8s render";
+  auto text = common::ReadFileLimited(a.matrix, common::kMaxConfigBytes);
+  if (!text.ok()) return UsageError(kCmd, text.status().message());
+  auto m = policy::ParseMatrix(*text, a.matrix);
+  if (!m.ok()) return UsageError(kCmd, m.status().message());
+  static const std::regex kName("^[a-z0-9]([-a-z0-9]{0,40}[a-z0-9])?$");
+  if (!std::regex_match(a.opts.name, kName)) {
+    return UsageError(kCmd, fmt::format("--name '{}': must be a DNS label (lower case letters, "
+                                        "digits and '-', at most 42 characters)",
+                                        a.opts.name));
+  }
+  if (a.opts.image.find("@sha256:") == std::string::npos) {
+    std::fprintf(stderr,
+                 "truegreen k8s render: warning: image '%s' is not pinned by digest; "
+                 "`truegreen audit k8s` will report k8s.image-digest\n",
+                 a.opts.image.c_str());
+  }
+  a.opts.matrix_text = *text;
+  std::vector<audit::RenderJson> docs = audit::RenderK8sObjects(*m, a.opts);
+  if (g.json) {
+    Print(audit::RenderJson(docs).dump(2) + "\n");
+  } else {
+    Print(audit::JsonToYamlDocuments(docs));
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void RegisterAuditConfigCommands(CLI::App& app, CLI::App& audit, GlobalOptions& g,
+                                 CommandRegistry& r) {
+  auto dfa = std::make_shared<DockerfileArgs>();
+  CLI::App* df = audit.add_subcommand(
+      "dockerfile",
+      "Audit a Dockerfile: multi-stage, runtime stage free of build tools, bases "
+      "pinned by digest, caches removed, .dockerignore coverage");
+  df->add_option("DOCKERFILE", dfa->file, "Path of the Dockerfile")->required();
+  df->add_option("--context", dfa->context,
+                 "Build context directory (default: the Dockerfile's directory)")
+      ->type_name("DIR");
+  df->add_option("--build-arg", dfa->build_args, "NAME=VALUE for a global ARG used in FROM")
+      ->type_name("NAME=VALUE");
+  r.Add(df, [dfa, &g] { return RunAuditDockerfile(*dfa, g); });
+
+  auto ka = std::make_shared<K8sArgs>();
+  CLI::App* k8s = audit.add_subcommand(
+      "k8s",
+      "Audit Kubernetes manifests (files or kustomize directories): GPU requests, "
+      "probes, node affinity vs. the matrix, resources, image digests");
+  k8s->add_option("FILE", ka->files, "Manifest files (multi-document YAML) or kustomize dirs")
+      ->required();
+  k8s->add_option("--matrix", ka->matrix, "Version matrix: check node affinity against it")
+      ->type_name("FILE");
+  r.Add(k8s, [ka, &g] { return RunAuditK8s(*ka, g); });
+
+  CLI::App* group = app.add_subcommand("k8s", "Kubernetes objects for truegreen");
+  group->require_subcommand(1);
+  auto ra = std::make_shared<RenderArgs>();
+  CLI::App* render = group->add_subcommand(
+      "render",
+      "Print the ConfigMap, Deployment, Service, PodMonitor and node-admission Job "
+      "for a version matrix (YAML; --json for a JSON array)");
+  render->add_option("--matrix", ra->matrix, "Version matrix file")->required()->type_name("FILE");
+  render->add_option("--image", ra->opts.image, "Image reference, pinned: name@sha256:<digest>")
+      ->type_name("REF");
+  render->add_option("--name", ra->opts.name, "Object name prefix (default truegreen)");
+  render->add_option("--port", ra->opts.port, "HTTP port (default 8000)")
+      ->check(CLI::Range(1, 65535));
+  render->add_option("--cpu", ra->opts.cpu, "CPU request (default 2)");
+  render->add_option("--memory", ra->opts.memory, "Memory request and limit (default 8Gi)");
+  r.Add(render, [ra, &g] { return RunK8sRender(*ra, g); });
+}
+
+}  // namespace tg::cli

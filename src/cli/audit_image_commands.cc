@@ -1,0 +1,104 @@
+// `truegreen audit image IMAGE [IMAGE2] [--budget SIZE] [--matrix FILE] [--diff]`.
+// The global --policy is read as an audit policy file (its `image:` section) unless it is
+// "production"/"dev" (built-in defaults) or a version matrix (then used like --matrix).
+#include <cstdio>
+#include <iostream>
+
+#include "audit/image_audit.h"
+#include "cli/command_areas.h"
+#include "common/log.h"
+#include "common/status.h"
+#include "policy/matrix.h"
+
+namespace tg::cli {
+
+namespace {
+
+struct AuditImageFlags {
+  std::vector<std::string> images;
+  std::string budget;
+  std::string matrix;
+  bool diff = false;
+};
+
+int Fail(const common::Status& s) {
+  std::fprintf(stderr, "truegreen audit image: %s\n", s.message().c_str());
+  return common::ExitCodeFromStatus(s);  // INVALID_ARG / NOT_FOUND -> 2
+}
+
+int RunAuditImage(const AuditImageFlags& f, const GlobalOptions& g) {
+  audit::ImageAuditOptions opts;
+  if (g.policy != "production" && g.policy != "dev") {
+    auto lp = audit::LoadImagePolicy(g.policy);
+    if (!lp.ok()) return Fail(lp.status());
+    opts.policy = lp->image;
+    if (lp->matrix) opts.matrix = lp->matrix;
+  }
+  if (!f.budget.empty()) {
+    auto b = audit::ParseByteSize(f.budget);
+    if (!b) {
+      return Fail(common::Status::InvalidArg("--budget '" + f.budget +
+                                             "': expected a size such as 2GiB, 500MB or 1048576"));
+    }
+    opts.budget = *b;
+  }
+  if (!f.matrix.empty()) {
+    auto m = policy::LoadMatrix(f.matrix);
+    if (!m.ok()) return Fail(m.status());
+    opts.matrix = std::move(*m);
+  }
+  if (f.diff && f.images.size() != 2) {
+    return Fail(common::Status::InvalidArg("--diff needs exactly two images (A B)"));
+  }
+  if (!f.diff && f.images.size() != 1) {
+    return Fail(common::Status::InvalidArg("give one image, or two with --diff"));
+  }
+  std::vector<audit::ImageAuditReport> reports;
+  for (const auto& path : f.images) {
+    auto r = audit::AuditImage(path, opts);
+    if (!r.ok()) {
+      // Reader errors are always bad input: the file is unreadable, corrupt or inconsistent.
+      std::fprintf(stderr, "truegreen audit image: %s\n", r.status().message().c_str());
+      return r.status().code() == common::StatusCode::kInternal ? common::kExitInternal
+                                                                : common::kExitUsage;
+    }
+    reports.push_back(std::move(*r));
+  }
+  if (f.diff) {
+    audit::ImageDiff d = audit::DiffImages(reports[0], reports[1]);
+    if (g.json) {
+      std::cout << audit::DiffToJson(reports[0], reports[1], d).dump(2) << "\n";
+    } else {
+      std::cout << audit::DiffToText(reports[0], reports[1], d);
+    }
+    return common::kExitOk;
+  }
+  const auto& r = reports[0];
+  if (g.json) {
+    std::cout << audit::ReportToJson(r).dump(2) << "\n";
+  } else {
+    std::cout << audit::ReportToText(r);
+  }
+  return r.failed ? common::kExitAudit : common::kExitOk;
+}
+
+}  // namespace
+
+void RegisterAuditImageCommands(CLI::App& audit, GlobalOptions& g, CommandRegistry& r) {
+  auto flags = std::make_shared<AuditImageFlags>();
+  CLI::App* cmd = audit.add_subcommand(
+      "image",
+      "Audit a container image (docker save tar, OCI layout dir or OCI archive) without a "
+      "daemon: size budgets, dive efficiency, hygiene and GPU rules; exit 6 on failure");
+  cmd->add_option("images", flags->images, "IMAGE, or A B with --diff")->required()->expected(1, 2);
+  cmd->add_option("--budget", flags->budget,
+                  "Uncompressed size budget (default 2GiB or the policy's image.budget)")
+      ->type_name("SIZE");
+  cmd->add_option("--matrix", flags->matrix,
+                  "Version matrix to compare the image's CUDA/cuDNN/TensorRT/ORT libraries with")
+      ->type_name("FILE");
+  cmd->add_flag("--diff", flags->diff, "Diff two images: files and capability snapshots");
+  r.Add(cmd, [flags, &g] { return RunAuditImage(*flags, g); });
+}
+
+}  // namespace tg::cli

@@ -1,0 +1,36 @@
+// Internal pieces of probe::TakeSnapshot, split by subject (probe/ only; not a public API).
+// Each function fills its part of the snapshot and never fails (errors are recorded inside).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/dynlib.h"
+#include "probe/probe.h"
+#include "probe/snapshot.h"
+
+namespace tg::probe::internal {
+
+void ProbeHost(const std::string& root, const std::map<std::string, std::string>& env, HostInfo* h);
+void ProbeDeviceNodes(const std::string& root, DeviceNodes* d);
+void ProbeEnv(const std::map<std::string, std::string>& env, std::vector<EnvVar>* out);
+std::map<std::string, std::string> ProcessEnv();
+
+// GPU libraries (gpu_libs.cc). Loaded libraries are kept alive by RTLD_NODELETE.
+void ProbeNvml(const common::LibraryLoader& loader, bool init, NvmlInfo* n);
+void ProbeCudaDriver(const common::LibraryLoader& loader, bool init, CudaDriverInfo* c);
+void ProbeCudaRuntime(const common::LibraryLoader& loader, const std::vector<int>& majors,
+                      CudaRuntimeInfo* c);
+void ProbeCublas(const common::LibraryLoader& loader, const std::vector<int>& majors,
+                 LibInfo* cublas, LibInfo* cublaslt);
+void ProbeCudnn(const common::LibraryLoader& loader, int major, CudnnInfo* c);
+void ProbeTensorRt(const common::LibraryLoader& loader, int major, TensorRtInfo* t);
+void ProbeNccl(const common::LibraryLoader& loader, LibInfo* l);
+
+// Loads `soname` and fills the loading part of `out` (soname, loaded, resolved_path, error).
+// Returns the library (unloaded on failure).
+common::DynamicLibrary LoadInto(const common::LibraryLoader& loader, const std::string& soname,
+                                LibInfo* out);
+
+}  // namespace tg::probe::internal

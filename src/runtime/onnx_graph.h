@@ -1,0 +1,42 @@
+// Minimal ONNX model reader (runtime/ internal): the node list of the main graph, read straight
+// from the protobuf wire format of a memory-mapped file, so multi-GB models with embedded weights
+// are scanned without copying their initializers and without depending on libprotobuf.
+//
+// Only what the static checks need is decoded: per node its name, op type, domain, inputs and
+// outputs; plus the opset imports. Malformed input is INVALID_ARG naming the file and the byte
+// offset, never a crash (every length is bounds-checked). Stateless; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "runtime/session.h"
+
+namespace tg::runtime {
+
+struct OnnxNode {
+  std::string name;
+  std::string op_type;
+  std::string domain;
+  std::vector<std::string> inputs;
+  std::vector<std::string> outputs;
+};
+
+struct OnnxGraphSummary {
+  std::vector<OnnxNode> nodes;
+  std::vector<std::pair<std::string, std::int64_t>> opsets;  // (domain, version)
+  std::int64_t ir_version = 0;
+};
+
+// Parses `path` (the .onnx file; external data files are not needed).
+common::Result<OnnxGraphSummary> ReadOnnxGraph(const std::string& path);
+// Parses an in-memory model (`source` names it in messages).
+common::Result<OnnxGraphSummary> ParseOnnxGraph(const std::uint8_t* data, std::size_t size,
+                                                const std::string& source);
+
+// Static attention check over a parsed graph (see CheckAttention in session.h).
+AttentionReport AnalyzeAttention(const OnnxGraphSummary& graph);
+
+}  // namespace tg::runtime

@@ -1,0 +1,286 @@
+#include "runtime/ort_env.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "common/log.h"
+#include "runtime/elf_deps.h"
+
+namespace tg::runtime::internal {
+namespace {
+
+std::mutex g_env_mu;
+OrtEnvironment* g_env = nullptr;  // never destroyed (see header)
+
+// The CUDA driver is every GPU provider's first dependency even when the provider only lists the
+// CUDA runtime: loading it first makes "no driver" the reported cause, not a later symptom.
+constexpr const char* kDriverSoname = "libcuda.so.1";
+constexpr const char* kSharedProviderLib = "libonnxruntime_providers_shared.so";
+
+std::string Describe(Ort::ConstEpDevice d) {
+  std::string s = std::string("ep=") + d.EpName();
+  Ort::ConstHardwareDevice hw = d.Device();
+  const char* type = "other";
+  switch (hw.Type()) {
+    case OrtHardwareDeviceType_CPU:
+      type = "CPU";
+      break;
+    case OrtHardwareDeviceType_GPU:
+      type = "GPU";
+      break;
+    case OrtHardwareDeviceType_NPU:
+      type = "NPU";
+      break;
+  }
+  s += std::string(" type=") + type;
+  if (const char* v = hw.Vendor()) s += std::string(" vendor=") + v;
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), " device=0x%04x", hw.DeviceId());
+  s += buf;
+  return s;
+}
+
+// Directory of libonnxruntime.so as the dynamic linker recorded it (not symlink-resolved): the
+// directory ORT itself uses to find libonnxruntime_providers_shared.so.
+std::string OrtRuntimeDir() {
+  Dl_info info{};
+  const void* fn = reinterpret_cast<const void*>(Ort::GetApi().GetBuildInfoString);
+  if (::dladdr(fn, &info) == 0 || info.dli_fname == nullptr) return "";
+  return std::filesystem::path(info.dli_fname).parent_path().string();
+}
+
+}  // namespace
+
+std::string ProviderLibraryName(const std::string& provider) {
+  if (provider == "TensorrtExecutionProvider") return "libonnxruntime_providers_tensorrt.so";
+  if (provider == "CUDAExecutionProvider") return "libonnxruntime_providers_cuda.so";
+  return "";
+}
+
+common::Result<OrtEnvironment*> OrtEnvironment::Get(const common::LibraryLoader& loader) {
+  std::lock_guard<std::mutex> lock(g_env_mu);
+  if (g_env != nullptr) return g_env;
+  auto load = LoadOrt(loader);
+  if (!load.ok()) return load.status();
+  auto* e = new OrtEnvironment();
+  e->load_ = *load;
+  try {
+    e->env_ = std::make_unique<Ort::Env>(ORT_LOGGING_LEVEL_WARNING, "truegreen",
+                                         &OrtEnvironment::LogCallback, e);
+  } catch (const Ort::Exception& ex) {
+    delete e;
+    return common::Status::Internal(std::string("cannot create ONNX Runtime environment: ") +
+                                    ex.what());
+  }
+  g_env = e;
+  return g_env;
+}
+
+void OrtEnvironment::LogCallback(void* param, OrtLoggingLevel severity, const char* category,
+                                 const char* logid, const char* code_location,
+                                 const char* message) {
+  auto* self = static_cast<OrtEnvironment*>(param);
+  const std::string id = logid ? logid : "";
+  {
+    std::lock_guard<std::mutex> lock(self->log_mu_);
+    auto it = self->captures_.find(id);
+    if (it != self->captures_.end()) {
+      it->second.emplace_back(message ? message : "");
+      // Captured verbose output is for the placement parser, not the user's terminal.
+      if (severity < ORT_LOGGING_LEVEL_WARNING) return;
+    }
+  }
+  if (severity < ORT_LOGGING_LEVEL_WARNING) return;
+  const char* msg = message ? message : "";
+  if (severity >= ORT_LOGGING_LEVEL_ERROR) {
+    spdlog::error("onnxruntime [{}]: {}", id, msg);
+  } else {
+    spdlog::warn("onnxruntime [{}]: {}", id, msg);
+  }
+}
+
+void OrtEnvironment::BeginCapture(const std::string& logid) {
+  std::lock_guard<std::mutex> lock(log_mu_);
+  captures_[logid];
+}
+
+std::vector<std::string> OrtEnvironment::EndCapture(const std::string& logid) {
+  std::lock_guard<std::mutex> lock(log_mu_);
+  auto it = captures_.find(logid);
+  if (it == captures_.end()) return {};
+  std::vector<std::string> out = std::move(it->second);
+  captures_.erase(it);
+  return out;
+}
+
+std::string OrtEnvironment::NewLogId() {
+  std::lock_guard<std::mutex> lock(log_mu_);
+  return "truegreen-session-" + std::to_string(++next_logid_);
+}
+
+common::Status OrtEnvironment::PreloadDependencies(const std::string& provider,
+                                                   const std::string& library,
+                                                   const common::LibraryLoader& loader) {
+  std::vector<std::string> deps = {kDriverSoname};
+  auto needed = ElfNeeded(library);
+  if (!needed.ok()) return needed.status().WithPrefix(provider);
+  for (const auto& n : *needed) {
+    if (!IsSystemSoname(n) && std::find(deps.begin(), deps.end(), n) == deps.end()) {
+      deps.push_back(n);
+    }
+  }
+  for (const auto& soname : deps) {
+    auto lib = loader.Load(soname);
+    if (!lib.ok()) {
+      return common::Status::Unavailable(provider + ": cannot load a dependency of " + library +
+                                         ": " + lib.status().message());
+    }
+    std::lock_guard<std::mutex> lock(reg_mu_);
+    preloaded_.push_back(std::move(lib).value());
+  }
+  return common::Status::Ok();
+}
+
+common::Result<PreparedProvider> OrtEnvironment::PrepareProvider(
+    const std::string& provider, AttachMode mode, int device_id,
+    const common::LibraryLoader& loader) {
+  const bool compiled_in =
+      std::find(load_.providers.begin(), load_.providers.end(), provider) != load_.providers.end();
+  if (mode == AttachMode::kClassic || (mode == AttachMode::kAuto && compiled_in)) {
+    if (compiled_in) {
+      // A GPU build loads the provider library from its own directory: preload what it needs.
+      const std::string lib =
+          (std::filesystem::path(load_.library_path).parent_path() / ProviderLibraryName(provider))
+              .string();
+      if (std::filesystem::exists(lib))
+        TG_RETURN_IF_ERROR(PreloadDependencies(provider, lib, loader));
+    }
+    return PrepareClassic(provider, device_id);
+  }
+  return PreparePlugin(provider, device_id, loader);
+}
+
+common::Result<PreparedProvider> OrtEnvironment::PrepareClassic(const std::string& provider,
+                                                                int device_id) {
+  // Probe the classic V2 options API on throwaway session options, so a core library without the
+  // provider fails here with ORT's own words instead of at the first Open.
+  PreparedProvider p;
+  p.info.name = provider;
+  p.info.path = AttachPath::kClassic;
+  p.info.device = "device_id=" + std::to_string(device_id);
+  const OrtApi& api = Ort::GetApi();
+  Ort::SessionOptions so;
+  common::Status st;
+  if (provider == "CUDAExecutionProvider") {
+    OrtCUDAProviderOptionsV2* opts = nullptr;
+    st = FromOrtStatus(&api, api.CreateCUDAProviderOptions(&opts), provider + " (classic V2 API)");
+    if (st.ok()) {
+      st = FromOrtStatus(&api, api.SessionOptionsAppendExecutionProvider_CUDA_V2(so, opts),
+                         provider + " (classic V2 API)");
+      api.ReleaseCUDAProviderOptions(opts);
+    }
+  } else {
+    OrtTensorRTProviderOptionsV2* opts = nullptr;
+    st = FromOrtStatus(&api, api.CreateTensorRTProviderOptions(&opts),
+                       provider + " (classic V2 API)");
+    if (st.ok()) {
+      st = FromOrtStatus(&api, api.SessionOptionsAppendExecutionProvider_TensorRT_V2(so, opts),
+                         provider + " (classic V2 API)");
+      api.ReleaseTensorRTProviderOptions(opts);
+    }
+  }
+  if (!st.ok()) return common::Status::Unavailable(st.message());
+  p.info.attached = true;
+  return p;
+}
+
+common::Result<PreparedProvider> OrtEnvironment::PreparePlugin(
+    const std::string& provider, int device_id, const common::LibraryLoader& loader) {
+  PreparedProvider p;
+  p.info.name = provider;
+  p.info.path = AttachPath::kPlugin;
+  const std::string libname = ProviderLibraryName(provider);
+  std::string library = loader.FindInSearchDirs(libname);
+  if (library.empty()) {
+    return common::Status::Unavailable(
+        provider + ": provider library " + libname +
+        " not found in the library search path (--lib-path, $TRUEGREEN_LIB_PATH, bundled "
+        "third_party/onnxruntime/gpu)");
+  }
+  library = std::filesystem::absolute(library).lexically_normal().string();
+  p.info.library = library;
+
+  std::string registered;
+  {
+    std::lock_guard<std::mutex> lock(reg_mu_);
+    auto it = registered_.find(provider);
+    if (it != registered_.end()) registered = it->second;
+  }
+  if (registered.empty()) {
+    TG_RETURN_IF_ERROR(PreloadDependencies(provider, library, loader));
+    // ORT loads the provider bridge (libonnxruntime_providers_shared.so) from the directory of
+    // the core library it was loaded as, and only from there; preloading the bridge ourselves
+    // crashes the provider's initialisers (the host pointer is never set). Check, so a split
+    // layout is a named error instead of a crash.
+    const std::string ort_dir = OrtRuntimeDir();
+    if (!ort_dir.empty() && !std::filesystem::exists(ort_dir + "/" + kSharedProviderLib)) {
+      return common::Status::Unavailable(
+          provider + ": ONNX Runtime was loaded from " + ort_dir + ", which has no " +
+          kSharedProviderLib + "; the GPU provider library " + library +
+          " can only be registered when the provider libraries sit next to libonnxruntime.so "
+          "(put them in one directory and pass it with --lib-path)");
+    }
+    const OrtApi& api = Ort::GetApi();
+    const std::string reg_name = "truegreen." + provider;
+    common::Status st = FromOrtStatus(
+        &api, api.RegisterExecutionProviderLibrary(*env_, reg_name.c_str(), library.c_str()),
+        provider + ": registering plugin library " + library);
+    if (!st.ok()) return common::Status::Unavailable(st.message());
+    std::lock_guard<std::mutex> lock(reg_mu_);
+    registered_[provider] = library;
+  } else if (registered != library) {
+    return common::Status::FailedPrecondition(provider + ": already registered from " + registered +
+                                              " in this process; cannot also use " + library);
+  }
+
+  std::vector<Ort::ConstEpDevice> devices;
+  try {
+    devices = env_->GetEpDevices();
+  } catch (const Ort::Exception& ex) {
+    return common::Status::Unavailable(provider + ": GetEpDevices failed: " + ex.what());
+  }
+  std::vector<Ort::ConstEpDevice> gpus;
+  std::string offered;
+  for (const auto& d : devices) {
+    {
+      if (!offered.empty()) offered += "; ";
+      offered += Describe(d);
+    }
+    if (provider == d.EpName() && d.Device().Type() == OrtHardwareDeviceType_GPU) {
+      gpus.push_back(d);
+    }
+  }
+  if (gpus.empty()) {
+    return common::Status::Unavailable(
+        provider + ": provider registered but no GPU device (GetEpDevices offered: " +
+        (offered.empty() ? "nothing" : offered) +
+        "); the CUDA driver found has no usable device (a stub libcuda, or no GPU visible)");
+  }
+  if (device_id < 0 || static_cast<std::size_t>(device_id) >= gpus.size()) {
+    return common::Status::Unavailable(provider + ": device_id " + std::to_string(device_id) +
+                                       " requested but only " + std::to_string(gpus.size()) +
+                                       " GPU EP device(s) offered");
+  }
+  const Ort::ConstEpDevice chosen = gpus[static_cast<std::size_t>(device_id)];
+  p.ep_devices.push_back(chosen);
+  p.info.device = Describe(chosen);
+  const OrtApi& api = Ort::GetApi();
+  p.device_memory = api.EpDevice_MemoryInfo(chosen, OrtDeviceMemoryType_DEFAULT);
+  p.pinned_memory = api.EpDevice_MemoryInfo(chosen, OrtDeviceMemoryType_HOST_ACCESSIBLE);
+  p.info.attached = true;
+  return p;
+}
+
+}  // namespace tg::runtime::internal

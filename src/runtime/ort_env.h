@@ -1,0 +1,81 @@
+// The process-wide ONNX Runtime environment and GPU provider preparation (runtime/ internal;
+// includes ORT headers).
+//
+// OrtEnvironment owns the one Ort::Env of the process (created with a custom logger so session
+// warnings and the verbose "Node placements" block can be captured per session log id) and the
+// registry of plugin execution-provider libraries registered into it. It is created on first use
+// and intentionally never destroyed (ORT and CUDA do not survive unloading at exit).
+//
+// PrepareProvider() makes one GPU provider attachable: it preloads the provider's dependencies
+// through the LibraryLoader (libcuda.so.1 first, then the provider's DT_NEEDED GPU libraries), then
+// either checks the classic V2 options API or registers the provider library as a plugin EP and
+// selects its GPU EP device. Every failure carries the exact cause (loader or ORT text).
+//
+// Thread safety: every member is safe to call concurrently.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/dynlib.h"
+#include "common/status.h"
+#include "runtime/ort_api.h"
+#include "runtime/session.h"
+
+namespace tg::runtime::internal {
+
+// A GPU provider ready to be appended to session options.
+struct PreparedProvider {
+  ProviderAttachment info;                       // name, path, library, device
+  std::vector<const OrtEpDevice*> ep_devices;    // plugin path: the selected GPU EP device(s)
+  const OrtMemoryInfo* device_memory = nullptr;  // plugin path: device memory of the EP device
+  const OrtMemoryInfo* pinned_memory = nullptr;  // plugin path: host-accessible (pinned) memory
+};
+
+class OrtEnvironment {
+ public:
+  // The environment, created on first call with `loader` (ORT is loaded once per process).
+  static common::Result<OrtEnvironment*> Get(const common::LibraryLoader& loader);
+
+  Ort::Env& env() { return *env_; }
+  const OrtLoad& load() const { return load_; }
+
+  // Log capture by session log id: messages ORT logs for `logid` between Begin and End.
+  void BeginCapture(const std::string& logid);
+  std::vector<std::string> EndCapture(const std::string& logid);
+  // A fresh unique session log id ("truegreen-session-N").
+  std::string NewLogId();
+
+  // Prepares `provider` (canonical name) along `mode`. On failure returns the error; the caller
+  // decides whether it is fatal (production) or recorded (dev).
+  common::Result<PreparedProvider> PrepareProvider(const std::string& provider, AttachMode mode,
+                                                   int device_id,
+                                                   const common::LibraryLoader& loader);
+
+ private:
+  OrtEnvironment() = default;
+  static void LogCallback(void* param, OrtLoggingLevel severity, const char* category,
+                          const char* logid, const char* code_location, const char* message);
+  common::Status PreloadDependencies(const std::string& provider, const std::string& library,
+                                     const common::LibraryLoader& loader);
+  common::Result<PreparedProvider> PrepareClassic(const std::string& provider, int device_id);
+  common::Result<PreparedProvider> PreparePlugin(const std::string& provider, int device_id,
+                                                 const common::LibraryLoader& loader);
+
+  OrtLoad load_;
+  std::unique_ptr<Ort::Env> env_;
+  std::mutex log_mu_;
+  std::map<std::string, std::vector<std::string>> captures_;
+  std::mutex reg_mu_;
+  std::map<std::string, std::string> registered_;  // provider -> library path (successes only)
+  std::vector<common::DynamicLibrary> preloaded_;  // kept for the process lifetime
+  std::uint64_t next_logid_ = 0;
+};
+
+// Provider library file for a canonical provider name ("libonnxruntime_providers_cuda.so").
+std::string ProviderLibraryName(const std::string& provider);
+
+}  // namespace tg::runtime::internal

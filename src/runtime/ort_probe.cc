@@ -1,0 +1,212 @@
+#include "runtime/ort_probe.h"
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <mutex>
+
+#include "probe/elf.h"
+#include "probe/host_internal.h"
+#include "runtime/ort_api.h"
+
+namespace tg::runtime {
+namespace {
+
+// Loads the DT_NEEDED entries of a provider that exist in the loader's explicit search dirs
+// (--lib-path, $TRUEGREEN_LIB_PATH, bundled ORT). The dynamic linker itself never looks in those
+// dirs, so without this a provider would bind to system copies (or fail) although the user
+// pointed truegreen elsewhere. Entries not found there are left to the dynamic linker, whose
+// error then names them exactly.
+void PreloadNeeded(const common::LibraryLoader& loader, const std::vector<std::string>& needed) {
+  for (const auto& n : needed) {
+    if (loader.FindInSearchDirs(n).empty()) continue;
+    auto lib = loader.Load(n);  // RTLD_NODELETE keeps it mapped after `lib` goes out of scope
+    (void)lib;
+  }
+}
+
+// The probe's OrtEnv, created on first use and kept for the process lifetime: releasing it would
+// unload the registered provider libraries, and CUDA libraries do not survive being unloaded.
+OrtEnv* ProbeEnv(const OrtApi* api, std::string* error) {
+  static std::mutex mu;
+  static OrtEnv* env = nullptr;
+  std::lock_guard<std::mutex> lock(mu);
+  if (env == nullptr) {
+    OrtStatus* st = api->CreateEnv(ORT_LOGGING_LEVEL_ERROR, "truegreen-probe", &env);
+    if (st != nullptr) {
+      *error = FromOrtStatus(api, st, "CreateEnv").message();
+      env = nullptr;
+    }
+  }
+  return env;
+}
+
+const char* DeviceTypeName(OrtHardwareDeviceType t) {
+  switch (t) {
+    case OrtHardwareDeviceType_CPU:
+      return "CPU";
+    case OrtHardwareDeviceType_GPU:
+      return "GPU";
+    case OrtHardwareDeviceType_NPU:
+      return "NPU";
+  }
+  return "unknown";
+}
+
+bool FileExists(const std::string& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// Directory of the libonnxruntime.so that `api` lives in, as the dynamic linker knows it (the
+// path it was opened by, not symlink-resolved: that is where ORT itself looks for its siblings).
+std::string OrtDirectory(const OrtApi* api) {
+  Dl_info info{};
+  if (::dladdr(static_cast<const void*>(api), &info) == 0 || info.dli_fname == nullptr) return "";
+  std::string f = info.dli_fname;
+  auto slash = f.rfind('/');
+  return slash == std::string::npos ? "" : f.substr(0, slash);
+}
+
+std::string RealPath(const std::string& p) {
+  char buf[PATH_MAX];
+  return ::realpath(p.c_str(), buf) != nullptr ? std::string(buf) : p;
+}
+
+// Loads the provider the way ONNX Runtime does when serving (RegisterExecutionProviderLibrary):
+// ORT first hands the library its provider host (libonnxruntime_providers_shared), which the real
+// provider's static initialisers need — a bare dlopen of the real CUDA provider crashes in them.
+void RegisterWithOrt(const OrtApi* api, OrtEnv* env, probe::ProviderLibrary* p) {
+  p->load_method = "ort_register";
+  // ORT resolves a relative path against its own directory, not ours: always pass it absolute.
+  const std::string path = RealPath(p->file);
+  // A registration name of our own, so that a later registration of the same provider by the
+  // runtime layer in this process (runtime/ort_env) does not collide with the probe's.
+  const std::string registration = "truegreen-probe-" + p->provider;
+  OrtStatus* st = api->RegisterExecutionProviderLibrary(env, registration.c_str(), path.c_str());
+  if (st != nullptr) {
+    p->library.loaded = false;
+    p->library.error = api->GetErrorMessage(st);
+    api->ReleaseStatus(st);
+    return;
+  }
+  p->library.loaded = true;
+  p->library.resolved_path = path;
+  const OrtEpDevice* const* devices = nullptr;
+  size_t n = 0;
+  st = api->GetEpDevices(env, &devices, &n);
+  if (st != nullptr) {
+    p->library.version_error = std::string("GetEpDevices: ") + api->GetErrorMessage(st);
+    api->ReleaseStatus(st);
+    return;
+  }
+  std::vector<probe::EpDevice> offered;
+  for (size_t i = 0; i < n; ++i) {
+    const char* ep = api->EpDevice_EpName(devices[i]);
+    if (ep == nullptr || p->provider != ep) continue;
+    probe::EpDevice d;
+    d.ep_name = ep;
+    if (const OrtHardwareDevice* hw = api->EpDevice_Device(devices[i])) {
+      d.device_type = DeviceTypeName(api->HardwareDevice_Type(hw));
+      if (const char* v = api->HardwareDevice_Vendor(hw)) d.vendor = v;
+    }
+    offered.push_back(std::move(d));
+  }
+  p->ep_devices = std::move(offered);
+}
+
+}  // namespace
+
+void ReadProviderElf(const common::LibraryLoader& loader, probe::ProviderLibrary* p) {
+  p->file = loader.FindInSearchDirs(p->library.soname);
+  if (p->file.empty()) {
+    p->elf_error = p->library.soname + " not found in the search dirs";
+    return;
+  }
+  auto info = probe::ReadElfDynamic(p->file);
+  if (!info.ok()) {
+    p->elf_error = info.status().message();
+    return;
+  }
+  p->needed = info->needed;
+  p->cuda_major = probe::MajorFromNeeded(p->needed, {"libcudart", "libcublas", "libcublasLt"});
+  p->cudnn_major = probe::MajorFromNeeded(p->needed, {"libcudnn"});
+  p->tensorrt_major = probe::MajorFromNeeded(p->needed, {"libnvinfer"});
+}
+
+void ProbeOrt(const common::LibraryLoader& loader, probe::OrtInfo* out) {
+  out->library.soname = kOrtLibraryName;
+  const OrtApi* api = nullptr;
+  auto ort = LoadOrt(loader);
+  if (ort.ok()) {
+    api = ort->api;
+    out->library.loaded = true;
+    out->library.resolved_path = ort->library_path;
+    out->library.version = ort->version;
+    out->build_info = ort->build_info;
+    out->compiled_providers = ort->providers;
+  } else {
+    out->library.error = ort.status().message();
+  }
+
+  if (out->provider_libraries.empty()) {
+    for (const auto& spec : kGpuProviderLibraries) {
+      probe::ProviderLibrary p;
+      p.provider = spec.provider;
+      p.library.soname = spec.file;
+      out->provider_libraries.push_back(std::move(p));
+    }
+  }
+
+  // ORT loads libonnxruntime_providers_shared.so from the directory libonnxruntime.so was loaded
+  // from and hands it its "provider host"; a GPU provider's static initialisers call that host.
+  // Where the file is missing there, ORT goes on to open the provider anyway and the real CUDA
+  // provider crashes the process (observed with ORT 1.29 and the stub libcuda). So: register
+  // through ORT only when the layout is sound; otherwise dlopen the provider bare, *without* the
+  // host library, which fails safely — on a missing dependency, or on the unresolved
+  // Provider_GetHost symbol once every CUDA dependency resolved.
+  std::string ort_dir = api != nullptr ? OrtDirectory(api) : "";
+  std::string shared_path = ort_dir.empty() ? "" : ort_dir + "/" + kProvidersSharedLibrary;
+  bool layout_ok = !shared_path.empty() && FileExists(shared_path);
+  std::string env_error;
+  OrtEnv* env = layout_ok ? ProbeEnv(api, &env_error) : nullptr;
+  if (env != nullptr) {
+    probe::internal::LoadInto(loader, shared_path, &out->providers_shared);
+    out->providers_shared.soname = kProvidersSharedLibrary;
+  } else {
+    out->providers_shared.soname = kProvidersSharedLibrary;
+    out->providers_shared.error =
+        api == nullptr ? "not loaded: ONNX Runtime unavailable"
+        : layout_ok    ? "not loaded: no ONNX Runtime environment (" + env_error + ")"
+                       : "not found next to libonnxruntime.so in " + ort_dir +
+                          ": ONNX Runtime cannot load its GPU provider libraries from this "
+                          "layout (put " +
+                          kProvidersSharedLibrary + " beside libonnxruntime.so)";
+  }
+
+  for (auto& p : out->provider_libraries) {
+    if (p.file.empty() && p.elf_error.empty()) ReadProviderElf(loader, &p);
+    std::string soname = p.library.soname;
+    p.library = probe::LibInfo{};
+    p.library.soname = soname;
+    PreloadNeeded(loader, p.needed);
+    if (p.file.empty()) {
+      // Not in any explicit dir: let the dynamic linker's own search report it.
+      p.load_method = "dlopen";
+      p.library.error = soname + ": not found in the library search dirs";
+      continue;
+    }
+    if (env != nullptr) {
+      RegisterWithOrt(api, env, &p);
+    } else {
+      p.load_method = "dlopen";
+      probe::internal::LoadInto(loader, p.file, &p.library);
+      p.library.soname = soname;
+      if (!env_error.empty()) p.library.error += " (ORT environment: " + env_error + ")";
+    }
+  }
+}
+
+}  // namespace tg::runtime

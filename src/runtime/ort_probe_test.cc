@@ -1,0 +1,49 @@
+#include "runtime/ort_probe.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tests/support/test_util.h"
+
+namespace tg::runtime {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(OrtProbe, ReadsProviderElfWithoutLoading) {
+  common::LibraryLoader loader({testing::OrtDir() + "/gpu"});
+  probe::ProviderLibrary p;
+  p.library.soname = "libonnxruntime_providers_tensorrt.so";
+  ReadProviderElf(loader, &p);
+  EXPECT_EQ(p.file, testing::OrtDir() + "/gpu/libonnxruntime_providers_tensorrt.so");
+  EXPECT_EQ(p.cuda_major, 13);
+  EXPECT_EQ(p.cudnn_major, 9);
+  EXPECT_EQ(p.tensorrt_major, 10);
+  EXPECT_FALSE(p.library.loaded);
+
+  probe::ProviderLibrary missing;
+  missing.library.soname = "libonnxruntime_providers_nothing.so";
+  ReadProviderElf(loader, &missing);
+  EXPECT_THAT(missing.elf_error, HasSubstr("not found"));
+}
+
+// The real ORT and the real provider libraries, default search order.
+TEST(OrtProbe, RealOrtVersionAndProviderOutcomes) {
+  probe::OrtInfo info;
+  ProbeOrt(common::LibraryLoader::WithDefaults({}), &info);
+  ASSERT_TRUE(info.library.loaded) << info.library.error;
+  EXPECT_EQ(info.library.version, "1.29.0");
+  EXPECT_THAT(info.build_info, HasSubstr("ORT Build Info"));
+  EXPECT_FALSE(info.compiled_providers.empty());
+  ASSERT_EQ(info.provider_libraries.size(), std::size(kGpuProviderLibraries));
+  for (const auto& p : info.provider_libraries) {
+    SCOPED_TRACE(p.provider);
+    EXPECT_EQ(p.cuda_major, 13);
+    // Either it loaded, or the reason is recorded: never both, never neither.
+    EXPECT_NE(p.library.loaded, !p.library.error.empty());
+    EXPECT_FALSE(p.load_method.empty());
+  }
+}
+
+}  // namespace
+}  // namespace tg::runtime

@@ -1,0 +1,539 @@
+#include "runtime/session.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <mutex>
+#include <optional>
+
+#include <onnxruntime_session_options_config_keys.h>
+
+#include "common/file_util.h"
+#include "common/log.h"
+#include "policy/matrix.h"
+#include "runtime/engines.h"
+#include "runtime/onnx_graph.h"
+#include "runtime/ort_env.h"
+#include "runtime/session_io.h"
+
+namespace tg::runtime {
+
+using common::Result;
+using common::Status;
+
+std::string_view AttachPathName(AttachPath p) {
+  switch (p) {
+    case AttachPath::kClassic:
+      return "classic";
+    case AttachPath::kPlugin:
+      return "plugin";
+    case AttachPath::kCpu:
+      return "cpu";
+    case AttachPath::kNone:
+      break;
+  }
+  return "none";
+}
+
+struct SessionFactory::Impl {
+  RuntimePolicy policy;
+  common::LibraryLoader loader;
+  internal::OrtEnvironment* env = nullptr;
+  std::vector<std::string> required;  // canonical GPU providers, in attach order
+  std::vector<internal::PreparedProvider> prepared;
+  std::vector<ProviderAttachment> attachments;  // prepared + failed (dev)
+  std::string matrix_fingerprint;
+  bool degraded = false;
+  std::string degraded_reason;
+  std::mutex gpu_mu;
+  std::optional<Result<GpuIdentity>> gpu;  // queried lazily (TensorRT engine keys)
+};
+
+namespace {
+
+double MsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+GraphOptimizationLevel OptLevel(const std::string& s) {
+  if (s == "disable") return ORT_DISABLE_ALL;
+  if (s == "basic") return ORT_ENABLE_BASIC;
+  if (s == "extended") return ORT_ENABLE_EXTENDED;
+  if (s == "layout") return ORT_ENABLE_LAYOUT;
+  return ORT_ENABLE_ALL;
+}
+
+Status FromOrtException(const Ort::Exception& ex, const std::string& what) {
+  const std::string msg = what + ": " + ex.what();
+  switch (ex.GetOrtErrorCode()) {
+    case ORT_NO_SUCHFILE:
+      return Status::NotFound(msg);
+    case ORT_INVALID_ARGUMENT:
+    case ORT_INVALID_PROTOBUF:
+    case ORT_INVALID_GRAPH:
+      return Status::InvalidArg(msg);
+    case ORT_NOT_IMPLEMENTED:
+      return Status::Unsupported(msg);
+    case ORT_EP_FAIL:
+      return Status::Unavailable(msg);
+    default:
+      return Status::Internal(msg);
+  }
+}
+
+std::map<std::string, std::string> TrtProviderOptions(const TensorRtOptions& t, int device_id,
+                                                      const std::string& precision,
+                                                      const std::string& cache_dir,
+                                                      const OpenOptions& open) {
+  std::map<std::string, std::string> o;
+  o["device_id"] = std::to_string(device_id);
+  o["trt_fp16_enable"] = precision == "fp16" || precision == "int8" ? "1" : "0";
+  o["trt_int8_enable"] = precision == "int8" ? "1" : "0";
+  if (t.max_workspace_size) o["trt_max_workspace_size"] = std::to_string(*t.max_workspace_size);
+  o["trt_builder_optimization_level"] = std::to_string(t.builder_optimization_level);
+  o["trt_engine_cache_enable"] = "1";
+  o["trt_engine_cache_path"] = cache_dir;
+  o["trt_timing_cache_enable"] = t.timing_cache ? "1" : "0";
+  if (t.timing_cache) o["trt_timing_cache_path"] = cache_dir;
+  if (t.min_subgraph_size) o["trt_min_subgraph_size"] = std::to_string(*t.min_subgraph_size);
+  if (t.auxiliary_streams) o["trt_auxiliary_streams"] = std::to_string(*t.auxiliary_streams);
+  if (t.cuda_graph) o["trt_cuda_graph_enable"] = "1";
+  if (!open.profile_min.empty()) {
+    o["trt_profile_min_shapes"] = FormatShapeList(open.profile_min);
+    o["trt_profile_opt_shapes"] = FormatShapeList(open.profile_opt);
+    o["trt_profile_max_shapes"] = FormatShapeList(open.profile_max);
+  }
+  return o;
+}
+
+Status AppendClassic(Ort::SessionOptions& so, const std::string& provider,
+                     const std::map<std::string, std::string>& options, const ArenaOptions& arena,
+                     std::vector<std::string>* notes) {
+  const OrtApi& api = Ort::GetApi();
+  std::vector<const char*> keys, vals;
+  for (const auto& [k, v] : options) {
+    keys.push_back(k.c_str());
+    vals.push_back(v.c_str());
+  }
+  const std::string what = provider + " (classic V2 API)";
+  if (provider == "CUDAExecutionProvider") {
+    OrtCUDAProviderOptionsV2* o = nullptr;
+    TG_RETURN_IF_ERROR(FromOrtStatus(&api, api.CreateCUDAProviderOptions(&o), what));
+    std::unique_ptr<OrtCUDAProviderOptionsV2, void (*)(OrtCUDAProviderOptionsV2*)> owner(
+        o, api.ReleaseCUDAProviderOptions);
+    TG_RETURN_IF_ERROR(FromOrtStatus(
+        &api, api.UpdateCUDAProviderOptions(o, keys.data(), vals.data(), keys.size()), what));
+    OrtArenaCfg* cfg = nullptr;
+    if (arena.any()) {
+      std::vector<const char*> ak;
+      std::vector<size_t> av;
+      auto add = [&](const char* k, const std::optional<std::int64_t>& v) {
+        if (v) {
+          ak.push_back(k);
+          av.push_back(static_cast<size_t>(*v));
+        }
+      };
+      add("max_mem", arena.max_mem);
+      add("arena_extend_strategy", arena.arena_extend_strategy);
+      add("initial_chunk_size_bytes", arena.initial_chunk_size_bytes);
+      add("max_dead_bytes_per_chunk", arena.max_dead_bytes_per_chunk);
+      add("initial_growth_chunk_size_bytes", arena.initial_growth_chunk_size_bytes);
+      add("max_power_of_two_extend_bytes", arena.max_power_of_two_extend_bytes);
+      TG_RETURN_IF_ERROR(FromOrtStatus(
+          &api, api.CreateArenaCfgV2(ak.data(), av.data(), ak.size(), &cfg), "arena config"));
+      Status st = FromOrtStatus(
+          &api, api.UpdateCUDAProviderOptionsWithValue(o, "default_memory_arena_cfg", cfg), what);
+      if (!st.ok()) {
+        api.ReleaseArenaCfg(cfg);
+        return st;
+      }
+    }
+    Status st = FromOrtStatus(&api, api.SessionOptionsAppendExecutionProvider_CUDA_V2(so, o), what);
+    // The arena config is copied into the provider options' factory at append time.
+    if (cfg) api.ReleaseArenaCfg(cfg);
+    return st;
+  }
+  OrtTensorRTProviderOptionsV2* o = nullptr;
+  TG_RETURN_IF_ERROR(FromOrtStatus(&api, api.CreateTensorRTProviderOptions(&o), what));
+  std::unique_ptr<OrtTensorRTProviderOptionsV2, void (*)(OrtTensorRTProviderOptionsV2*)> owner(
+      o, api.ReleaseTensorRTProviderOptions);
+  TG_RETURN_IF_ERROR(FromOrtStatus(
+      &api, api.UpdateTensorRTProviderOptions(o, keys.data(), vals.data(), keys.size()), what));
+  (void)notes;
+  return FromOrtStatus(&api, api.SessionOptionsAppendExecutionProvider_TensorRT_V2(so, o), what);
+}
+
+std::vector<NodePlacement> PlacementFromApi(const Ort::Session& session) {
+  std::vector<NodePlacement> nodes;
+  for (const auto& sub : session.GetEpGraphAssignmentInfo()) {
+    const std::string ep = sub.GetEpName();
+    for (const auto& n : sub.GetNodes()) {
+      nodes.push_back({n.GetName(), n.GetOperatorType(), ep});
+    }
+  }
+  return nodes;
+}
+
+std::vector<std::string> ProvidersFromMatrix(const policy::Matrix& m) {
+  std::vector<std::string> out;
+  for (const auto& p : m.onnxruntime.providers) {
+    auto c = CanonicalProviderName(p);
+    if (c.ok()) out.push_back(*c);  // the CPU provider is never "required"
+  }
+  return out;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// SessionFactory
+
+Result<SessionFactory> SessionFactory::Create(const RuntimePolicy& policy,
+                                              const common::LibraryLoader& loader) {
+  auto impl = std::make_shared<Impl>();
+  impl->policy = policy;
+  impl->loader = loader;
+  const bool production = policy.profile == Profile::kProduction;
+
+  // The version matrix: its fingerprint keys engine artifacts; its provider list is the default
+  // attach order.
+  Result<policy::Matrix> matrix =
+      policy.matrix_path.empty()
+          ? Result<policy::Matrix>(production ? policy::ProductionMatrix() : policy::DevMatrix())
+          : policy::LoadMatrix(policy.matrix_path);
+  if (!matrix.ok()) return matrix.status().WithPrefix("runtime policy " + policy.source);
+  impl->matrix_fingerprint = matrix->Fingerprint();
+  impl->required = policy.providers;
+  if (impl->required.empty()) impl->required = ProvidersFromMatrix(*matrix);
+  if (impl->required.empty()) {
+    impl->required = {"TensorrtExecutionProvider", "CUDAExecutionProvider"};
+  }
+  for (auto& p : impl->required) {
+    auto c = CanonicalProviderName(p);
+    if (!c.ok()) return c.status().WithPrefix("runtime policy " + policy.source);
+    p = *c;
+  }
+
+  auto env = internal::OrtEnvironment::Get(loader);
+  if (!env.ok()) {
+    if (production) return Status::Unavailable(env.status().message());
+    return env.status();
+  }
+  impl->env = *env;
+
+  std::vector<std::string> failures;
+  for (const auto& provider : impl->required) {
+    auto prepared =
+        impl->env->PrepareProvider(provider, policy.attach, policy.cuda.device_id, loader);
+    if (prepared.ok()) {
+      impl->attachments.push_back(prepared->info);
+      impl->prepared.push_back(std::move(prepared).value());
+      continue;
+    }
+    failures.push_back(prepared.status().message());
+    ProviderAttachment failed;
+    failed.name = provider;
+    failed.path = AttachPath::kNone;
+    failed.error = prepared.status().message();
+    impl->attachments.push_back(failed);
+  }
+  if (production && !failures.empty()) {
+    std::string names;
+    for (const auto& p : impl->required) {
+      if (!names.empty()) names += " -> ";
+      names += p;
+    }
+    std::string causes;
+    for (const auto& f : failures) causes += "\n  - " + f;
+    return Status::Unavailable("production policy requires " + names + "; " +
+                               std::to_string(failures.size()) +
+                               " provider(s) cannot be attached:" + causes +
+                               "\nThe CPU provider is never a production fallback (use --policy "
+                               "dev for a degraded CPU session).");
+  }
+  if (!production) {
+    impl->degraded = true;
+    impl->degraded_reason = "dev profile: CPU execution allowed";
+    if (impl->prepared.empty()) {
+      impl->degraded_reason += "; no GPU provider attached";
+      if (!failures.empty()) impl->degraded_reason += " (" + failures.front() + ")";
+    }
+    spdlog::warn("runtime: DEGRADED session factory: {}", impl->degraded_reason);
+  }
+  SessionFactory f;
+  f.impl_ = std::move(impl);
+  return f;
+}
+
+const RuntimePolicy& SessionFactory::policy() const { return impl_->policy; }
+const std::vector<ProviderAttachment>& SessionFactory::prepared_providers() const {
+  return impl_->attachments;
+}
+std::string SessionFactory::ort_version() const { return impl_->env->load().version; }
+bool SessionFactory::degraded() const { return impl_->degraded; }
+
+Result<Session> SessionFactory::Open(const std::string& model_path,
+                                     const OpenOptions& options) const {
+  Status violation;
+  auto s = OpenForDiagnosis(model_path, options, &violation);
+  if (!s.ok()) return s.status();
+  if (!violation.ok()) return violation;
+  return s;
+}
+
+Result<Session> SessionFactory::OpenForDiagnosis(const std::string& model_path,
+                                                 const OpenOptions& options,
+                                                 Status* violation) const {
+  const auto t0 = std::chrono::steady_clock::now();
+  const RuntimePolicy& pol = impl_->policy;
+  const bool production = pol.profile == Profile::kProduction;
+  *violation = Status::Ok();
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(model_path, ec)) {
+    return Status::NotFound("model file " + model_path + " does not exist or is not a file");
+  }
+
+  auto impl = std::make_unique<Session::Impl>();
+  impl->env = impl_->env;
+  SessionReport& rep = impl->report;
+  rep.model_path = model_path;
+  rep.profile = std::string(ProfileName(pol.profile));
+  rep.degraded = impl_->degraded;
+  rep.degraded_reason = impl_->degraded_reason;
+  rep.ort_version = impl_->env->load().version;
+
+  std::optional<OnnxGraphSummary> graph;
+  if (options.attention_check || options.placement_from_log) {
+    auto g = ReadOnnxGraph(model_path);
+    if (!g.ok()) return g.status();
+    graph = std::move(g).value();
+    if (options.attention_check) rep.attention = AnalyzeAttention(*graph);
+  }
+
+  Ort::SessionOptions so;
+  const std::string logid = impl_->env->NewLogId();
+  try {
+    if (pol.session.intra_op_threads > 0) so.SetIntraOpNumThreads(pol.session.intra_op_threads);
+    if (pol.session.inter_op_threads > 0) so.SetInterOpNumThreads(pol.session.inter_op_threads);
+    so.SetGraphOptimizationLevel(OptLevel(pol.session.graph_optimization_level));
+    so.SetExecutionMode(pol.session.sequential_execution ? ORT_SEQUENTIAL : ORT_PARALLEL);
+    so.SetLogId(logid.c_str());
+    if (options.placement_proof) {
+      so.AddConfigEntry(kOrtSessionOptionsRecordEpGraphAssignmentInfo, "1");
+    }
+    if (options.placement_from_log) so.SetLogSeverityLevel(ORT_LOGGING_LEVEL_VERBOSE);
+    if (pol.placement.disable_cpu_ep_fallback) {
+      so.AddConfigEntry(kOrtSessionOptionsDisableCPUEPFallback, "1");
+    }
+  } catch (const Ort::Exception& ex) {
+    return FromOrtException(ex, "session options");
+  }
+
+  // Attach the GPU providers in policy order (TensorRT before CUDA, so what TensorRT cannot take
+  // goes to CUDA, not to the CPU).
+  for (const auto& p : impl_->prepared) {
+    ProviderAttachment att = p.info;
+    std::map<std::string, std::string> opts;
+    if (p.info.name == "TensorrtExecutionProvider") {
+      std::string precision = pol.tensorrt.fp16 ? "fp16" : "fp32";
+      if (pol.tensorrt.int8) {
+        if (options.int8_gate_passed) {
+          precision = "int8";
+        } else {
+          rep.notes.push_back(
+              "tensorrt.int8 requested but the INT8 accuracy gate has not passed for this model: "
+              "running " +
+              precision);
+        }
+      }
+      GpuIdentity gpu;
+      {
+        std::lock_guard<std::mutex> lock(impl_->gpu_mu);
+        if (!impl_->gpu) impl_->gpu = QueryGpuIdentity(impl_->loader, pol.cuda.device_id);
+        if (!impl_->gpu->ok()) return Status::Unavailable(impl_->gpu->status().message());
+        gpu = impl_->gpu->value();
+      }
+      auto sha = common::Sha256File(model_path);
+      if (!sha.ok()) return sha.status();
+      rep.model_sha256 = *sha;
+      const EngineKeyInputs key =
+          MakeEngineKeyInputs(impl_->matrix_fingerprint, gpu, *sha, precision, options.profile_min,
+                              options.profile_opt, options.profile_max);
+      rep.engine_key = EngineKey(key);
+      rep.precision = precision;
+      const std::string root = ResolveEngineDir(pol.tensorrt.engine_dir);
+      rep.engine_dir = root + "/" + rep.engine_key;
+      if (!EngineArtifactPresent(root, rep.engine_key) && !options.build_engines) {
+        if (production && !pol.tensorrt.allow_on_node_build) {
+          return Status::Unavailable(
+              "TensorRT engine artifact missing for " + model_path + ": no " + rep.engine_dir +
+              "/manifest.json for key " + rep.engine_key +
+              " (an on-node build would hide drift and inflate cold start); run `truegreen "
+              "engines build` for this matrix, GPU, model, precision and shapes, or set "
+              "tensorrt.allow_on_node_build: true");
+        }
+        rep.notes.push_back("TensorRT engine artifact missing: building on node into " +
+                            rep.engine_dir);
+      }
+      std::filesystem::create_directories(rep.engine_dir, ec);
+      opts =
+          TrtProviderOptions(pol.tensorrt, pol.cuda.device_id, precision, rep.engine_dir, options);
+    } else {
+      opts = pol.cuda.ToProviderOptions();
+      if (pol.arena.any() && p.info.path == AttachPath::kPlugin) {
+        rep.notes.push_back(
+            "arena options are applied through the classic CUDA options only; the plugin CUDA "
+            "provider uses gpu_mem_limit/arena_extend_strategy from cuda:");
+      }
+    }
+    att.options = opts;
+    try {
+      if (p.info.path == AttachPath::kPlugin) {
+        std::vector<Ort::ConstEpDevice> devs;
+        for (const OrtEpDevice* d : p.ep_devices) devs.emplace_back(d);
+        std::unordered_map<std::string, std::string> o(opts.begin(), opts.end());
+        so.AppendExecutionProvider_V2(impl_->env->env(), devs, o);
+      } else {
+        Status st = AppendClassic(so, p.info.name, opts, pol.arena, &rep.notes);
+        if (!st.ok()) return Status::Unavailable(st.message());
+      }
+    } catch (const Ort::Exception& ex) {
+      return Status::Unavailable(p.info.name + ": appending provider failed: " + ex.what());
+    }
+    rep.providers.push_back(att);
+    if (p.info.path == AttachPath::kPlugin && !impl->device_memory) {
+      impl->device_memory = p.device_memory;
+      impl->pinned_memory = p.pinned_memory;
+    }
+    impl->gpu_path = p.info.path;
+    impl->device_id = pol.cuda.device_id;
+  }
+  for (const auto& a : impl_->attachments) {
+    if (!a.attached) rep.providers.push_back(a);  // dev: what could not attach, and why
+  }
+  if (pol.allow_cpu) {
+    ProviderAttachment cpu;
+    cpu.name = "CPUExecutionProvider";
+    cpu.path = AttachPath::kCpu;
+    cpu.attached = true;
+    rep.providers.push_back(cpu);
+  }
+
+  impl_->env->BeginCapture(logid);
+  try {
+    impl->session = std::make_unique<Ort::Session>(impl_->env->env(), model_path.c_str(), so);
+  } catch (const Ort::Exception& ex) {
+    impl_->env->EndCapture(logid);
+    const std::string msg = ex.what();
+    if (msg.find("fallback to CPU EP has been explicitly disabled") != std::string::npos) {
+      return Status::Unavailable("placement: " + model_path + ": " + msg);
+    }
+    return FromOrtException(ex, "creating session for " + model_path);
+  }
+  const std::vector<std::string> logs = impl_->env->EndCapture(logid);
+
+  // Placement proof.
+  PlacementReport& pl = rep.placement;
+  if (options.placement_proof) {
+    std::vector<NodePlacement> nodes;
+    std::string source = "unavailable";
+    if (!options.placement_from_log) {
+      try {
+        nodes = PlacementFromApi(*impl->session);
+        source = "ep_graph_assignment_info";
+      } catch (const Ort::Exception& ex) {
+        spdlog::warn("runtime: placement API unavailable ({}); using the verbose log", ex.what());
+      }
+    }
+    if (source == "unavailable") {
+      nodes = ParseNodePlacementLog(logs);
+      if (!nodes.empty()) source = "verbose_log";
+      // "All nodes placed on [X]" carries a count but no node list: every node of the model is
+      // on X, so take names and op types from the model itself.
+      const bool anonymous = std::any_of(nodes.begin(), nodes.end(),
+                                         [](const NodePlacement& n) { return n.op_type.empty(); });
+      const bool one_provider =
+          !nodes.empty() && std::all_of(nodes.begin(), nodes.end(), [&](const NodePlacement& n) {
+            return n.provider == nodes.front().provider;
+          });
+      if (anonymous && one_provider && graph) {
+        const std::string provider = nodes.front().provider;
+        nodes.clear();
+        for (const auto& n : graph->nodes) nodes.push_back({n.name, n.op_type, provider});
+      }
+    }
+    pl = EvaluatePlacement(nodes, pol.placement, pol.placement.enforce);
+    pl.source = source;
+    pl.memcpy_nodes = std::max(pl.memcpy_nodes, CountMemcpyFromLog(logs));
+    if (pl.memcpy_nodes > pol.placement.max_memcpy_nodes &&
+        std::none_of(pl.violations.begin(), pl.violations.end(),
+                     [](const std::string& v) { return v.find("Memcpy") != std::string::npos; })) {
+      pl.violations.push_back(std::to_string(pl.memcpy_nodes) +
+                              " Memcpy nodes were inserted between providers; the policy allows " +
+                              std::to_string(pol.placement.max_memcpy_nodes));
+    }
+    if (source == "unavailable") {
+      pl.violations.push_back(
+          "ONNX Runtime reported no node placement: placement cannot be proven");
+    }
+    for (const auto& [prov, count] : pl.nodes_per_provider) {
+      if (prov != "CPUExecutionProvider" && count > 0) rep.gpu_active = true;
+    }
+    if (production && !rep.gpu_active && pl.total_nodes > pl.cpu_shape_nodes) {
+      pl.violations.push_back("no node was assigned to a GPU provider");
+    }
+    pl.ok = !pol.placement.enforce || pl.violations.empty();
+  } else {
+    rep.gpu_active = !impl_->prepared.empty();
+  }
+
+  TG_RETURN_IF_ERROR(ReadModelIo(*impl->session, &rep.inputs, &rep.outputs));
+  impl->io_binding = pol.session.io_binding;
+  rep.io_mode = !pol.session.io_binding ? "plain" : (rep.gpu_active ? "device" : "host");
+  impl->use_device = rep.gpu_active && !impl_->prepared.empty();
+  impl->shrink_arena = pol.arena.shrink_after_run;
+  TG_RETURN_IF_ERROR(impl->Init());
+  rep.create_ms = MsSince(t0);
+
+  if (rep.degraded) {
+    spdlog::warn("runtime: DEGRADED session for {}: {}", model_path, rep.degraded_reason);
+  }
+  if (!pl.ok) {
+    std::string v;
+    for (const auto& x : pl.violations) v += "\n  - " + x;
+    *violation = Status::Unavailable("placement policy violated for " + model_path + ":" + v);
+  }
+  Session s;
+  s.impl_ = std::move(impl);
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Session
+
+Session::Session() = default;
+Session::~Session() = default;
+Session::Session(Session&&) noexcept = default;
+Session& Session::operator=(Session&&) noexcept = default;
+
+const std::vector<TensorInfo>& Session::inputs() const { return impl_->report.inputs; }
+const std::vector<TensorInfo>& Session::outputs() const { return impl_->report.outputs; }
+const SessionReport& Session::report() const { return impl_->report; }
+
+IoStats Session::io_stats() const {
+  IoStats s;
+  s.runs = impl_->runs.load(std::memory_order_relaxed);
+  s.h2d_bytes = impl_->h2d.load(std::memory_order_relaxed);
+  s.d2h_bytes = impl_->d2h.load(std::memory_order_relaxed);
+  return s;
+}
+
+Status Session::Run(const std::vector<NamedTensor>& inputs,
+                    const std::vector<std::string>& output_names, std::vector<Tensor>* out,
+                    RunMode mode) const {
+  if (!impl_ || !impl_->session) return Status::FailedPrecondition("Run on an empty Session");
+  return impl_->Run(inputs, output_names, out, mode);
+}
+
+}  // namespace tg::runtime

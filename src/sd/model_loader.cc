@@ -1,0 +1,435 @@
+// Pipeline folder loading. Everything about tensor names/dtypes/ranks is read back from the
+// sessions because real exports disagree (legacy vs. Optimum, Optimum version to version).
+#include "sd/model_loader.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+
+#include "common/config.h"
+#include "common/log.h"
+
+namespace tg::sd {
+namespace {
+
+namespace fs = std::filesystem;
+using common::Json;
+using common::Result;
+using common::Status;
+using common::StatusCode;
+using runtime::DataType;
+using runtime::TensorInfo;
+
+Status RequireDir(const std::string& dir, const std::string& rel, const std::string& what) {
+  std::error_code ec;
+  const fs::path p = fs::path(dir) / rel;
+  if (!fs::is_directory(p, ec)) {
+    return Status::NotFound("Stable Diffusion pipeline " + dir + ": folder " + rel + "/ (" + what +
+                            ") is missing");
+  }
+  return Status::Ok();
+}
+
+Status RequireFile(const std::string& dir, const std::string& rel) {
+  std::error_code ec;
+  const fs::path p = fs::path(dir) / rel;
+  if (!fs::is_regular_file(p, ec)) {
+    return Status::NotFound("Stable Diffusion pipeline " + dir + ": file " + rel + " is missing");
+  }
+  return Status::Ok();
+}
+
+const TensorInfo* FindTensor(const std::vector<TensorInfo>& list, std::string_view name) {
+  for (const auto& t : list) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
+
+std::string NameList(const std::vector<TensorInfo>& list) {
+  std::string s;
+  for (const auto& t : list) {
+    if (!s.empty()) s += ", ";
+    s += t.name + " " + std::string(runtime::DataTypeName(t.dtype)) +
+         runtime::ShapeToString(t.shape);
+  }
+  return s.empty() ? "(none)" : s;
+}
+
+Result<const TensorInfo*> RequireTensor(const std::vector<TensorInfo>& list, std::string_view name,
+                                        const std::string& model, const char* kind) {
+  const TensorInfo* t = FindTensor(list, name);
+  if (t == nullptr) {
+    return Status::InvalidArg(model + ": required " + kind + " '" + std::string(name) +
+                              "' not found; the model has " + NameList(list));
+  }
+  return t;
+}
+
+bool IsFloat(DataType d) { return d == DataType::kFloat32 || d == DataType::kFloat16; }
+
+Status RequireFloat(const TensorInfo& t, const std::string& model) {
+  if (!IsFloat(t.dtype)) {
+    return Status::Unsupported(model + ": tensor '" + t.name + "' has dtype " +
+                               std::string(runtime::DataTypeName(t.dtype)) +
+                               "; float32 or float16 is required");
+  }
+  return Status::Ok();
+}
+
+Status RequireRank(const TensorInfo& t, std::size_t rank, const std::string& model) {
+  if (t.shape.size() != rank) {
+    return Status::InvalidArg(model + ": tensor '" + t.name + "' has shape " +
+                              runtime::ShapeToString(t.shape) + " (rank " +
+                              std::to_string(t.shape.size()) + "); rank " + std::to_string(rank) +
+                              " is required");
+  }
+  return Status::Ok();
+}
+
+// Opens one model through the factory. ORT reports a corrupt or truncated protobuf, an invalid
+// graph or unreadable external data as a generic failure; those are bad input (exit 2), so they
+// become INVALID_ARG naming the file. Policy refusals (UNAVAILABLE) pass through unchanged.
+Result<runtime::Session> OpenModel(const runtime::SessionFactory& factory, const std::string& dir,
+                                   const std::string& rel) {
+  TG_RETURN_IF_ERROR(RequireFile(dir, rel));
+  const std::string path = (fs::path(dir) / rel).string();
+  auto session = factory.Open(path);
+  if (!session.ok()) {
+    const Status& s = session.status();
+    if (s.code() == StatusCode::kInternal) {
+      return Status::InvalidArg(path + ": cannot be loaded as an ONNX model: " + s.message());
+    }
+    return s.WithPrefix(rel);
+  }
+  return std::move(session).value();
+}
+
+Result<TextEncoderPart> LoadTextEncoder(const runtime::SessionFactory& factory,
+                                        const std::string& dir, const std::string& folder,
+                                        bool sdxl, bool second) {
+  TextEncoderPart p;
+  const std::string rel = folder + "/model.onnx";
+  p.model_path = (fs::path(dir) / rel).string();
+  TG_ASSIGN_OR_RETURN(p.session, OpenModel(factory, dir, rel));
+  const auto& ins = p.session.inputs();
+  const auto& outs = p.session.outputs();
+  TG_ASSIGN_OR_RETURN(const TensorInfo* ids, RequireTensor(ins, "input_ids", rel, "input"));
+  if (ids->dtype != DataType::kInt32 && ids->dtype != DataType::kInt64) {
+    return Status::Unsupported(rel + ": input_ids has dtype " +
+                               std::string(runtime::DataTypeName(ids->dtype)) +
+                               "; int32 or int64 is required");
+  }
+  TG_RETURN_IF_ERROR(RequireRank(*ids, 2, rel));
+  if (ids->shape[1] > 0 && ids->shape[1] != ClipTokenizer::kDefaultMaxLength) {
+    return Status::InvalidArg(rel + ": input_ids has shape " + runtime::ShapeToString(ids->shape) +
+                              "; sequence length 77 is required");
+  }
+  p.ids_name = ids->name;
+  p.ids_dtype = ids->dtype;
+  p.ids_fixed_batch = ids->shape[0];
+
+  if (sdxl) {
+    // SDXL conditions on the penultimate hidden state of each encoder (hidden_states[-2]).
+    int last = -1;
+    for (const auto& o : outs) {
+      if (o.name.rfind("hidden_states.", 0) == 0) {
+        try {
+          last = std::max(last, std::stoi(o.name.substr(14)));
+        } catch (const std::exception&) {
+        }
+      }
+    }
+    if (last < 1) {
+      return Status::InvalidArg(rel + ": an SDXL text encoder must output hidden_states.0.." +
+                                "hidden_states.N (N >= 1) for the penultimate layer; it has " +
+                                NameList(outs));
+    }
+    p.hidden_name = "hidden_states." + std::to_string(last - 1);
+  } else {
+    p.hidden_name = "last_hidden_state";
+  }
+  TG_ASSIGN_OR_RETURN(const TensorInfo* hidden, RequireTensor(outs, p.hidden_name, rel, "output"));
+  TG_RETURN_IF_ERROR(RequireFloat(*hidden, rel));
+  TG_RETURN_IF_ERROR(RequireRank(*hidden, 3, rel));
+  p.hidden_size = hidden->shape[2];
+  if (second) {
+    TG_ASSIGN_OR_RETURN(const TensorInfo* pooled,
+                        RequireTensor(outs, "text_embeds", rel, "output"));
+    TG_RETURN_IF_ERROR(RequireFloat(*pooled, rel));
+    TG_RETURN_IF_ERROR(RequireRank(*pooled, 2, rel));
+    p.pooled_name = pooled->name;
+    p.pooled_size = pooled->shape[1];
+  }
+  return p;
+}
+
+Result<UnetPart> LoadUnet(const runtime::SessionFactory& factory, const std::string& dir) {
+  UnetPart p;
+  const std::string rel = "unet/model.onnx";
+  p.model_path = (fs::path(dir) / rel).string();
+  TG_ASSIGN_OR_RETURN(p.session, OpenModel(factory, dir, rel));
+  const auto& ins = p.session.inputs();
+  const auto& outs = p.session.outputs();
+
+  TG_ASSIGN_OR_RETURN(const TensorInfo* sample, RequireTensor(ins, "sample", rel, "input"));
+  TG_RETURN_IF_ERROR(RequireFloat(*sample, rel));
+  TG_RETURN_IF_ERROR(RequireRank(*sample, 4, rel));
+  if (sample->shape[1] > 0 && sample->shape[1] != 4) {
+    return Status::InvalidArg(rel + ": sample has shape " + runtime::ShapeToString(sample->shape) +
+                              "; 4 latent channels are required");
+  }
+  p.sample_name = sample->name;
+  p.sample_dtype = sample->dtype;
+  p.sample_shape = sample->shape;
+
+  TG_ASSIGN_OR_RETURN(const TensorInfo* ts, RequireTensor(ins, "timestep", rel, "input"));
+  if (ts->dtype != DataType::kFloat32 && ts->dtype != DataType::kFloat16 &&
+      ts->dtype != DataType::kInt64 && ts->dtype != DataType::kInt32 &&
+      ts->dtype != DataType::kFloat64) {
+    return Status::Unsupported(rel + ": timestep has dtype " +
+                               std::string(runtime::DataTypeName(ts->dtype)) +
+                               "; float32, float16, float64, int32 or int64 is required");
+  }
+  p.timestep_name = ts->name;
+  p.timestep_dtype = ts->dtype;
+  if (ts->shape.empty()) {
+    p.timestep_layout = TimestepLayout::kScalar;
+  } else if (ts->shape.size() == 1) {
+    p.timestep_layout = ts->shape[0] == 1 ? TimestepLayout::kSingle : TimestepLayout::kBatched;
+  } else {
+    return Status::InvalidArg(rel + ": timestep has shape " + runtime::ShapeToString(ts->shape) +
+                              "; rank 0, [1] or [batch] is required");
+  }
+
+  TG_ASSIGN_OR_RETURN(const TensorInfo* ctx,
+                      RequireTensor(ins, "encoder_hidden_states", rel, "input"));
+  TG_RETURN_IF_ERROR(RequireFloat(*ctx, rel));
+  TG_RETURN_IF_ERROR(RequireRank(*ctx, 3, rel));
+  p.context_name = ctx->name;
+  p.context_dtype = ctx->dtype;
+  p.context_size = ctx->shape[2];
+
+  if (const TensorInfo* te = FindTensor(ins, "text_embeds")) {
+    TG_RETURN_IF_ERROR(RequireFloat(*te, rel));
+    TG_RETURN_IF_ERROR(RequireRank(*te, 2, rel));
+    p.text_embeds_name = te->name;
+    p.text_embeds_dtype = te->dtype;
+    p.text_embeds_size = te->shape[1];
+    TG_ASSIGN_OR_RETURN(const TensorInfo* ti, RequireTensor(ins, "time_ids", rel, "input"));
+    TG_RETURN_IF_ERROR(RequireFloat(*ti, rel));
+    TG_RETURN_IF_ERROR(RequireRank(*ti, 2, rel));
+    if (ti->shape[1] > 0 && ti->shape[1] != 6) {
+      return Status::InvalidArg(rel + ": time_ids has shape " + runtime::ShapeToString(ti->shape) +
+                                "; [batch,6] is required");
+    }
+    p.time_ids_name = ti->name;
+    p.time_ids_dtype = ti->dtype;
+  }
+  if (outs.size() != 1 && FindTensor(outs, "out_sample") == nullptr) {
+    return Status::InvalidArg(rel + ": expected one output (out_sample); the model has " +
+                              NameList(outs));
+  }
+  const TensorInfo* out = FindTensor(outs, "out_sample");
+  if (out == nullptr) out = &outs[0];
+  TG_RETURN_IF_ERROR(RequireFloat(*out, rel));
+  TG_RETURN_IF_ERROR(RequireRank(*out, 4, rel));
+  p.output_name = out->name;
+  return p;
+}
+
+Result<VaeDecoderPart> LoadVae(const runtime::SessionFactory& factory, const std::string& dir) {
+  VaeDecoderPart p;
+  const std::string rel = "vae_decoder/model.onnx";
+  p.model_path = (fs::path(dir) / rel).string();
+  TG_ASSIGN_OR_RETURN(p.session, OpenModel(factory, dir, rel));
+  TG_ASSIGN_OR_RETURN(const TensorInfo* lat,
+                      RequireTensor(p.session.inputs(), "latent_sample", rel, "input"));
+  TG_RETURN_IF_ERROR(RequireFloat(*lat, rel));
+  TG_RETURN_IF_ERROR(RequireRank(*lat, 4, rel));
+  if (lat->shape[1] > 0 && lat->shape[1] != 4) {
+    return Status::InvalidArg(rel + ": latent_sample has shape " +
+                              runtime::ShapeToString(lat->shape) +
+                              "; 4 latent channels are required");
+  }
+  p.latent_name = lat->name;
+  p.latent_dtype = lat->dtype;
+  const auto& outs = p.session.outputs();
+  const TensorInfo* out = FindTensor(outs, "sample");
+  if (out == nullptr && outs.size() == 1) out = &outs[0];
+  if (out == nullptr) {
+    return Status::InvalidArg(rel + ": output 'sample' not found; the model has " + NameList(outs));
+  }
+  TG_RETURN_IF_ERROR(RequireFloat(*out, rel));
+  TG_RETURN_IF_ERROR(RequireRank(*out, 4, rel));
+  if (out->shape[1] > 0 && out->shape[1] != 3) {
+    return Status::InvalidArg(rel + ": output " + out->name + " has shape " +
+                              runtime::ShapeToString(out->shape) + "; 3 channels (RGB) required");
+  }
+  p.output_name = out->name;
+  return p;
+}
+
+Status ShapeMismatch(const std::string& what_a, std::int64_t a, const std::string& what_b,
+                     std::int64_t b) {
+  return Status::InvalidArg("mismatched shapes: " + what_a + " is " + std::to_string(a) + " but " +
+                            what_b + " is " + std::to_string(b));
+}
+
+}  // namespace
+
+std::string_view SdVariantName(SdVariant v) {
+  switch (v) {
+    case SdVariant::kSd1:
+      return "sd1";
+    case SdVariant::kSd2:
+      return "sd2";
+    case SdVariant::kSdxl:
+      return "sdxl";
+  }
+  return "unknown";
+}
+
+std::string_view ExportStyleName(ExportStyle s) {
+  return s == ExportStyle::kLegacy ? "legacy" : "optimum";
+}
+
+bool SdModel::degraded() const {
+  for (const auto* r : reports()) {
+    if (r->degraded) return true;
+  }
+  return false;
+}
+
+std::string SdModel::degraded_reason() const {
+  for (const auto* r : reports()) {
+    if (r->degraded) return r->degraded_reason;
+  }
+  return "";
+}
+
+std::vector<const runtime::SessionReport*> SdModel::reports() const {
+  std::vector<const runtime::SessionReport*> r{&text_encoder.session.report()};
+  if (text_encoder_2) r.push_back(&text_encoder_2->session.report());
+  r.push_back(&unet.session.report());
+  r.push_back(&vae.session.report());
+  return r;
+}
+
+Result<std::unique_ptr<SdModel>> LoadSdModel(const std::string& dir,
+                                             const runtime::SessionFactory& factory) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    return Status::NotFound("Stable Diffusion pipeline folder not found: " + dir);
+  }
+  auto m = std::make_unique<SdModel>();
+  m->dir = dir;
+
+  // model_index.json: pipeline class (legacy export: OnnxStableDiffusionPipeline).
+  TG_RETURN_IF_ERROR(RequireFile(dir, "model_index.json"));
+  TG_ASSIGN_OR_RETURN(Json index,
+                      common::LoadJsonFile((fs::path(dir) / "model_index.json").string()));
+  if (!index.is_object()) {
+    return Status::InvalidArg(dir + "/model_index.json: a JSON object is required");
+  }
+  if (auto it = index.find("_class_name"); it != index.end() && it->is_string()) {
+    m->pipeline_class = it->get<std::string>();
+  }
+  m->style = m->pipeline_class.rfind("Onnx", 0) == 0 ? ExportStyle::kLegacy : ExportStyle::kOptimum;
+
+  // Check the layout before opening anything so a missing part is named, not an ORT error.
+  TG_RETURN_IF_ERROR(RequireDir(dir, "text_encoder", "CLIP text encoder"));
+  TG_RETURN_IF_ERROR(RequireDir(dir, "unet", "denoising UNet"));
+  TG_RETURN_IF_ERROR(RequireDir(dir, "vae_decoder", "VAE decoder"));
+  TG_RETURN_IF_ERROR(RequireDir(dir, "tokenizer", "CLIP tokenizer"));
+  TG_RETURN_IF_ERROR(RequireDir(dir, "scheduler", "scheduler config"));
+  TG_RETURN_IF_ERROR(RequireFile(dir, "scheduler/scheduler_config.json"));
+  for (const char* f : {"text_encoder/model.onnx", "unet/model.onnx", "vae_decoder/model.onnx",
+                        "tokenizer/vocab.json", "tokenizer/merges.txt"}) {
+    TG_RETURN_IF_ERROR(RequireFile(dir, f));
+  }
+
+  TG_ASSIGN_OR_RETURN(
+      m->scheduler_config,
+      LoadSchedulerConfig((fs::path(dir) / "scheduler" / "scheduler_config.json").string()));
+  TG_ASSIGN_OR_RETURN(ClipTokenizer tok,
+                      ClipTokenizer::Load((fs::path(dir) / "tokenizer").string()));
+  m->tokenizer.emplace(std::move(tok));
+
+  // The UNet decides the variant: SDXL takes text_embeds and time_ids.
+  TG_ASSIGN_OR_RETURN(m->unet, LoadUnet(factory, dir));
+  const bool sdxl = !m->unet.text_embeds_name.empty();
+  if (sdxl) {
+    TG_RETURN_IF_ERROR(RequireDir(dir, "text_encoder_2", "SDXL second text encoder"));
+    TG_RETURN_IF_ERROR(RequireDir(dir, "tokenizer_2", "SDXL second tokenizer"));
+    TG_RETURN_IF_ERROR(RequireFile(dir, "text_encoder_2/model.onnx"));
+  }
+  TG_ASSIGN_OR_RETURN(m->text_encoder, LoadTextEncoder(factory, dir, "text_encoder", sdxl, false));
+  std::int64_t context = m->text_encoder.hidden_size;
+  if (sdxl) {
+    TG_ASSIGN_OR_RETURN(ClipTokenizer tok2,
+                        ClipTokenizer::Load((fs::path(dir) / "tokenizer_2").string()));
+    m->tokenizer_2.emplace(std::move(tok2));
+    TG_ASSIGN_OR_RETURN(TextEncoderPart te2,
+                        LoadTextEncoder(factory, dir, "text_encoder_2", true, true));
+    m->text_encoder_2.emplace(std::move(te2));
+    if (context > 0 && m->text_encoder_2->hidden_size > 0) {
+      context += m->text_encoder_2->hidden_size;
+    } else {
+      context = -1;
+    }
+    if (m->text_encoder_2->pooled_size > 0 && m->unet.text_embeds_size > 0 &&
+        m->text_encoder_2->pooled_size != m->unet.text_embeds_size) {
+      return ShapeMismatch("text_encoder_2/model.onnx output text_embeds width",
+                           m->text_encoder_2->pooled_size,
+                           "unet/model.onnx input text_embeds width", m->unet.text_embeds_size);
+    }
+  }
+  if (context > 0 && m->unet.context_size > 0 && context != m->unet.context_size) {
+    return ShapeMismatch(std::string(sdxl ? "the concatenated text encoder hidden states width"
+                                          : "text_encoder/model.onnx output " +
+                                                m->text_encoder.hidden_name + " width"),
+                         context, "unet/model.onnx input encoder_hidden_states width",
+                         m->unet.context_size);
+  }
+  TG_ASSIGN_OR_RETURN(m->vae, LoadVae(factory, dir));
+
+  const std::int64_t width = context > 0 ? context : m->unet.context_size;
+  m->variant = sdxl ? SdVariant::kSdxl : (width == 1024 ? SdVariant::kSd2 : SdVariant::kSd1);
+  m->fp16 = m->unet.sample_dtype == DataType::kFloat16;
+  m->default_size = sdxl ? 1024
+                         : (m->variant == SdVariant::kSd2 && m->scheduler_config.prediction_type ==
+                                                                 PredictionType::kVPrediction
+                                ? 768
+                                : 512);
+  m->default_guidance = sdxl ? 5.0 : 7.5;
+  if (sdxl) {
+    m->force_zeros_for_empty_prompt = true;
+    if (auto it = index.find("force_zeros_for_empty_prompt");
+        it != index.end() && it->is_boolean()) {
+      m->force_zeros_for_empty_prompt = it->get<bool>();
+    }
+  }
+
+  // VAE scaling factor from vae_decoder/config.json (Optimum writes it); the variant's published
+  // constant otherwise (legacy exports have no config).
+  m->vae.scaling_factor = sdxl ? 0.13025 : 0.18215;
+  m->vae.scaling_source = "default for " + std::string(SdVariantName(m->variant));
+  const fs::path vae_cfg = fs::path(dir) / "vae_decoder" / "config.json";
+  if (fs::is_regular_file(vae_cfg, ec)) {
+    TG_ASSIGN_OR_RETURN(Json cfg, common::LoadJsonFile(vae_cfg.string()));
+    if (auto it = cfg.find("scaling_factor"); cfg.is_object() && it != cfg.end()) {
+      if (!it->is_number() || it->get<double>() <= 0.0) {
+        return Status::InvalidArg(vae_cfg.string() + ": field scaling_factor must be a positive " +
+                                  "number, found " + it->dump());
+      }
+      m->vae.scaling_factor = it->get<double>();
+      m->vae.scaling_source = "vae_decoder/config.json";
+    }
+  }
+  spdlog::debug("loaded {} pipeline {} ({} export, {})", SdVariantName(m->variant), dir,
+                ExportStyleName(m->style), m->fp16 ? "fp16" : "fp32");
+  return m;
+}
+
+}  // namespace tg::sd

@@ -1,0 +1,161 @@
+// The text-to-image denoising loop over a loaded SdModel (SD 1.x, 2.x, SDXL).
+//
+// Data flow of one request: validate → tokenize prompt and negative prompt (both tokenizers for
+// SDXL) → text encoder(s), once per distinct text, tiled per image (SDXL: penultimate hidden
+// states concatenated → [B,77,2048], pooled text_embeds, time_ids = (h, w, 0, 0, h, w)) →
+// per-image Rng (seed + k) draws the initial latents [1,4,h/8,w/8] × init_noise_sigma → for each
+// scheduler step: latents duplicated [uncond; cond] in one UNet batch (scaled by the scheduler),
+// timestep fed with the UNet's own dtype/rank, guidance noise = u + g·(c − u), scheduler Step →
+// VAE decode one image at a time of latents / scaling_factor → clip(x/2+0.5, 0, 1)·255 rounded
+// half-to-even (numpy's round) → PNG.
+//
+// Reproducibility: with RngMode::kNumpy and batch 1, the initial latents equal diffusers' ONNX
+// pipeline's `np.random.RandomState(seed).randn(1,4,h,w)`; image k of a batch uses seed + k (or
+// the explicit per-image seed list), so it is the same image a batch-1 request with that seed
+// gives. Same seed + settings + provider → bit-identical pixels and PNG bytes.
+//
+// Errors: INVALID_ARG for an out-of-range request field (named, with the accepted range) or an
+// unknown scheduler; errors of the sessions pass through (ORT failures are INTERNAL).
+// Cancellation (the atomic flag or the progress callback returning false) is checked between
+// steps and reported as GenerateOutput::cancelled, not as an error.
+//
+// Thread safety: Generate is const and may run concurrently on one Pipeline (each call has its
+// own scheduler, Rngs and buffers; sessions are thread-safe). The SdModel must outlive the
+// Pipeline.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "sd/model_loader.h"
+#include "sd/png.h"
+#include "sd/rng.h"
+#include "sd/scheduler.h"
+
+namespace tg::sd {
+
+// Limits applied by ValidateRequest.
+inline constexpr int kMinSide = 256;
+inline constexpr int kMaxSide = 1024;
+inline constexpr int kMaxSteps = 1000;
+inline constexpr int kMaxBatch = 8;
+inline constexpr std::size_t kMaxPromptBytes = 256 * 1024;  // CLIP reads 75 tokens anyway
+
+struct GenerateRequest {
+  std::string prompt;
+  std::string negative_prompt;
+  int steps = 50;
+  std::string scheduler;           // "" = the model's scheduler_config _class_name
+  std::optional<double> guidance;  // empty = 7.5 (SD 1.x/2.x) or 5.0 (SDXL)
+  int width = 0;                   // 0 = the variant's default size
+  int height = 0;
+  int batch = 1;                     // images per prompt, 1..8
+  std::uint64_t seed = 0;            // image k uses seed + k unless `seeds` is given
+  std::vector<std::uint64_t> seeds;  // optional explicit per-image seeds (size == batch)
+  RngMode rng = RngMode::kNumpy;
+  bool encode_png = true;  // also fill GeneratedImage::png
+};
+
+struct StepProgress {
+  int step = 0;   // 1-based number of the UNet call just finished
+  int total = 0;  // UNet calls in this generation
+  double unet_ms = 0.0;
+  double host_ms = 0.0;  // guidance + scheduler + input preparation of this step
+};
+// Called after every step; returning false cancels the generation.
+using ProgressCallback = std::function<bool(const StepProgress&)>;
+
+struct StageTimings {
+  double tokenize_ms = 0.0;
+  double encode_ms = 0.0;            // text encoder runs
+  double latents_ms = 0.0;           // initial noise
+  std::vector<double> unet_ms;       // per UNet call (the session Run only)
+  std::vector<double> scheduler_ms;  // per step: everything else (inputs, guidance, Step)
+  double decode_ms = 0.0;            // VAE runs + pixel conversion
+  double png_ms = 0.0;
+  double total_ms = 0.0;
+  double UnetTotal() const;
+  double SchedulerTotal() const;
+};
+
+struct GeneratedImage {
+  std::uint64_t seed = 0;
+  RgbImage image;
+  std::string png;  // encoded PNG when request.encode_png
+};
+
+struct GenerateOutput {
+  bool cancelled = false;
+  int steps_done = 0;
+  std::string scheduler;  // canonical scheduler name used
+  double guidance = 0.0;
+  int width = 0;
+  int height = 0;
+  std::vector<GeneratedImage> images;
+  StageTimings timings;
+};
+
+// Fills defaults from `model` and checks every field; INVALID_ARG naming the field, the value and
+// the accepted range.
+[[nodiscard]] common::Status ValidateRequest(const SdModel& model, GenerateRequest* request);
+// The checks that need no model (sizes, steps, batch, guidance, prompt length, seeds), so a
+// command can reject bad input before it loads anything. Unset width/height/guidance pass.
+[[nodiscard]] common::Status ValidateRequestBasics(const GenerateRequest& request);
+
+// The initial latents of one image: Rng(mode, seed).randn(4*h*w) in C order (unscaled).
+[[nodiscard]] common::Result<std::vector<float>> InitialNoise(RngMode mode, std::uint64_t seed,
+                                                              int latent_h, int latent_w);
+
+// Pixel conversion of one decoded image [3,H,W] (float, values nominally in [-1,1]) to RGB8.
+RgbImage DecodedToRgb(const float* chw, int width, int height);
+
+// The host side of one denoising step (everything but the UNet run), shared by Generate and
+// bench/sd_step_bench.cc so the benchmark measures the code that runs. Buffers are allocated once
+// in the constructor; Prepare/Finish do a few linear passes over the latents and no allocation.
+// Not thread-safe (one per generation).
+class StepWorkspace {
+ public:
+  StepWorkspace(const UnetPart& unet, int images, bool cfg, float guidance, int latent_h,
+                int latent_w);
+  // UNet inputs: [0] sample and [1] timestep (rewritten by Prepare), then whatever the caller
+  // appends (the constant text conditioning).
+  std::vector<runtime::NamedTensor>& inputs() { return inputs_; }
+  // Writes [x; x] (x = latents scaled by the scheduler for `step`) and the timestep, in the
+  // UNet's dtypes and ranks.
+  void Prepare(const Scheduler& sched, int step, const std::vector<float>& latents);
+  // Checks the UNet output shape, applies guidance and the scheduler update to *latents.
+  [[nodiscard]] common::Status Finish(Scheduler& sched, int step, const runtime::Tensor& unet_out,
+                                      std::vector<float>* latents, std::span<Rng> rngs);
+
+ private:
+  const UnetPart& unet_;
+  bool cfg_;
+  float guidance_;
+  std::int64_t unet_batch_;
+  std::size_t n_;  // floats of the latents of all images
+  std::vector<std::int64_t> out_shape_;
+  std::vector<runtime::NamedTensor> inputs_;
+  std::vector<float> scratch_, pred_, guided_;
+};
+
+class Pipeline {
+ public:
+  explicit Pipeline(const SdModel& model) : model_(model) {}
+
+  [[nodiscard]] common::Result<GenerateOutput> Generate(
+      GenerateRequest request, const ProgressCallback& progress = nullptr,
+      const std::atomic<bool>* cancel = nullptr) const;
+
+  const SdModel& model() const { return model_; }
+
+ private:
+  const SdModel& model_;
+};
+
+}  // namespace tg::sd

@@ -1,0 +1,379 @@
+// End-to-end tests of the loader and the denoising loop on the tiny generated pipelines
+// (tools/gen_tiny_sd.py → <build>/models/sd-tiny/<variant>), run on real ONNX Runtime sessions
+// with the dev policy (CPU).
+#include "sd/pipeline.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <memory>
+
+#include "sd/model_loader.h"
+#include "tests/support/test_util.h"
+
+namespace tg::sd {
+namespace {
+
+namespace fs = std::filesystem;
+using common::StatusCode;
+using runtime::DataType;
+
+std::string TinyDir(const std::string& variant) {
+  return tg::testing::BinaryDir() + "/models/sd-tiny/" + variant;
+}
+
+const runtime::SessionFactory& Factory() {
+  static auto* factory = [] {
+    auto f = runtime::SessionFactory::Create(runtime::DevPolicy(),
+                                             common::LibraryLoader::WithDefaults({}));
+    if (!f.ok()) {
+      ADD_FAILURE() << "dev SessionFactory: " << f.status().ToString();
+      std::abort();
+    }
+    return new runtime::SessionFactory(std::move(f).value());
+  }();
+  return *factory;
+}
+
+// Loaded models are cached per variant: loading is the slow part of these tests.
+const SdModel& Model(const std::string& variant) {
+  static auto* cache = new std::map<std::string, std::unique_ptr<SdModel>>();
+  auto it = cache->find(variant);
+  if (it == cache->end()) {
+    auto m = LoadSdModel(TinyDir(variant), Factory());
+    if (!m.ok()) {
+      ADD_FAILURE() << variant << ": " << m.status().ToString()
+                    << " (are the tiny pipelines generated? target sd_tiny_models)";
+      std::abort();
+    }
+    it = cache->emplace(variant, std::move(m).value()).first;
+  }
+  return *it->second;
+}
+
+GenerateRequest SmallRequest() {
+  GenerateRequest r;
+  r.prompt = "a photo of a cat";
+  r.steps = 2;
+  r.width = 256;
+  r.height = 256;
+  return r;
+}
+
+// Pixel spread: a valid but constant image would mean the pipeline lost its input somewhere.
+double PixelStddev(const RgbImage& img) {
+  double s = 0, s2 = 0;
+  for (auto p : img.pixels) {
+    s += p;
+    s2 += static_cast<double>(p) * p;
+  }
+  const double n = static_cast<double>(img.pixels.size());
+  return std::sqrt(std::max(0.0, s2 / n - (s / n) * (s / n)));
+}
+
+TEST(SdLoaderTest, DetectsLegacySd15) {
+  const SdModel& m = Model("sd15-legacy");
+  EXPECT_EQ(m.style, ExportStyle::kLegacy);
+  EXPECT_EQ(m.pipeline_class, "OnnxStableDiffusionPipeline");
+  EXPECT_EQ(m.variant, SdVariant::kSd1);
+  EXPECT_FALSE(m.fp16);
+  EXPECT_EQ(m.text_encoder.ids_dtype, DataType::kInt32);
+  EXPECT_EQ(m.unet.timestep_dtype, DataType::kFloat32);
+  EXPECT_EQ(m.unet.timestep_layout, TimestepLayout::kSingle);
+  EXPECT_EQ(m.unet.context_size, 768);
+  EXPECT_DOUBLE_EQ(m.vae.scaling_factor, 0.18215);
+  EXPECT_EQ(m.tokenizer->pad_id(), 49407);
+  EXPECT_EQ(m.scheduler_config.class_name, "PNDMScheduler");
+  EXPECT_TRUE(m.degraded()) << "dev policy on CPU must be marked degraded";
+}
+
+TEST(SdLoaderTest, DetectsOptimumVariants) {
+  const SdModel& o = Model("sd15-optimum");
+  EXPECT_EQ(o.style, ExportStyle::kOptimum);
+  EXPECT_EQ(o.text_encoder.ids_dtype, DataType::kInt64);
+  EXPECT_EQ(o.unet.timestep_dtype, DataType::kInt64);
+  EXPECT_EQ(o.unet.timestep_layout, TimestepLayout::kBatched);
+
+  const SdModel& h = Model("sd15-optimum-fp16");
+  EXPECT_TRUE(h.fp16);
+  EXPECT_EQ(h.unet.timestep_dtype, DataType::kFloat16);
+  EXPECT_EQ(h.unet.timestep_layout, TimestepLayout::kScalar);
+  EXPECT_EQ(h.vae.latent_dtype, DataType::kFloat16);
+
+  const SdModel& s2 = Model("sd21-optimum");
+  EXPECT_EQ(s2.variant, SdVariant::kSd2);
+  EXPECT_EQ(s2.scheduler_config.prediction_type, PredictionType::kVPrediction);
+  EXPECT_EQ(s2.unet.context_size, 1024);
+  EXPECT_EQ(s2.tokenizer->pad_id(), 0);
+  EXPECT_EQ(s2.default_size, 768);
+
+  const SdModel& xl = Model("sdxl-optimum-fp16");
+  EXPECT_EQ(xl.variant, SdVariant::kSdxl);
+  ASSERT_TRUE(xl.text_encoder_2.has_value());
+  EXPECT_EQ(xl.text_encoder.hidden_name, "hidden_states.2");  // penultimate of 0..3
+  EXPECT_EQ(xl.text_encoder_2->hidden_name, "hidden_states.3");
+  EXPECT_EQ(xl.text_encoder_2->pooled_name, "text_embeds");
+  EXPECT_EQ(xl.unet.context_size, 2048);
+  EXPECT_EQ(xl.unet.text_embeds_size, 1280);
+  EXPECT_TRUE(xl.fp16);
+  EXPECT_EQ(xl.vae.latent_dtype, DataType::kFloat32) << "SDXL decodes in fp32";
+  EXPECT_DOUBLE_EQ(xl.vae.scaling_factor, 0.13025);
+  EXPECT_EQ(xl.vae.scaling_source, "vae_decoder/config.json");
+  EXPECT_EQ(xl.tokenizer_2->pad_id(), 0);
+  EXPECT_DOUBLE_EQ(xl.default_guidance, 5.0);
+}
+
+class SdVariantTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SdVariantTest, GeneratesAValidPngOfTheRequestedSize) {
+  const SdModel& m = Model(GetParam());
+  Pipeline p(m);
+  GenerateRequest r = SmallRequest();
+  r.width = 320;  // non-square
+  int calls = 0;
+  auto out = p.Generate(r, [&](const StepProgress& s) {
+    ++calls;
+    EXPECT_EQ(s.step, calls);
+    return true;
+  });
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_EQ(out->images.size(), 1u);
+  EXPECT_FALSE(out->cancelled);
+  EXPECT_EQ(calls, out->steps_done);
+  EXPECT_EQ(static_cast<int>(out->timings.unet_ms.size()), calls);
+  auto png = DecodePng(out->images[0].png, GetParam());
+  ASSERT_TRUE(png.ok()) << png.status().ToString();
+  EXPECT_EQ(png->width, 320);
+  EXPECT_EQ(png->height, 256);
+  EXPECT_EQ(png->pixels, out->images[0].image.pixels);
+  EXPECT_GT(PixelStddev(png.value()), 1.0) << "image is flat";
+}
+
+INSTANTIATE_TEST_SUITE_P(TinyExports, SdVariantTest,
+                         ::testing::Values("sd15-legacy", "sd15-optimum", "sd15-optimum-fp16",
+                                           "sd21-optimum", "sdxl-optimum", "sdxl-optimum-fp16"),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           for (auto& c : n) {
+                             if (c == '-') c = '_';
+                           }
+                           return n;
+                         });
+
+TEST(SdPipelineTest, PndmRunsOneMoreUnetCallThanSteps) {
+  Pipeline p(Model("sd15-legacy"));
+  GenerateRequest r = SmallRequest();
+  r.steps = 4;
+  auto out = p.Generate(r);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(out->scheduler, "pndm");
+  EXPECT_EQ(out->timings.unet_ms.size(), 5u);
+}
+
+TEST(SdPipelineTest, SameSeedIsBitIdenticalAndSeedsDiffer) {
+  Pipeline p(Model("sd15-optimum"));
+  GenerateRequest r = SmallRequest();
+  r.seed = 42;
+  auto a = p.Generate(r);
+  auto b = p.Generate(r);
+  r.seed = 43;
+  auto c = p.Generate(r);
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  EXPECT_EQ(a->images[0].png, b->images[0].png);
+  EXPECT_NE(a->images[0].png, c->images[0].png);
+}
+
+TEST(SdPipelineTest, BatchImageKMatchesSingleImageWithSeedPlusK) {
+  Pipeline p(Model("sd15-legacy"));
+  GenerateRequest r = SmallRequest();
+  r.batch = 2;
+  r.seed = 7;
+  auto batch = p.Generate(r);
+  ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+  ASSERT_EQ(batch->images.size(), 2u);
+  EXPECT_EQ(batch->images[0].seed, 7u);
+  EXPECT_EQ(batch->images[1].seed, 8u);
+  EXPECT_NE(batch->images[0].png, batch->images[1].png);
+  r.batch = 1;
+  r.seed = 8;
+  auto single = p.Generate(r);
+  ASSERT_TRUE(single.ok());
+  const auto& x = batch->images[1].image.pixels;
+  const auto& y = single->images[0].image.pixels;
+  ASSERT_EQ(x.size(), y.size());
+  int max_diff = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) max_diff = std::max(max_diff, std::abs(x[i] - y[i]));
+  EXPECT_LE(max_diff, 1) << "image 1 of a batch must be the seed+1 image";
+}
+
+TEST(SdPipelineTest, NumpyLatentsMatchRandomStateSeed0) {
+  auto v = InitialNoise(RngMode::kNumpy, 0, 64, 64);
+  ASSERT_TRUE(v.ok());
+  ASSERT_EQ(v->size(), 4u * 64 * 64);
+  EXPECT_NEAR((*v)[0], 1.76405235, 1e-7);
+  EXPECT_NEAR((*v)[1], 0.40015721, 1e-7);
+  EXPECT_NEAR((*v)[2], 0.97873798, 1e-7);
+}
+
+TEST(SdPipelineTest, EverySchedulerRunsOnTheTinyModel) {
+  Pipeline p(Model("sd15-optimum"));
+  for (const std::string& name : SchedulerNames()) {
+    GenerateRequest r = SmallRequest();
+    r.scheduler = name;
+    r.steps = 3;
+    auto out = p.Generate(r);
+    ASSERT_TRUE(out.ok()) << name << ": " << out.status().ToString();
+    EXPECT_EQ(out->scheduler, name);
+    EXPECT_GT(PixelStddev(out->images[0].image), 1.0) << name;
+  }
+}
+
+TEST(SdPipelineTest, AncestralSamplingIsReproducible) {
+  Pipeline p(Model("sd21-optimum"));
+  GenerateRequest r = SmallRequest();
+  r.scheduler = "euler_a";
+  r.steps = 3;
+  auto a = p.Generate(r);
+  auto b = p.Generate(r);
+  ASSERT_TRUE(a.ok() && b.ok()) << a.status().ToString();
+  EXPECT_EQ(a->images[0].png, b->images[0].png);
+}
+
+TEST(SdPipelineTest, NegativePromptAndGuidanceChangeTheImage) {
+  Pipeline p(Model("sd15-legacy"));
+  GenerateRequest r = SmallRequest();
+  auto base = p.Generate(r);
+  r.negative_prompt = "blurry, low quality";
+  auto neg = p.Generate(r);
+  r.negative_prompt.clear();
+  r.guidance = 1.0;  // no classifier-free guidance: UNet batch of 1
+  auto nog = p.Generate(r);
+  ASSERT_TRUE(base.ok() && neg.ok() && nog.ok());
+  EXPECT_NE(base->images[0].png, neg->images[0].png);
+  EXPECT_NE(base->images[0].png, nog->images[0].png);
+  EXPECT_DOUBLE_EQ(nog->guidance, 1.0);
+}
+
+TEST(SdPipelineTest, Full512ImageAt20Steps) {
+  Pipeline p(Model("sd15-legacy"));
+  GenerateRequest r = SmallRequest();
+  r.width = r.height = 512;
+  r.steps = 20;
+  auto out = p.Generate(r);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  auto png = DecodePng(out->images[0].png, "512");
+  ASSERT_TRUE(png.ok());
+  EXPECT_EQ(png->width, 512);
+  EXPECT_EQ(png->height, 512);
+  EXPECT_EQ(out->timings.unet_ms.size(), 21u);
+}
+
+TEST(SdPipelineTest, CancellationStopsBetweenSteps) {
+  Pipeline p(Model("sd15-legacy"));
+  GenerateRequest r = SmallRequest();
+  r.steps = 5;
+  auto out = p.Generate(r, [](const StepProgress& s) { return s.step < 2; });
+  ASSERT_TRUE(out.ok());
+  EXPECT_TRUE(out->cancelled);
+  EXPECT_EQ(out->steps_done, 2);
+  EXPECT_TRUE(out->images.empty());
+  std::atomic<bool> flag{true};
+  auto out2 = p.Generate(r, nullptr, &flag);
+  ASSERT_TRUE(out2.ok());
+  EXPECT_TRUE(out2->cancelled);
+  EXPECT_EQ(out2->steps_done, 0);
+}
+
+// ------------------------------------------------------------------------------------------
+// Bad input: each case must name what is wrong.
+
+void ExpectError(const common::Status& s, StatusCode code, const std::string& needle) {
+  EXPECT_EQ(s.code(), code) << s.ToString();
+  EXPECT_NE(s.message().find(needle), std::string::npos)
+      << "message '" << s.message() << "' should mention '" << needle << "'";
+}
+
+TEST(SdBadInputTest, RequestFieldsOutOfRange) {
+  Pipeline p(Model("sd15-legacy"));
+  auto with = [&](auto mutate) {
+    GenerateRequest r = SmallRequest();
+    mutate(r);
+    auto out = p.Generate(r);
+    return out.ok() ? common::Status::Ok() : out.status();
+  };
+  ExpectError(with([](auto& r) { r.width = 500; }), StatusCode::kInvalidArg, "width 500");
+  ExpectError(with([](auto& r) { r.height = 1032; }), StatusCode::kInvalidArg, "height 1032");
+  ExpectError(with([](auto& r) { r.width = 248; }), StatusCode::kInvalidArg, "256..1024");
+  ExpectError(with([](auto& r) { r.steps = 0; }), StatusCode::kInvalidArg, "steps 0");
+  ExpectError(with([](auto& r) { r.steps = 10000; }), StatusCode::kInvalidArg, "steps 10000");
+  ExpectError(with([](auto& r) { r.batch = 9; }), StatusCode::kInvalidArg, "batch 9");
+  ExpectError(with([](auto& r) { r.guidance = std::nan(""); }), StatusCode::kInvalidArg,
+              "guidance");
+  ExpectError(with([](auto& r) { r.prompt.assign(10u << 20, 'a'); }), StatusCode::kInvalidArg,
+              "prompt is 10485760 bytes");
+  ExpectError(with([](auto& r) { r.scheduler = "warp_drive"; }), StatusCode::kInvalidArg,
+              "warp_drive");
+  ExpectError(with([](auto& r) { r.seed = 1ull << 33; }), StatusCode::kInvalidArg, "seed");
+  ExpectError(with([](auto& r) { r.seeds = {1, 2}; }), StatusCode::kInvalidArg, "2 seeds");
+}
+
+// A writable copy of a tiny pipeline to break.
+std::string CopyVariant(const tg::testing::TempDir& tmp, const std::string& variant) {
+  const std::string dst = tmp / variant;
+  fs::copy(TinyDir(variant), dst, fs::copy_options::recursive);
+  return dst;
+}
+
+TEST(SdBadInputTest, MissingFolderAndFiles) {
+  ExpectError(LoadSdModel("/nonexistent/sd", Factory()).status(), StatusCode::kNotFound,
+              "/nonexistent/sd");
+  tg::testing::TempDir tmp;
+  const std::string dir = CopyVariant(tmp, "sd15-optimum");
+  fs::remove(dir + "/unet/model.onnx");
+  ExpectError(LoadSdModel(dir, Factory()).status(), StatusCode::kNotFound, "unet/model.onnx");
+  fs::remove_all(dir + "/vae_decoder");
+  ExpectError(LoadSdModel(dir, Factory()).status(), StatusCode::kNotFound, "vae_decoder");
+  fs::remove(dir + "/model_index.json");
+  ExpectError(LoadSdModel(dir, Factory()).status(), StatusCode::kNotFound, "model_index.json");
+}
+
+TEST(SdBadInputTest, MissingExternalWeightsAreNamed) {
+  tg::testing::TempDir tmp;
+  const std::string dir = CopyVariant(tmp, "sd15-legacy");
+  fs::remove(dir + "/unet/weights.pb");
+  auto m = LoadSdModel(dir, Factory());
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), StatusCode::kInvalidArg) << m.status().ToString();
+  EXPECT_NE(m.status().message().find("unet/model.onnx"), std::string::npos)
+      << m.status().message();
+}
+
+TEST(SdBadInputTest, CorruptOnnxFileIsNamed) {
+  tg::testing::TempDir tmp;
+  const std::string dir = CopyVariant(tmp, "sd15-optimum");
+  tg::testing::WriteFile(dir + "/text_encoder/model.onnx", std::string(4096, '\x7f') + "junk");
+  auto m = LoadSdModel(dir, Factory());
+  ExpectError(m.status(), StatusCode::kInvalidArg, "text_encoder/model.onnx");
+}
+
+TEST(SdBadInputTest, MismatchedShapesAreNamed) {
+  auto m = LoadSdModel(TinyDir("bad-shape-mismatch"), Factory());
+  ExpectError(m.status(), StatusCode::kInvalidArg, "mismatched shapes");
+  EXPECT_NE(m.status().message().find("768"), std::string::npos);
+  EXPECT_NE(m.status().message().find("1024"), std::string::npos);
+}
+
+TEST(SdBadInputTest, MalformedJsonIsNamed) {
+  tg::testing::TempDir tmp;
+  const std::string dir = CopyVariant(tmp, "sd15-optimum");
+  tg::testing::WriteFile(dir + "/vae_decoder/config.json", "{\"scaling_factor\": \"big\"}");
+  ExpectError(LoadSdModel(dir, Factory()).status(), StatusCode::kInvalidArg, "scaling_factor");
+  tg::testing::WriteFile(dir + "/model_index.json", "{ not json");
+  ExpectError(LoadSdModel(dir, Factory()).status(), StatusCode::kInvalidArg, "model_index.json");
+}
+
+}  // namespace
+}  // namespace tg::sd

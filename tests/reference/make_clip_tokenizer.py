@@ -1,0 +1,68 @@
+#!/usr/bin/python3
+"""Builds a Hugging Face style CLIP tokenizer folder from the original merges file.
+
+Usage: make_clip_tokenizer.py BPE_GZ OUT_DIR [--pad TOKEN] [--max-length N] [--num-merges N]
+
+Writes OUT_DIR/vocab.json, merges.txt and tokenizer_config.json. The vocabulary is derived the
+way the original CLIP code does it: the 256 byte symbols, the same with "</w>", one symbol per
+merge for the first 48 894 merges, then <|startoftext|> and <|endoftext|> (49 408 entries).
+--num-merges keeps only the first N merges (a small but valid tokenizer for error-path tests).
+"""
+import argparse
+import gzip
+import json
+import os
+
+NUM_MERGES = 49152 - 256 - 2
+
+
+def bytes_to_unicode():
+    bs = (list(range(ord("!"), ord("~") + 1)) + list(range(ord("\xa1"), ord("\xac") + 1)) +
+          list(range(ord("\xae"), ord("\xff") + 1)))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return dict(zip(bs, [chr(c) for c in cs]))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("bpe_gz")
+    ap.add_argument("out_dir")
+    ap.add_argument("--pad", default="<|endoftext|>")
+    ap.add_argument("--max-length", type=int, default=77)
+    ap.add_argument("--num-merges", type=int, default=NUM_MERGES)
+    args = ap.parse_args()
+    with gzip.open(args.bpe_gz, "rt", encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    merges = lines[1:min(args.num_merges, NUM_MERGES) + 1]
+    vocab = list(bytes_to_unicode().values())
+    vocab = vocab + [v + "</w>" for v in vocab]
+    for m in merges:
+        vocab.append("".join(m.split(" ")))
+    vocab.extend(["<|startoftext|>", "<|endoftext|>"])
+    os.makedirs(args.out_dir, exist_ok=True)
+    with open(os.path.join(args.out_dir, "vocab.json"), "w", encoding="utf-8") as f:
+        json.dump({tok: i for i, tok in enumerate(vocab)}, f, ensure_ascii=False)
+    with open(os.path.join(args.out_dir, "merges.txt"), "w", encoding="utf-8") as f:
+        f.write("#version: 0.2\n")
+        f.write("\n".join(merges) + "\n")
+    config = {
+        "bos_token": {"content": "<|startoftext|>", "lstrip": False, "normalized": True,
+                      "rstrip": False, "single_word": False},
+        "eos_token": "<|endoftext|>",
+        "unk_token": "<|endoftext|>",
+        "pad_token": args.pad,
+        "model_max_length": args.max_length,
+        "tokenizer_class": "CLIPTokenizer",
+    }
+    with open(os.path.join(args.out_dir, "tokenizer_config.json"), "w", encoding="utf-8") as f:
+        json.dump(config, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

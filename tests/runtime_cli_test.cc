@@ -1,0 +1,268 @@
+// `truegreen run` and `truegreen engines` end to end: the real binary, real ORT, real provider
+// libraries; the only stand-in is the CUDA toolkit's stub libcuda (a driver without a device).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "common/config.h"
+#include "common/dynlib.h"
+#include "common/file_util.h"
+#include "runtime/engines.h"
+#include "runtime/tensor.h"
+#include "tests/support/test_util.h"
+
+namespace tg {
+namespace {
+
+using testing::RunTruegreen;
+using testing::TempDir;
+
+std::string Model(const std::string& name) {
+  return testing::BinaryDir() + "/models/runtime/" + name;
+}
+
+common::Json ParseOut(const testing::ProcessResult& r) {
+  auto j = common::ParseJson(r.out, "stdout");
+  EXPECT_TRUE(j.ok()) << r.out << "\n" << r.err;
+  return j.ok() ? *j : common::Json::object();
+}
+
+constexpr const char* kStubLibcuda = "/usr/local/cuda/lib64/stubs/libcuda.so";
+
+// A --lib-path directory laid out like an official GPU package: libonnxruntime.so with the
+// provider libraries next to it, plus (optionally) the stub driver as libcuda.so.1.
+void MakeOrtDir(const std::string& dir, bool with_stub) {
+  namespace fs = std::filesystem;
+  fs::create_directories(dir);
+  fs::create_symlink(testing::OrtDir() + "/lib/libonnxruntime.so", dir + "/libonnxruntime.so");
+  for (const auto& e : fs::directory_iterator(testing::OrtDir() + "/gpu")) {
+    fs::create_symlink(e.path(), dir + "/" + e.path().filename().string());
+  }
+  if (with_stub) fs::create_symlink(kStubLibcuda, dir + "/libcuda.so.1");
+}
+
+TEST(RuntimeCliTest, DevRunIsCpuDegradedAndDeterministic) {
+  auto r = RunTruegreen(
+      {"--policy", "dev", "--json", "run", "--model", Model("unet_tiny.onnx"), "--runs", "3"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = ParseOut(r);
+  EXPECT_TRUE(j["degraded"].get<bool>());
+  const auto& pl = j["session"]["placement"];
+  EXPECT_EQ(pl["nodes_per_provider"]["CPUExecutionProvider"].get<int>(),
+            pl["total_nodes"].get<int>());
+  EXPECT_EQ(pl["nodes_per_provider"].size(), 1u);
+  EXPECT_EQ(j["latency"]["runs"].get<int>(), 3);
+  EXPECT_GT(j["latency"]["p50_ms"].get<double>(), 0.0);
+  EXPECT_EQ(j["io"]["h2d_bytes_per_run"].get<double>(), 0.0);
+  EXPECT_NE(r.err.find("DEGRADED"), std::string::npos);  // log lines say it too
+  auto again = RunTruegreen({"--policy", "dev", "--json", "run", "--model", Model("unet_tiny.onnx"),
+                             "--runs", "1", "--mode", "plain"});
+  ASSERT_EQ(again.exit_code, 0);
+  EXPECT_EQ(ParseOut(again)["checksum"], j["checksum"]);
+  auto text = RunTruegreen({"--policy", "dev", "run", "--model", Model("unet_tiny.onnx")});
+  ASSERT_EQ(text.exit_code, 0);
+  EXPECT_EQ(text.out.rfind("DEGRADED:", 0), 0u) << text.out;
+  EXPECT_NE(text.out.find("checksum:"), std::string::npos);
+}
+
+TEST(RuntimeCliTest, ProductionWithoutDriverExits3NamingProviderAndLoaderError) {
+  if (common::LibraryLoader::WithDefaults({}).Load("libcuda.so.1").ok()) {
+    GTEST_SKIP() << "a CUDA driver (libcuda.so.1) is installed on this machine";
+  }
+  auto r = RunTruegreen({"run", "--model", Model("unet_tiny.onnx")}, {{"TRUEGREEN_LIB_PATH", ""}});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("CUDAExecutionProvider"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("TensorrtExecutionProvider"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("libcuda.so.1: cannot open shared object file"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("never a production fallback"), std::string::npos);
+  auto j = RunTruegreen({"--json", "run", "--model", Model("unet_tiny.onnx")});
+  EXPECT_EQ(j.exit_code, 3);
+  EXPECT_NE(ParseOut(j)["error"].get<std::string>().find("libcuda.so.1"), std::string::npos);
+}
+
+TEST(RuntimeCliTest, ProductionWithStubDriverRegistersButFindsNoDevice) {
+  if (!std::filesystem::exists(kStubLibcuda)) GTEST_SKIP() << "no CUDA stub at " << kStubLibcuda;
+  TempDir dir;
+  MakeOrtDir(dir / "ort", /*with_stub=*/true);
+  auto r = RunTruegreen({"--lib-path", dir / "ort", "--policy", "production", "run", "--model",
+                         Model("unet_tiny.onnx")});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("CUDAExecutionProvider: provider registered but no GPU device"),
+            std::string::npos)
+      << r.err;
+  // Only CUDA in the policy: the verdict is about CUDA alone.
+  testing::WriteFile(dir / "cuda_only.yaml", "profile: production\nproviders: [CUDA]\n");
+  auto c = RunTruegreen({"--lib-path", dir / "ort", "--policy", dir / "cuda_only.yaml", "--json",
+                         "run", "--model", Model("matmul_softmax.onnx")});
+  EXPECT_EQ(c.exit_code, 3);
+  const std::string err = ParseOut(c)["error"].get<std::string>();
+  EXPECT_NE(err.find("no GPU device"), std::string::npos) << err;
+  EXPECT_EQ(err.find("Tensorrt"), std::string::npos) << err;
+}
+
+TEST(RuntimeCliTest, ClassicPathOnCpuBuildNamesOrtsError) {
+  TempDir dir;
+  testing::WriteFile(dir / "classic.yaml", "profile: production\nattach: classic\n");
+  auto r = RunTruegreen(
+      {"--policy", dir / "classic.yaml", "--json", "run", "--model", Model("unet_tiny.onnx")});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  const std::string err = ParseOut(r)["error"].get<std::string>();
+  EXPECT_NE(err.find("CUDAExecutionProvider (classic V2 API)"), std::string::npos) << err;
+  EXPECT_NE(err.find("not enabled in this build"), std::string::npos) << err;
+  // Dev: recorded with its path, session degraded on CPU.
+  testing::WriteFile(dir / "classic_dev.yaml", "profile: dev\nattach: classic\n");
+  auto d = RunTruegreen({"--policy", dir / "classic_dev.yaml", "--json", "run", "--model",
+                         Model("unet_tiny.onnx"), "--runs", "1"});
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  EXPECT_TRUE(ParseOut(d)["degraded"].get<bool>());
+}
+
+TEST(RuntimeCliTest, SplitLayoutIsANamedErrorNotACrash) {
+  if (!std::filesystem::exists(kStubLibcuda)) GTEST_SKIP() << "no CUDA stub at " << kStubLibcuda;
+  // libonnxruntime.so alone in one directory, the provider libraries elsewhere: ORT cannot find
+  // its provider bridge, and registering the provider would crash in its initialisers.
+  TempDir dir;
+  std::filesystem::create_directories(dir / "core");
+  std::filesystem::create_symlink(testing::OrtDir() + "/lib/libonnxruntime.so",
+                                  dir / "core/libonnxruntime.so");
+  std::filesystem::create_directories(dir / "drv");
+  std::filesystem::create_symlink(kStubLibcuda, dir / "drv/libcuda.so.1");
+  testing::WriteFile(dir / "cuda_only.yaml", "profile: production\nproviders: [CUDA]\n");
+  auto r = RunTruegreen({"--lib-path", dir / "core", "--lib-path", dir / "drv", "--policy",
+                         dir / "cuda_only.yaml", "run", "--model", Model("matmul_softmax.onnx")});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("which has no libonnxruntime_providers_shared.so"), std::string::npos)
+      << r.err;
+}
+
+TEST(RuntimeCliTest, DevWithStubDriverRecordsWhyAndRunsOnCpu) {
+  if (!std::filesystem::exists(kStubLibcuda)) GTEST_SKIP() << "no CUDA stub at " << kStubLibcuda;
+  TempDir dir;
+  MakeOrtDir(dir / "ort", true);
+  auto r = RunTruegreen({"--lib-path", dir / "ort", "--policy", "dev", "--json", "run", "--model",
+                         Model("matmul_softmax.onnx"), "--runs", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = ParseOut(r);
+  EXPECT_TRUE(j["degraded"].get<bool>());
+  bool cuda_recorded = false;
+  for (const auto& p : j["session"]["providers"]) {
+    if (p["name"] == "CUDAExecutionProvider") {
+      cuda_recorded = !p["attached"].get<bool>() &&
+                      p["error"].get<std::string>().find("no GPU device") != std::string::npos;
+    }
+  }
+  EXPECT_TRUE(cuda_recorded) << j["session"]["providers"].dump();
+}
+
+TEST(RuntimeCliTest, PlacementViolationExits3WithReport) {
+  TempDir dir;
+  testing::WriteFile(dir / "strict.yaml", "profile: dev\nplacement:\n  enforce: true\n");
+  auto bad = RunTruegreen(
+      {"--policy", dir / "strict.yaml", "--json", "run", "--model", Model("unet_tiny.onnx")});
+  EXPECT_EQ(bad.exit_code, 3) << bad.err;
+  auto j = ParseOut(bad);
+  EXPECT_FALSE(j["session"]["placement"]["ok"].get<bool>());
+  EXPECT_NE(j["error"].get<std::string>().find("conv_in (Conv)"), std::string::npos) << j.dump();
+  auto ok = RunTruegreen(
+      {"--policy", dir / "strict.yaml", "run", "--model", Model("shape_ops.onnx"), "--runs", "1"});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  auto from_log = RunTruegreen({"--policy", "dev", "--json", "run", "--model",
+                                Model("unet_tiny.onnx"), "--placement-from-log", "--runs", "1"});
+  ASSERT_EQ(from_log.exit_code, 0) << from_log.err;
+  EXPECT_EQ(ParseOut(from_log)["session"]["placement"]["source"], "verbose_log");
+}
+
+TEST(RuntimeCliTest, ConfigAndUsageErrorsExit2) {
+  TempDir dir;
+  testing::WriteFile(dir / "bad.yaml", "profile: dev\ncuda:\n  use_tf32: perhaps\n  bogus: 1\n");
+  auto r = RunTruegreen({"--policy", dir / "bad.yaml", "run", "--model", Model("unet_tiny.onnx")});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("cuda.use_tf32"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("cuda.bogus"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("bad.yaml:3"), std::string::npos) << r.err;
+  auto missing = RunTruegreen({"--policy", "dev", "run", "--model", dir / "none.onnx"});
+  EXPECT_EQ(missing.exit_code, 2) << missing.err;
+  auto bad_input = RunTruegreen(
+      {"--policy", "dev", "run", "--model", Model("unet_tiny.onnx"), "--input", "nosuch=random"});
+  EXPECT_EQ(bad_input.exit_code, 2);
+  EXPECT_NE(bad_input.err.find("nosuch"), std::string::npos);
+}
+
+TEST(RuntimeCliTest, NpyInputsAndOutputs) {
+  TempDir dir;
+  auto x = runtime::RandomTensor(runtime::DataType::kFloat32, {4, 8}, 99);
+  testing::WriteFile(dir / "x.npy", runtime::EncodeNpy(*x));
+  std::filesystem::create_directories(dir / "out");
+  auto r = RunTruegreen({"--policy", "dev", "--json", "run", "--model",
+                         Model("matmul_softmax.onnx"), "--input", "x=" + (dir / "x.npy"), "--runs",
+                         "1", "--save-outputs", dir / "out"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto y = runtime::LoadNpy(dir / "out/y.npy");
+  ASSERT_TRUE(y.ok()) << y.status().ToString();
+  EXPECT_EQ(y->shape(), (std::vector<std::int64_t>{4, 8}));
+  EXPECT_EQ(ParseOut(r)["outputs"][0]["sha256"].get<std::string>(), y->Checksum());
+  testing::WriteFile(dir / "bad.npy", "not numpy");
+  auto bad = RunTruegreen({"--policy", "dev", "run", "--model", Model("matmul_softmax.onnx"),
+                           "--input", "x=" + (dir / "bad.npy")});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("bad.npy"), std::string::npos);
+}
+
+TEST(RuntimeCliTest, EnginesVerifyFindsArtifactsByKey) {
+  TempDir dir;
+  const std::string model = dir / "m.onnx";
+  std::filesystem::copy_file(Model("unet_tiny.onnx"), model);
+  testing::WriteFile(dir / "engines.yaml",
+                     "engine_dir: " + (dir / "engines") +
+                         "\nmodels:\n  - model: m.onnx\n    shapes: [\"sample:1x4x16x16\"]\n");
+  const std::vector<std::string> args = {"--json",
+                                         "engines",
+                                         "verify",
+                                         "--config",
+                                         dir / "engines.yaml",
+                                         "--gpu-name",
+                                         "NVIDIA H200",
+                                         "--compute-capability",
+                                         "9.0"};
+  auto missing = RunTruegreen(args);
+  EXPECT_EQ(missing.exit_code, 3) << missing.err;
+  auto j = ParseOut(missing);
+  ASSERT_EQ(j["artifacts"].size(), 1u);
+  EXPECT_FALSE(j["artifacts"][0]["present"].get<bool>());
+  const std::string key = j["artifacts"][0]["key"].get<std::string>();
+
+  // The key verify computes is the one the runtime computes for the same inputs.
+  auto sha = common::Sha256File(model);
+  auto fp = runtime::PolicyMatrixFingerprint("", true);
+  const std::map<std::string, std::vector<std::int64_t>> shapes = {{"sample", {1, 4, 16, 16}}};
+  const auto in = runtime::MakeEngineKeyInputs(*fp, {"NVIDIA H200", "9.0"}, *sha, "fp16", shapes,
+                                               shapes, shapes);
+  ASSERT_EQ(runtime::EngineKey(in), key);
+  ASSERT_TRUE(runtime::WriteEngineManifest(dir / "engines", key, in).ok());
+  auto present = RunTruegreen(args);
+  EXPECT_EQ(present.exit_code, 0) << present.out << present.err;
+
+  // Another GPU, or a changed model, needs another artifact.
+  auto other_gpu = RunTruegreen({"engines", "verify", "--config", dir / "engines.yaml",
+                                 "--gpu-name", "NVIDIA L4", "--compute-capability", "8.9"});
+  EXPECT_EQ(other_gpu.exit_code, 3);
+  testing::WriteFile(model, testing::ReadFile(Model("matmul_softmax.onnx")));
+  EXPECT_EQ(RunTruegreen(args).exit_code, 3);
+  // Without a GPU and without --gpu-name the key cannot be computed: integrity error.
+  auto no_gpu = RunTruegreen({"engines", "verify", "--config", dir / "engines.yaml"});
+  EXPECT_EQ(no_gpu.exit_code, 3);
+  EXPECT_NE(no_gpu.err.find("--gpu-name"), std::string::npos) << no_gpu.err;
+}
+
+TEST(RuntimeCliTest, EnginesBuildNeedsTensorRt) {
+  auto r = RunTruegreen({"--policy", "dev", "engines", "build", "--model", Model("unet_tiny.onnx"),
+                         "--shapes", "sample:1x4x16x16"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("TensorRT provider is not attached"), std::string::npos) << r.err;
+  auto bad = RunTruegreen({"--policy", "dev", "engines", "build", "--model",
+                           Model("unet_tiny.onnx"), "--shapes", "sample:1xx4"});
+  EXPECT_EQ(bad.exit_code, 2);
+}
+
+}  // namespace
+}  // namespace tg

@@ -1,0 +1,159 @@
+// `truegreen generate` end to end: the real binary on the tiny generated pipelines, exit codes,
+// JSON output, written PNGs, policy behaviour and bad input.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "sd/png.h"
+#include "tests/support/test_util.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using tg::testing::ReadFile;
+using tg::testing::RunTruegreen;
+using tg::testing::TempDir;
+
+std::string Tiny(const std::string& variant) {
+  return tg::testing::BinaryDir() + "/models/sd-tiny/" + variant;
+}
+
+// `--policy dev generate` on a tiny variant with 2 steps at 256x256, unless `extra` sets
+// --steps or --size itself (CLI11 refuses a repeated option).
+std::vector<std::string> DevGenerate(const std::string& variant, const std::string& out,
+                                     std::vector<std::string> extra = {}) {
+  auto has = [&](const std::string& flag) {
+    return std::find(extra.begin(), extra.end(), flag) != extra.end();
+  };
+  std::vector<std::string> args = {"--policy",         "dev",         "generate",
+                                   "--model",          Tiny(variant), "--prompt",
+                                   "a photo of a cat", "-o",          out};
+  if (!has("--steps")) args.insert(args.end(), {"--steps", "2"});
+  if (!has("--size")) args.insert(args.end(), {"--size", "256x256"});
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+TEST(SdPipelineCliTest, DevPolicyWritesPngAndJsonSaysDegraded) {
+  TempDir tmp;
+  const std::string out = tmp / "cat.png";
+  auto r = RunTruegreen(DevGenerate("sd15-legacy", out, {"--json"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(j["ok"].get<bool>());
+  EXPECT_TRUE(j["degraded"].get<bool>());
+  EXPECT_EQ(j["variant"], "sd1");
+  EXPECT_EQ(j["export"], "legacy");
+  EXPECT_EQ(j["scheduler"], "pndm");
+  EXPECT_EQ(j["unet_calls"], 3);
+  EXPECT_EQ(j["timings_ms"]["unet_per_step"].size(), 3u);
+  ASSERT_EQ(j["images"].size(), 1u);
+  EXPECT_EQ(j["images"][0]["path"], out);
+  auto png = tg::sd::DecodePng(ReadFile(out), out);
+  ASSERT_TRUE(png.ok()) << png.status().ToString();
+  EXPECT_EQ(png->width, 256);
+  EXPECT_EQ(png->height, 256);
+}
+
+TEST(SdPipelineCliTest, TextOutputHasTimingSummaryAndDegradedLabel) {
+  TempDir tmp;
+  auto r = RunTruegreen(DevGenerate("sdxl-optimum", tmp / "xl.png", {"--size", "256x320"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("generated 1 image 256x320: sdxl pipeline"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("timings ms: tokenize"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("DEGRADED"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("DEGRADED"), std::string::npos) << r.err;
+  // Not a terminal: no progress bar.
+  EXPECT_EQ(r.err.find("generate ["), std::string::npos) << r.err;
+}
+
+TEST(SdPipelineCliTest, ProductionPolicyRefusesWithoutGpuPath) {
+  TempDir tmp;
+  auto r = RunTruegreen({"generate", "--model", Tiny("sd15-legacy"), "--prompt", "a cat", "--steps",
+                         "2", "--size", "256x256", "-o", tmp / "p.png"});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("truegreen generate: "), std::string::npos) << r.err;
+  EXPECT_GT(r.err.size(), std::string("truegreen generate: \n").size() + 10) << r.err;
+  EXPECT_FALSE(fs::exists(tmp / "p.png"));
+}
+
+TEST(SdPipelineCliTest, SameSeedBitIdenticalDifferentSeedDiffers) {
+  TempDir tmp;
+  auto a = RunTruegreen(DevGenerate("sd15-optimum-fp16", tmp / "a.png", {"--seed", "7"}));
+  auto b = RunTruegreen(DevGenerate("sd15-optimum-fp16", tmp / "b.png", {"--seed", "7"}));
+  auto c = RunTruegreen(DevGenerate("sd15-optimum-fp16", tmp / "c.png", {"--seed", "8"}));
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_EQ(ReadFile(tmp / "a.png"), ReadFile(tmp / "b.png"));
+  EXPECT_NE(ReadFile(tmp / "a.png"), ReadFile(tmp / "c.png"));
+}
+
+TEST(SdPipelineCliTest, BatchWritesOneFilePerImage) {
+  TempDir tmp;
+  auto r =
+      RunTruegreen(DevGenerate("sd21-optimum", tmp / "img.png",
+                               {"--batch", "2", "--seed", "3", "--scheduler", "euler", "--json"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["images"].size(), 2u);
+  EXPECT_EQ(j["images"][1]["seed"], 4);
+  EXPECT_EQ(j["prediction_type"], "v_prediction");
+  EXPECT_TRUE(fs::exists(tmp / "img-0.png"));
+  EXPECT_TRUE(fs::exists(tmp / "img-1.png"));
+}
+
+struct BadCase {
+  std::string name;
+  std::vector<std::string> extra;
+  std::string needle;
+};
+
+TEST(SdPipelineCliTest, BadInputExitsTwoNamingTheProblem) {
+  TempDir tmp;
+  tg::testing::WriteFile(tmp / "huge.txt", std::string(10u << 20, 'a'));
+  const std::vector<BadCase> cases = {
+      {"width", {"--size", "500x512"}, "width 500"},
+      {"size format", {"--size", "big"}, "--size 'big'"},
+      {"steps 0", {"--steps", "0"}, "steps 0"},
+      {"steps 10000", {"--steps", "10000"}, "steps 10000"},
+      {"scheduler", {"--scheduler", "warp_drive"}, "warp_drive"},
+      {"rng", {"--rng", "dice"}, "--rng"},
+  };
+  for (const auto& c : cases) {
+    auto r = RunTruegreen(DevGenerate("sd15-legacy", tmp / "x.png", c.extra));
+    EXPECT_EQ(r.exit_code, 2) << c.name << ": " << r.err;
+    EXPECT_NE(r.err.find(c.needle), std::string::npos) << c.name << ": " << r.err;
+  }
+  auto huge = RunTruegreen({"--policy", "dev", "generate", "--model", Tiny("sd15-legacy"),
+                            "--prompt-file", tmp / "huge.txt", "-o", tmp / "x.png"});
+  EXPECT_EQ(huge.exit_code, 2) << huge.err;
+  EXPECT_NE(huge.err.find("huge.txt"), std::string::npos) << huge.err;
+  EXPECT_FALSE(fs::exists(tmp / "x.png"));
+}
+
+TEST(SdPipelineCliTest, BadModelFoldersExitTwo) {
+  TempDir tmp;
+  auto missing = RunTruegreen(DevGenerate("no-such-variant", tmp / "x.png"));
+  EXPECT_EQ(missing.exit_code, 2) << missing.err;
+  EXPECT_NE(missing.err.find("no-such-variant"), std::string::npos) << missing.err;
+
+  auto mismatch = RunTruegreen(DevGenerate("bad-shape-mismatch", tmp / "x.png"));
+  EXPECT_EQ(mismatch.exit_code, 2) << mismatch.err;
+  EXPECT_NE(mismatch.err.find("mismatched shapes"), std::string::npos) << mismatch.err;
+
+  const std::string dir = tmp / "corrupt";
+  fs::copy(Tiny("sd15-legacy"), dir, fs::copy_options::recursive);
+  tg::testing::WriteFile(dir + "/unet/model.onnx", "this is not an onnx protobuf");
+  auto corrupt = RunTruegreen({"--policy", "dev", "generate", "--model", dir, "--prompt", "x",
+                               "--steps", "2", "--size", "256x256", "-o", tmp / "x.png"});
+  EXPECT_EQ(corrupt.exit_code, 2) << corrupt.err;
+  EXPECT_NE(corrupt.err.find("unet/model.onnx"), std::string::npos) << corrupt.err;
+  EXPECT_FALSE(fs::exists(tmp / "x.png"));
+}
+
+}  // namespace
