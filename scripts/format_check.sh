@@ -13,4 +13,4 @@ if [ "${#bad[@]}" -gt 0 ]; then
   echo "run: clang-format -i ${bad[*]}" >&2
   exit 1
 fi
-echo "format-check: ${#files} bytes of file names checked, all formatted" | sed 's/.*: /format-check: /'
+echo "format-check: $(echo "$files" | wc -w) files, all formatted"

@@ -133,6 +133,26 @@ std::string MissingSymbol(const common::DynamicLibrary& lib, const char* symbol)
   return "symbol " + std::string(symbol) + " not found in " + lib.resolved_path();
 }
 
+// Calls `int symbol(int* out)` — the shape of cuDriverGetVersion, cudaRuntimeGetVersion,
+// ncclGetVersion — and returns *out; on a missing symbol or a non-zero return sets *error, naming
+// the return code with `error_name` when given.
+std::optional<std::int64_t> CallIntOut(const common::DynamicLibrary& lib, const char* symbol,
+                                       std::string (*error_name)(int), std::string* error) {
+  auto f = lib.Function<IntFn>(symbol);
+  if (f == nullptr) {
+    *error = MissingSymbol(lib, symbol);
+    return std::nullopt;
+  }
+  int v = 0;
+  int rc = f(&v);
+  if (rc != 0) {
+    *error = std::string(symbol) + (error_name != nullptr ? ": " + Describe(error_name(rc), rc)
+                                                          : " returned " + std::to_string(rc));
+    return std::nullopt;
+  }
+  return v;
+}
+
 // Tries `stem.so.<major>` for each major in order; the first that loads wins. When none loads,
 // the first candidate's error is kept (the most likely one to be expected).
 common::DynamicLibrary LoadFirst(const common::LibraryLoader& loader, const std::string& stem,
@@ -326,20 +346,7 @@ void ProbeCudaDriver(const common::LibraryLoader& loader, bool init, CudaDriverI
   if (!lib.loaded()) return;
   ReadVersion(
       &c->library,
-      [&](std::string* error) -> std::optional<std::int64_t> {
-        auto f = lib.Function<IntFn>("cuDriverGetVersion");
-        if (f == nullptr) {
-          *error = MissingSymbol(lib, "cuDriverGetVersion");
-          return std::nullopt;
-        }
-        int v = 0;
-        int rc = f(&v);
-        if (rc != 0) {
-          *error = "cuDriverGetVersion: " + Describe(CudaErrorName(rc), rc);
-          return std::nullopt;
-        }
-        return v;
-      },
+      [&](std::string* e) { return CallIntOut(lib, "cuDriverGetVersion", CudaErrorName, e); },
       CudaVersionString);
   if (!init) {
     c->errors["init"] = "skipped (--no-init)";
@@ -418,19 +425,8 @@ void ProbeCudaRuntime(const common::LibraryLoader& loader, const std::vector<int
                       CudaRuntimeInfo* c) {
   common::DynamicLibrary lib = LoadFirst(loader, "libcudart", majors, &c->library);
   if (!lib.loaded()) return;
-  auto query = [&](const char* symbol, std::string* error) -> std::optional<std::int64_t> {
-    auto f = lib.Function<IntFn>(symbol);
-    if (f == nullptr) {
-      *error = MissingSymbol(lib, symbol);
-      return std::nullopt;
-    }
-    int v = 0;
-    int rc = f(&v);
-    if (rc != 0) {
-      *error = std::string(symbol) + ": " + Describe(CudaRuntimeErrorName(rc), rc);
-      return std::nullopt;
-    }
-    return v;
+  auto query = [&](const char* symbol, std::string* error) {
+    return CallIntOut(lib, symbol, CudaRuntimeErrorName, error);
   };
   ReadVersion(
       &c->library, [&](std::string* e) { return query("cudaRuntimeGetVersion", e); },
@@ -528,21 +524,7 @@ void ProbeNccl(const common::LibraryLoader& loader, LibInfo* l) {
   common::DynamicLibrary lib = LoadInto(loader, "libnccl.so.2", l);
   if (!lib.loaded()) return;
   ReadVersion(
-      l,
-      [&](std::string* error) -> std::optional<std::int64_t> {
-        auto f = lib.Function<IntFn>("ncclGetVersion");
-        if (f == nullptr) {
-          *error = MissingSymbol(lib, "ncclGetVersion");
-          return std::nullopt;
-        }
-        int v = 0;
-        int rc = f(&v);
-        if (rc != 0) {
-          *error = "ncclGetVersion returned " + std::to_string(rc);
-          return std::nullopt;
-        }
-        return v;
-      },
+      l, [&](std::string* e) { return CallIntOut(lib, "ncclGetVersion", nullptr, e); },
       TripleVersionString);
 }
 

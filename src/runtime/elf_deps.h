@@ -2,7 +2,7 @@
 //
 // Used to preload a GPU provider library's dependencies through common::LibraryLoader before ORT
 // dlopens the provider, so --lib-path substitutes them and a missing one is reported by name
-// with the loader's exact error. Reads the file (size-capped) without mapping it executable.
+// with the loader's exact error. Delegates to probe::ReadElfDynamic (bounded reads, no mapping).
 // Stateless; thread-safe.
 #pragma once
 
