@@ -4,6 +4,7 @@
 
 #include "cli/command.h"
 #include "common/log.h"
+#include "common/sanitizer_defaults.h"
 #include "common/status.h"
 
 #ifndef TG_VERSION
