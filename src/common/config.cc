@@ -58,6 +58,10 @@ Result<Json> ParseJson(const std::string& text, const std::string& source) {
     if (cut != std::string::npos) detail = detail.substr(cut + 2);
     return Status::InvalidArg(source + ":" + std::to_string(pos.line) + ":" +
                               std::to_string(pos.column) + ": invalid JSON: " + detail);
+  } catch (const Json::exception& e) {
+    // Not a syntax error but still bad input, e.g. a number too large for a double (found by the
+    // snapshot fuzzer: "1111e1111...").
+    return Status::InvalidArg(source + ": invalid JSON: " + e.what());
   }
 }
 
