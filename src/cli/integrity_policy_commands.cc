@@ -49,12 +49,26 @@ common::Result<policy::Matrix> GetMatrix(const std::string& matrix, const Global
   return policy::ResolvePolicyMatrix(g.policy);
 }
 
-int RunAdmit(const AdmitFlags& f, const GlobalOptions& g) {
+// What admit and doctor both evaluate: the matrix, the snapshot and the report on the two.
+struct Evaluation {
+  policy::Matrix matrix;
+  probe::Snapshot snapshot;
+  policy::AdmissionReport report;
+};
+
+common::Result<Evaluation> Evaluate(const AdmitFlags& f, const GlobalOptions& g) {
   auto m = GetMatrix(f.matrix, g);
-  if (!m.ok()) return UsageError(m.status());
+  if (!m.ok()) return m.status();
   auto s = GetSnapshot(f, g);
-  if (!s.ok()) return UsageError(s.status());
+  if (!s.ok()) return s.status();
   policy::AdmissionReport r = policy::Admit(*s, *m);
+  return Evaluation{std::move(m).value(), std::move(s).value(), std::move(r)};
+}
+
+int RunAdmit(const AdmitFlags& f, const GlobalOptions& g) {
+  auto e = Evaluate(f, g);
+  if (!e.ok()) return UsageError(e.status());
+  const policy::AdmissionReport& r = e->report;
   if (g.json) {
     Print(r.ToJson().dump(2) + "\n");
   } else {
@@ -64,11 +78,11 @@ int RunAdmit(const AdmitFlags& f, const GlobalOptions& g) {
 }
 
 int RunDoctor(const AdmitFlags& f, const GlobalOptions& g) {
-  auto m = GetMatrix(f.matrix, g);
-  if (!m.ok()) return UsageError(m.status());
-  auto s = GetSnapshot(f, g);
-  if (!s.ok()) return UsageError(s.status());
-  policy::AdmissionReport r = policy::Admit(*s, *m);
+  auto e = Evaluate(f, g);
+  if (!e.ok()) return UsageError(e.status());
+  const policy::Matrix* m = &e->matrix;
+  const probe::Snapshot* s = &e->snapshot;
+  const policy::AdmissionReport& r = e->report;
   if (g.json) {
     Json j = r.ToJson();
     j["snapshot"] = probe::ToJson(*s);
