@@ -89,39 +89,87 @@ common::Status Malformed(const std::string& source, std::size_t offset, const ch
                                     " at byte " + std::to_string(offset));
 }
 
-common::Status ParseNode(const std::uint8_t* data, std::size_t len, const std::uint8_t* base,
-                         const std::string& source, OnnxNode* node) {
+// One decoded field of a message: its number, wire type and (for wire type 2) payload, or (for
+// wire type 0) the varint value.
+struct Field {
+  std::uint32_t number = 0;
+  std::uint32_t wire = 0;
+  const std::uint8_t* payload = nullptr;
+  std::size_t len = 0;
+  std::uint64_t scalar = 0;
+
+  std::string String() const { return std::string(reinterpret_cast<const char*>(payload), len); }
+};
+
+// Walks every field of the message in [data, data + len) and calls visit(field) -> Status. The
+// first malformed field stops the walk with an error naming `what` and its byte offset in the
+// file (offsets are relative to `base`, the start of the file), so every nesting level reports
+// errors the same way.
+template <typename Visit>
+common::Status ForEachField(const std::uint8_t* data, std::size_t len, const std::uint8_t* base,
+                            const std::string& source, const char* what, Visit visit) {
   Reader r(data, data + len, base);
   while (!r.done()) {
-    std::uint32_t field, wire;
-    const std::uint8_t* payload = nullptr;
-    std::size_t n = 0;
-    std::uint64_t scalar = 0;
+    Field f;
     const std::size_t at = r.offset();
-    if (!r.Next(&field, &wire, &payload, &n, &scalar)) return Malformed(source, at, "node");
-    if (wire != 2) continue;
-    std::string s(reinterpret_cast<const char*>(payload), n);
-    switch (field) {
+    if (!r.Next(&f.number, &f.wire, &f.payload, &f.len, &f.scalar)) {
+      return Malformed(source, at, what);
+    }
+    TG_RETURN_IF_ERROR(visit(f));
+  }
+  return common::Status::Ok();
+}
+
+common::Status ParseNode(const Field& msg, const std::uint8_t* base, const std::string& source,
+                         OnnxNode* node) {
+  return ForEachField(msg.payload, msg.len, base, source, "node", [&](const Field& f) {
+    if (f.wire != 2) return common::Status::Ok();
+    switch (f.number) {
       case kNodeInput:
-        node->inputs.push_back(std::move(s));
+        node->inputs.push_back(f.String());
         break;
       case kNodeOutput:
-        node->outputs.push_back(std::move(s));
+        node->outputs.push_back(f.String());
         break;
       case kNodeName:
-        node->name = std::move(s);
+        node->name = f.String();
         break;
       case kNodeOpType:
-        node->op_type = std::move(s);
+        node->op_type = f.String();
         break;
       case kNodeDomain:
-        node->domain = std::move(s);
+        node->domain = f.String();
         break;
       default:
         break;  // attributes, doc strings: not needed
     }
-  }
+    return common::Status::Ok();
+  });
+}
+
+common::Status ParseOpset(const Field& msg, const std::uint8_t* base, const std::string& source,
+                          OnnxGraphSummary* out) {
+  std::string domain;
+  std::int64_t version = 0;
+  TG_RETURN_IF_ERROR(
+      ForEachField(msg.payload, msg.len, base, source, "opset import", [&](const Field& f) {
+        if (f.number == kOpsetDomain && f.wire == 2) domain = f.String();
+        if (f.number == kOpsetVersion && f.wire == 0) version = static_cast<std::int64_t>(f.scalar);
+        return common::Status::Ok();
+      }));
+  out->opsets.emplace_back(std::move(domain), version);
   return common::Status::Ok();
+}
+
+common::Status ParseGraph(const Field& msg, const std::uint8_t* base, const std::string& source,
+                          OnnxGraphSummary* out) {
+  return ForEachField(msg.payload, msg.len, base, source, "graph", [&](const Field& f) {
+    if (f.number != kGraphNode || f.wire != 2) return common::Status::Ok();
+    OnnxNode node;
+    TG_RETURN_IF_ERROR(ParseNode(f, base, source, &node));
+    out->nodes.push_back(std::move(node));
+    return common::Status::Ok();
+  });
 }
 
 }  // namespace
@@ -129,51 +177,18 @@ common::Status ParseNode(const std::uint8_t* data, std::size_t len, const std::u
 common::Result<OnnxGraphSummary> ParseOnnxGraph(const std::uint8_t* data, std::size_t size,
                                                 const std::string& source) {
   OnnxGraphSummary out;
-  Reader model(data, data + size, data);
   bool saw_graph = false;
-  while (!model.done()) {
-    std::uint32_t field, wire;
-    const std::uint8_t* payload = nullptr;
-    std::size_t n = 0;
-    std::uint64_t scalar = 0;
-    const std::size_t at = model.offset();
-    if (!model.Next(&field, &wire, &payload, &n, &scalar)) return Malformed(source, at, "model");
-    if (field == kModelIrVersion && wire == 0) {
-      out.ir_version = static_cast<std::int64_t>(scalar);
-    } else if (field == kModelOpsetImport && wire == 2) {
-      Reader op(payload, payload + n, data);
-      std::string domain;
-      std::int64_t version = 0;
-      while (!op.done()) {
-        std::uint32_t f, w;
-        const std::uint8_t* pl = nullptr;
-        std::size_t ln = 0;
-        std::uint64_t sc = 0;
-        const std::size_t at2 = op.offset();
-        if (!op.Next(&f, &w, &pl, &ln, &sc)) return Malformed(source, at2, "opset import");
-        if (f == kOpsetDomain && w == 2) domain.assign(reinterpret_cast<const char*>(pl), ln);
-        if (f == kOpsetVersion && w == 0) version = static_cast<std::int64_t>(sc);
-      }
-      out.opsets.emplace_back(domain, version);
-    } else if (field == kModelGraph && wire == 2) {
+  TG_RETURN_IF_ERROR(ForEachField(data, size, data, source, "model", [&](const Field& f) {
+    if (f.number == kModelIrVersion && f.wire == 0) {
+      out.ir_version = static_cast<std::int64_t>(f.scalar);
+    } else if (f.number == kModelOpsetImport && f.wire == 2) {
+      return ParseOpset(f, data, source, &out);
+    } else if (f.number == kModelGraph && f.wire == 2) {
       saw_graph = true;
-      Reader graph(payload, payload + n, data);
-      while (!graph.done()) {
-        std::uint32_t f, w;
-        const std::uint8_t* pl = nullptr;
-        std::size_t ln = 0;
-        std::uint64_t sc = 0;
-        const std::size_t at2 = graph.offset();
-        if (!graph.Next(&f, &w, &pl, &ln, &sc)) return Malformed(source, at2, "graph");
-        if (f == kGraphNode && w == 2) {
-          OnnxNode node;
-          auto st = ParseNode(pl, ln, data, source, &node);
-          if (!st.ok()) return st;
-          out.nodes.push_back(std::move(node));
-        }
-      }
+      return ParseGraph(f, data, source, &out);
     }
-  }
+    return common::Status::Ok();
+  }));
   if (!saw_graph) {
     return common::Status::InvalidArg(source + ": not a valid ONNX model: no graph found");
   }
