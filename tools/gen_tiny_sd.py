@@ -21,7 +21,6 @@ Writes DIR/<variant>/ for every variant (default: all) and DIR/.complete when do
 """
 
 import argparse
-import gzip
 import json
 import os
 import shutil
@@ -31,38 +30,14 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from clip_vocab import load_clip_vocab  # tools/ is on sys.path when run as a script
+
 OPSET = 17
 SEQ = 77
 TABLE_ROWS = 256  # ids are folded into a small embedding table (a full 49408 x D table is MBs)
 
 # ------------------------------------------------------------------------------------------------
 # Tokenizer files
-
-
-def bytes_to_unicode():
-    """GPT-2/CLIP reversible byte -> unicode symbol table, in the canonical order."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("\xa1"), ord("\xac") + 1)) + list(
-        range(ord("\xae"), ord("\xff") + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return [chr(c) for c in cs]
-
-
-def load_clip_bpe(path):
-    with gzip.open(path, "rt", encoding="utf-8") as f:
-        lines = f.read().split("\n")
-    merges = lines[1:49152 - 256 - 2 + 1]
-    merges = [m for m in merges if m]
-    symbols = bytes_to_unicode()
-    vocab = symbols + [s + "</w>" for s in symbols]
-    vocab += ["".join(m.split(" ")) for m in merges]
-    vocab += ["<|startoftext|>", "<|endoftext|>"]
-    return {tok: i for i, tok in enumerate(vocab)}, merges
 
 
 def write_tokenizer(folder, vocab, merges, pad_token):
@@ -409,7 +384,7 @@ def main():
     args = parser.parse_args()
     if not os.path.isfile(args.clip_merges):
         sys.exit("gen_tiny_sd.py: CLIP merges file not found: %s" % args.clip_merges)
-    vocab, merges = load_clip_bpe(args.clip_merges)
+    vocab, merges = load_clip_vocab(args.clip_merges)
     os.makedirs(args.out, exist_ok=True)
     stamp = os.path.join(args.out, ".complete")
     if os.path.exists(stamp):

@@ -16,7 +16,7 @@ add_custom_command(
   OUTPUT ${TG_SD_TINY_STAMP}
   COMMAND ${TG_SD_PYTHON} ${CMAKE_SOURCE_DIR}/tools/gen_tiny_sd.py --out ${TG_SD_TINY_DIR}
           --clip-merges ${TG_SD_CLIP_MERGES}
-  DEPENDS ${CMAKE_SOURCE_DIR}/tools/gen_tiny_sd.py
+  DEPENDS ${CMAKE_SOURCE_DIR}/tools/gen_tiny_sd.py ${CMAKE_SOURCE_DIR}/tools/clip_vocab.py
   COMMENT "Generating tiny Stable Diffusion pipelines in ${TG_SD_TINY_DIR}"
   VERBATIM)
 add_custom_target(sd_tiny_models ALL DEPENDS ${TG_SD_TINY_STAMP})

@@ -8,30 +8,20 @@ original CLIP simple tokenizer: the vocabulary is built from the merges file its
 whitespace-collapsed and lower-cased with Python's str methods, pre-tokenised with a hand-written
 scanner equivalent to the CLIP pattern (the `regex` module is not available here), and BPE uses
 the classic "merge the best-ranked pair everywhere, repeat" loop over strings. Only the standard
-library is used, so it shares no code with the C++ implementation.
+library is used, so it shares no code with the C++ implementation; the vocabulary convention (byte
+table and id order) comes from tools/clip_vocab.py, shared with the generators.
 """
 import argparse
-import gzip
 import json
+import os
 import sys
 import unicodedata
 
-NUM_MERGES = 49152 - 256 - 2
-SPECIALS = ("<|startoftext|>", "<|endoftext|>")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+from clip_vocab import SPECIALS, bytes_to_unicode, load_clip_vocab  # noqa: E402
+
 CONTRACTIONS = ("'s", "'t", "'re", "'ve", "'m", "'ll", "'d")
 
-
-def bytes_to_unicode():
-    bs = (list(range(ord("!"), ord("~") + 1)) + list(range(ord("\xa1"), ord("\xac") + 1)) +
-          list(range(ord("\xae"), ord("\xff") + 1)))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return dict(zip(bs, [chr(c) for c in cs]))
 
 
 def char_class(c):
@@ -79,15 +69,9 @@ def pre_tokenize(text):
 
 class Reference:
     def __init__(self, bpe_gz):
-        with gzip.open(bpe_gz, "rt", encoding="utf-8") as f:
-            merges = f.read().split("\n")[1:NUM_MERGES + 1]
+        self.encoder, merges = load_clip_vocab(bpe_gz)
         merges = [tuple(m.split()) for m in merges]
         self.byte_encoder = bytes_to_unicode()
-        vocab = list(self.byte_encoder.values())
-        vocab = vocab + [v + "</w>" for v in vocab]
-        vocab += ["".join(m) for m in merges]
-        vocab += list(SPECIALS)
-        self.encoder = {tok: i for i, tok in enumerate(vocab)}
         self.ranks = {m: i for i, m in enumerate(merges)}
         self.cache = {s: s for s in SPECIALS}
 

@@ -9,24 +9,12 @@ merge for the first 48 894 merges, then <|startoftext|> and <|endoftext|> (49 40
 --num-merges keeps only the first N merges (a small but valid tokenizer for error-path tests).
 """
 import argparse
-import gzip
 import json
 import os
+import sys
 
-NUM_MERGES = 49152 - 256 - 2
-
-
-def bytes_to_unicode():
-    bs = (list(range(ord("!"), ord("~") + 1)) + list(range(ord("\xa1"), ord("\xac") + 1)) +
-          list(range(ord("\xae"), ord("\xff") + 1)))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return dict(zip(bs, [chr(c) for c in cs]))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+from clip_vocab import NUM_MERGES, load_clip_vocab  # noqa: E402
 
 
 def main():
@@ -37,17 +25,10 @@ def main():
     ap.add_argument("--max-length", type=int, default=77)
     ap.add_argument("--num-merges", type=int, default=NUM_MERGES)
     args = ap.parse_args()
-    with gzip.open(args.bpe_gz, "rt", encoding="utf-8") as f:
-        lines = f.read().split("\n")
-    merges = lines[1:min(args.num_merges, NUM_MERGES) + 1]
-    vocab = list(bytes_to_unicode().values())
-    vocab = vocab + [v + "</w>" for v in vocab]
-    for m in merges:
-        vocab.append("".join(m.split(" ")))
-    vocab.extend(["<|startoftext|>", "<|endoftext|>"])
+    vocab, merges = load_clip_vocab(args.bpe_gz, args.num_merges)
     os.makedirs(args.out_dir, exist_ok=True)
     with open(os.path.join(args.out_dir, "vocab.json"), "w", encoding="utf-8") as f:
-        json.dump({tok: i for i, tok in enumerate(vocab)}, f, ensure_ascii=False)
+        json.dump(vocab, f, ensure_ascii=False)
     with open(os.path.join(args.out_dir, "merges.txt"), "w", encoding="utf-8") as f:
         f.write("#version: 0.2\n")
         f.write("\n".join(merges) + "\n")
