@@ -81,7 +81,9 @@ TEST(AuditImageRules, HeadersGroupedPerRoot) {
       (std::set<std::string>{"usr/include", "usr/local/cuda-12.4/targets/x86_64-linux/include",
                              "usr/lib/python3/site-packages/nvidia/cudnn/include"}));
   for (const auto& f : r.findings) {
-    if (f.path == "usr/include") EXPECT_EQ(f.bytes, 6u);
+    if (f.path == "usr/include") {
+      EXPECT_EQ(f.bytes, 6u);
+    }
   }
 }
 

@@ -91,13 +91,16 @@ std::vector<Finding> BudgetRules(const ImageAuditReport& r, const ImagePolicy& p
 }  // namespace
 
 Result<ImageAuditReport> AuditImage(const std::string& path, const ImageAuditOptions& options) {
-  TG_ASSIGN_OR_RETURN(Image img, ReadImage(path, options.policy.limits, CaptureForRules));
+  ReadOptions read;
+  read.verify_layer_digests = options.verify_digests;
+  TG_ASSIGN_OR_RETURN(Image img, ReadImage(path, options.policy.limits, CaptureForRules, read));
   ImageAuditReport r;
   r.source = img.source;
   r.format = std::string(ImageFormatName(img.format));
   r.config_digest = img.config_digest;
   r.history = img.history;
   r.budget = options.budget ? *options.budget : options.policy.budget.value_or(kDefaultImageBudget);
+  r.verify_digests = options.verify_digests;
   for (const auto& l : img.layers) {
     LayerSummary s;
     s.index = l.index;
@@ -107,16 +110,17 @@ Result<ImageAuditReport> AuditImage(const std::string& path, const ImageAuditOpt
     s.compressed_bytes = l.declared_size ? l.declared_size : l.scan.compressed_bytes;
     s.uncompressed_bytes = l.scan.uncompressed_bytes;
     s.entries = l.scan.entries.size();
+    s.digest_verified = !l.actual_digest.empty() && l.actual_digest == l.expected_digest;
+    s.streamed = l.streamed;
     for (const auto& e : l.scan.entries) s.file_bytes += e.size;
     r.total_bytes += s.uncompressed_bytes;
     r.total_compressed_bytes += s.compressed_bytes;
     r.layers.push_back(std::move(s));
   }
-  r.fs = MergeLayers(img);
+  r.efficiency = MergeWithEfficiency(img, &r.fs);
   for (const auto& [p, n] : r.fs) {
     if (n.type == EntryType::kFile) ++r.files;
   }
-  r.efficiency = ComputeEfficiency(img);
   r.snapshot = BuildSnapshot(img, r.fs);
   const policy::Matrix* matrix = options.matrix ? &*options.matrix : nullptr;
 
@@ -145,6 +149,7 @@ Json ReportToJson(const ImageAuditReport& r) {
   j["total_compressed_bytes"] = r.total_compressed_bytes;
   j["budget_bytes"] = r.budget;
   j["files"] = r.files;
+  j["verify_digests"] = r.verify_digests;
   Json layers = Json::array();
   for (const auto& l : r.layers) {
     layers.push_back({{"index", l.index},
@@ -154,7 +159,8 @@ Json ReportToJson(const ImageAuditReport& r) {
                       {"compressed_bytes", l.compressed_bytes},
                       {"uncompressed_bytes", l.uncompressed_bytes},
                       {"file_bytes", l.file_bytes},
-                      {"entries", l.entries}});
+                      {"entries", l.entries},
+                      {"digest_verified", l.digest_verified}});
   }
   j["layers"] = layers;
   Json hist = Json::array();
@@ -187,6 +193,15 @@ std::string ReportToText(const ImageAuditReport& r) {
                      HumanBytes(r.total_bytes), r.total_bytes, HumanBytes(r.total_compressed_bytes),
                      HumanBytes(r.budget));
   out += fmt::format("files   {} in {} layers\n", r.files, r.layers.size());
+  if (r.verify_digests) {
+    std::size_t ok = 0;
+    for (const auto& l : r.layers) ok += l.digest_verified ? 1 : 0;
+    out += fmt::format("digests {} of {} layer blobs match their digests\n", ok, r.layers.size());
+  } else {
+    out +=
+        "digests manifest and config checked; layers by size only (--verify-digests hashes "
+        "them)\n";
+  }
   out += fmt::format("dive    efficiency {:.4f}, wasted {} ({:.1f}% of user layers)\n",
                      r.efficiency.score, HumanBytes(r.efficiency.wasted_bytes),
                      100 * r.efficiency.user_wasted_percent);

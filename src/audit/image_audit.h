@@ -3,7 +3,9 @@
 // `audit image A B --diff`: file-level and capability-snapshot diff of two images.
 //
 // Failure behaviour: AuditImage returns the reader's Status for unreadable/corrupt input (exit 2);
-// everything found inside a readable image is a Finding. Thread safety: pure functions.
+// everything found inside a readable image is a Finding, including blobs whose digest or size
+// differs from their descriptor (`image.digest-mismatch`, error -> exit 6). Thread safety: pure
+// functions.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +26,7 @@ struct ImageAuditOptions {
   ImagePolicy policy;                    // budgets, thresholds, rule switches, reader limits
   std::optional<std::uint64_t> budget;   // --budget (overrides policy.budget)
   std::optional<policy::Matrix> matrix;  // --matrix (or a matrix given as --policy FILE)
+  bool verify_digests = false;           // --verify-digests: hash every layer blob (slower)
 };
 
 struct LayerSummary {
@@ -35,6 +38,8 @@ struct LayerSummary {
   std::uint64_t uncompressed_bytes = 0;
   std::uint64_t file_bytes = 0;  // Σ declared sizes of regular files in the layer
   std::size_t entries = 0;
+  bool digest_verified = false;  // hashed and equal to its digest (--verify-digests)
+  bool streamed = false;         // pulled through a compressed outer tar instead of seeked
 };
 
 struct ImageAuditReport {
@@ -47,6 +52,7 @@ struct ImageAuditReport {
   std::uint64_t total_compressed_bytes = 0;
   std::uint64_t budget = 0;
   std::uint64_t files = 0;  // regular files in the final filesystem
+  bool verify_digests = false;
   Efficiency efficiency;
   CapabilitySnapshot snapshot;
   std::vector<Finding> findings;

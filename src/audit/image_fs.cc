@@ -60,6 +60,11 @@ std::uint64_t SizeUnder(const FileSystem& fs, const std::string& path) {
 }
 
 Efficiency ComputeEfficiency(const Image& image) {
+  FileSystem merged;
+  return MergeWithEfficiency(image, &merged);
+}
+
+Efficiency MergeWithEfficiency(const Image& image, FileSystem* merged) {
   struct Data {
     int copies = 0;
     std::uint64_t cumulative = 0;
@@ -67,7 +72,10 @@ Efficiency ComputeEfficiency(const Image& image) {
   };
   std::unordered_map<std::string, Data> paths;
   Efficiency eff;
-  FileSystem stacked;
+  // The filesystem as stacked so far is exactly what a whiteout measures, so the merge and the
+  // metric share one pass (the merge is the largest cost of the audit after reading).
+  FileSystem& stacked = *merged;
+  stacked.clear();
   for (const auto& l : image.layers) {
     std::uint64_t layer_bytes = 0;
     for (const auto& e : l.scan.entries) {

@@ -49,6 +49,8 @@ struct Efficiency {
 
 // dive's metric: each path's copies across layers (a whiteout counts the bytes it deletes).
 Efficiency ComputeEfficiency(const Image& image);
+// The same metric and MergeLayers' result (into *merged, replacing its content) in one pass.
+Efficiency MergeWithEfficiency(const Image& image, FileSystem* merged);
 
 // Resolves `path` through symlinks inside the image (absolute targets are relative to the image
 // root; ".." never leaves it). Returns nullopt on a loop or more than 40 hops.

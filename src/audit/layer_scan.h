@@ -27,6 +27,8 @@
 #include "audit/finding.h"
 #include "common/status.h"
 
+struct evp_md_ctx_st;  // OpenSSL's EVP_MD_CTX (kept opaque so <openssl/evp.h> stays in the .cc)
+
 namespace tg::audit {
 
 struct ArchiveReadDeleter {
@@ -52,10 +54,17 @@ class ByteSource {
   virtual std::int64_t Skip(std::int64_t n) { return 0; }
 };
 
-// Reads a regular file. Owns its descriptor.
+// Reads a regular file, or the byte range [offset, offset + length) of one (a layer stored
+// uncompressed inside an outer tar), with pread so the range never leaks into neighbouring
+// members. Skip() seeks (bounded by the range and the file's size). Owns its descriptor.
+// Errors: NOT_FOUND / INVALID_ARG from Open; Next() reports a range that ends before `length`
+// bytes (the file shrank or was truncated) as INVALID_ARG naming the file and offset.
 class FileSource : public ByteSource {
  public:
   static common::Result<std::unique_ptr<FileSource>> Open(const std::string& path);
+  static common::Result<std::unique_ptr<FileSource>> OpenRange(const std::string& path,
+                                                               std::uint64_t offset,
+                                                               std::uint64_t length);
   ~FileSource() override;
   FileSource(const FileSource&) = delete;
   FileSource& operator=(const FileSource&) = delete;
@@ -63,10 +72,44 @@ class FileSource : public ByteSource {
   std::int64_t Skip(std::int64_t n) override;
 
  private:
-  FileSource(int fd, std::string path) : fd_(fd), path_(std::move(path)), buf_(1 << 20) {}
+  static constexpr std::size_t kMinRead = 4 << 10;
+  static constexpr std::size_t kMaxRead = 1 << 20;
+  FileSource(int fd, std::string path, std::uint64_t pos, std::optional<std::uint64_t> end)
+      : fd_(fd), path_(std::move(path)), pos_(pos), end_(end), buf_(kMaxRead) {}
   int fd_;
   std::string path_;
+  std::uint64_t pos_;                 // absolute file offset of the next byte
+  std::optional<std::uint64_t> end_;  // absolute end of the range; nullopt = end of file
+  std::size_t next_read_ = kMinRead;  // grows while reads are sequential, shrinks after a skip
   std::vector<char> buf_;
+};
+
+// Passes another source through while hashing every byte with OpenSSL's EVP digest named by
+// `algorithm` ("sha256" or "sha512"); Skip() is refused so every byte is read and hashed.
+// Does not own `inner`. HexDigest() finalises once (later calls return the same value).
+class HashingSource : public ByteSource {
+ public:
+  static common::Result<std::unique_ptr<HashingSource>> Create(ByteSource& inner,
+                                                               std::string_view algorithm);
+  ~HashingSource() override = default;
+  HashingSource(const HashingSource&) = delete;
+  HashingSource& operator=(const HashingSource&) = delete;
+  common::Result<std::span<const char>> Next() override;
+  std::uint64_t bytes() const { return bytes_; }
+  // "<algorithm>:<hex>" of everything read so far.
+  std::string HexDigest();
+
+ private:
+  struct CtxFree {
+    void operator()(evp_md_ctx_st* c) const;
+  };
+  HashingSource(ByteSource& inner, std::string algorithm, evp_md_ctx_st* ctx)
+      : inner_(inner), algorithm_(std::move(algorithm)), ctx_(ctx) {}
+  ByteSource& inner_;
+  std::string algorithm_;
+  std::unique_ptr<evp_md_ctx_st, CtxFree> ctx_;  // the EVP_MD_CTX (owned)
+  std::uint64_t bytes_ = 0;
+  std::string digest_;
 };
 
 // Reads the data of the current entry of an enclosing archive (not owned; must outlive this).
@@ -80,6 +123,9 @@ class ArchiveEntrySource : public ByteSource {
   struct archive* outer_;
   std::string name_;
 };
+
+// "<algorithm>:<hex>" of `data` for "sha256" or "sha512"; INVALID_ARG for another algorithm.
+common::Result<std::string> DigestOf(std::string_view algorithm, std::string_view data);
 
 enum class EntryType { kFile, kDir, kSymlink, kHardlink, kWhiteout, kOpaque, kOther };
 std::string_view EntryTypeName(EntryType t);

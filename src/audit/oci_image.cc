@@ -5,6 +5,9 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <functional>
 #include <set>
 
@@ -87,12 +90,58 @@ Result<Json> ReadJson(const SmallReader& read, const std::string& rel, const std
   return common::ParseJson(text, fmt::format("{}:{}", source, rel));
 }
 
+constexpr const char* kTamperedFix =
+    "the image was modified or corrupted after it was written: fetch or save it again from a "
+    "trusted source and do not ship this copy";
+
+Finding DigestMismatch(std::string path, int layer, std::uint64_t bytes, std::string message) {
+  Finding f;
+  f.rule = "image.digest-mismatch";
+  f.severity = Severity::kError;
+  f.path = std::move(path);
+  f.layer = layer;
+  f.bytes = bytes;
+  f.message = std::move(message);
+  f.fix = kTamperedFix;
+  return f;
+}
+
+// Compares a small document with the digest (and size, when given) that named it. The blob path
+// is derived from the digest, so this is what catches a blob edited in place.
+void CheckDocument(const std::string& text, const std::string& digest, std::uint64_t size,
+                   const std::string& what, const std::string& rel, std::vector<Finding>* out) {
+  std::string alg = digest.substr(0, digest.find(':'));
+  auto actual = DigestOf(alg, text);
+  if (!actual.ok()) return;  // BlobPath already refused anything but sha256/sha512
+  if (*actual != digest) {
+    out->push_back(
+        DigestMismatch(rel, -1, text.size(),
+                       fmt::format("{} {}: content hashes to {}, but it is referenced as {}", what,
+                                   rel, *actual, digest)));
+  } else if (size != 0 && size != text.size()) {
+    out->push_back(DigestMismatch(rel, -1, text.size(),
+                                  fmt::format("{} {}: {} bytes, but its descriptor declares {}",
+                                              what, rel, text.size(), size)));
+  }
+}
+
+// Reads a document named by a descriptor, checks it against the descriptor, parses it.
+Result<Json> ReadDescribed(const SmallReader& read, const std::string& rel, const Descriptor& d,
+                           const std::string& what, const std::string& source,
+                           std::vector<Finding>* findings) {
+  TG_ASSIGN_OR_RETURN(std::string text, read(rel));
+  CheckDocument(text, d.digest, d.size, what, rel, findings);
+  return common::ParseJson(text, fmt::format("{}:{}", source, rel));
+}
+
 struct Resolved {
   Json config;
   std::string config_digest;
   std::vector<Descriptor> layers;
   std::vector<std::string> layer_blobs;
   std::vector<std::string> repo_tags;
+  bool legacy = false;            // docker save manifest.json: layers are checked by diff_id
+  std::vector<Finding> findings;  // manifest/index/config digest mismatches
 };
 
 // Picks linux/amd64 when an index lists several platforms, else the first manifest.
@@ -117,10 +166,11 @@ Result<Resolved> ResolveOci(const SmallReader& read, const std::string& source) 
   TG_ASSIGN_OR_RETURN(Json index, ReadJson(read, "index.json", source));
   std::string where = source + ":index.json";
   TG_ASSIGN_OR_RETURN(Descriptor d, ChooseManifest(index, where));
+  std::vector<Finding> findings;
   for (int depth = 0;; ++depth) {
     if (depth > 4) return Status::InvalidArg(where + ": image indexes nested too deeply");
     TG_ASSIGN_OR_RETURN(std::string rel, BlobPath(d.digest, where));
-    TG_ASSIGN_OR_RETURN(Json doc, ReadJson(read, rel, source));
+    TG_ASSIGN_OR_RETURN(Json doc, ReadDescribed(read, rel, d, "manifest", source, &findings));
     where = fmt::format("{}:{}", source, rel);
     if (doc.is_object() && doc.contains("manifests")) {
       TG_ASSIGN_OR_RETURN(d, ChooseManifest(doc, where));
@@ -133,8 +183,9 @@ Result<Resolved> ResolveOci(const SmallReader& read, const std::string& source) 
     Resolved r;
     TG_ASSIGN_OR_RETURN(Descriptor cfg, ParseDescriptor(doc["config"], where + ": config"));
     TG_ASSIGN_OR_RETURN(std::string cfg_rel, BlobPath(cfg.digest, where + ": config"));
-    TG_ASSIGN_OR_RETURN(r.config, ReadJson(read, cfg_rel, source));
+    TG_ASSIGN_OR_RETURN(r.config, ReadDescribed(read, cfg_rel, cfg, "config", source, &findings));
     r.config_digest = cfg.digest;
+    r.findings = std::move(findings);
     for (std::size_t i = 0; i < doc["layers"].size(); ++i) {
       std::string lw = fmt::format("{}: layers[{}]", where, i);
       TG_ASSIGN_OR_RETURN(Descriptor l, ParseDescriptor(doc["layers"][i], lw));
@@ -164,8 +215,15 @@ Result<Resolved> ResolveLegacy(const SmallReader& read, const std::string& sourc
   bool abs = false;
   auto cfg = NormalizeMemberName(e["Config"].get<std::string>(), &abs);
   if (!cfg) return Status::InvalidArg(where + ": 'Config' path escapes the archive");
-  TG_ASSIGN_OR_RETURN(r.config, ReadJson(read, *cfg, source));
+  TG_ASSIGN_OR_RETURN(std::string cfg_text, read(*cfg));
+  TG_ASSIGN_OR_RETURN(r.config, common::ParseJson(cfg_text, fmt::format("{}:{}", source, *cfg)));
   r.config_digest = *cfg;
+  r.legacy = true;
+  // Legacy saves name the config "<sha256 hex>.json": that name is its digest.
+  std::string base = cfg->substr(cfg->rfind('/') == std::string::npos ? 0 : cfg->rfind('/') + 1);
+  if (base.size() == 64 + 5 && base.ends_with(".json") && IsHex(base.substr(0, 64))) {
+    CheckDocument(cfg_text, "sha256:" + base.substr(0, 64), 0, "config", *cfg, &r.findings);
+  }
   for (std::size_t i = 0; i < e["Layers"].size(); ++i) {
     const Json& l = e["Layers"][i];
     auto p = l.is_string() ? NormalizeMemberName(l.get<std::string>(), &abs) : std::nullopt;
@@ -204,6 +262,11 @@ Result<ArchiveReadPtr> OpenOuter(const std::string& path) {
 struct TarIndex {
   std::map<std::string, std::uint64_t> sizes;
   std::map<std::string, std::string> small;
+  // Where each regular member's data lies in the file: (offset, size). Filled only for an
+  // uncompressed outer tar (a compressed one has no stable file offsets) and never for sparse
+  // members, whose data is not one contiguous range. A name stored twice keeps its first
+  // member, the one the streaming path reads.
+  std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> ranges;
 };
 
 bool LooksLikeMetadata(const std::string& name, std::uint64_t size) {
@@ -217,6 +280,11 @@ bool LooksLikeMetadata(const std::string& name, std::uint64_t size) {
 
 Result<TarIndex> IndexTar(const std::string& path) {
   TG_ASSIGN_OR_RETURN(ArchiveReadPtr a, OpenOuter(path));
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    return Status::InvalidArg(fmt::format("{}: cannot stat: {}", path, std::strerror(errno)));
+  }
+  const auto file_size = static_cast<std::uint64_t>(st.st_size);
   TarIndex idx;
   struct archive_entry* entry = nullptr;
   for (;;) {
@@ -236,6 +304,22 @@ Result<TarIndex> IndexTar(const std::string& path) {
     std::uint64_t size =
         archive_entry_size(entry) > 0 ? static_cast<std::uint64_t>(archive_entry_size(entry)) : 0;
     idx.sizes[*name] = size;
+    // With no compression filter, the tar reader has consumed exactly the member's header
+    // blocks (pax/GNU extension headers included) when it returns the entry, so the bytes
+    // consumed so far are the data's offset in the file.
+    if (archive_filter_count(a.get()) == 1 &&
+        archive_filter_code(a.get(), 0) == ARCHIVE_FILTER_NONE &&
+        archive_entry_sparse_count(entry) == 0) {
+      la_int64_t pos = archive_filter_bytes(a.get(), 0);
+      auto off = static_cast<std::uint64_t>(pos < 0 ? 0 : pos);
+      if (pos < 0 || off > file_size || size > file_size - off) {
+        return Status::InvalidArg(fmt::format(
+            "{}: member {} declares {} bytes of data at offset {}, but the file ends at byte {}: "
+            "truncated or corrupt archive",
+            path, *name, size, pos, file_size));
+      }
+      idx.ranges.emplace(*name, std::make_pair(off, size));
+    }
     if (!LooksLikeMetadata(*name, size)) continue;
     std::string data(size, '\0');
     la_ssize_t got = archive_read_data(a.get(), data.data(), data.size());
@@ -318,6 +402,7 @@ Image FromResolved(const std::string& path, ImageFormat format, Resolved r) {
   Image img;
   img.source = path;
   img.format = format;
+  img.findings = std::move(r.findings);
   img.config = std::move(r.config);
   img.config_digest = std::move(r.config_digest);
   img.repo_tags = std::move(r.repo_tags);
@@ -333,7 +418,72 @@ Image FromResolved(const std::string& path, ImageFormat format, Resolved r) {
   ParseConfig(&img);
   FillDiffIds(&img);
   MapHistory(&img);
+  for (auto& l : img.layers) l.expected_digest = r.legacy ? l.diff_id : l.digest;
   return img;
+}
+
+// The descriptor's size against the blob's real size: free to check, so always checked.
+void CheckLayerSize(Image* img, ImageLayer* l, std::uint64_t actual) {
+  if (l->declared_size == 0) {
+    l->declared_size = actual;
+  } else if (l->declared_size != actual) {
+    img->findings.push_back(
+        DigestMismatch(l->blob, l->index, actual,
+                       fmt::format("layer {} blob {}: {} bytes, but its descriptor declares {}",
+                                   l->index, l->blob, actual, l->declared_size)));
+  }
+}
+
+// Scans one blob; with `verify` every byte is hashed on the way (the algorithm of the expected
+// digest, sha256 when unknown) and the whole blob is read even when the scan stopped early.
+Result<LayerScan> ScanBlob(ByteSource& src, ImageLayer& l, const std::string& name, bool verify,
+                           const ReaderLimits& limits, std::uint64_t* budget,
+                           const CapturePredicate& capture) {
+  std::string alg = l.expected_digest.substr(0, l.expected_digest.find(':'));
+  if (!verify || (alg != "sha256" && alg != "sha512")) {
+    return ScanLayer(src, l.index, name, l.declared_size, limits, budget, capture);
+  }
+  TG_ASSIGN_OR_RETURN(auto h, HashingSource::Create(src, alg));
+  TG_ASSIGN_OR_RETURN(LayerScan scan,
+                      ScanLayer(*h, l.index, name, l.declared_size, limits, budget, capture));
+  for (;;) {
+    auto b = h->Next();
+    if (!b.ok()) return b.status().WithPrefix(fmt::format("layer {}", l.index));
+    if (b->empty()) break;
+  }
+  l.actual_digest = h->HexDigest();
+  return scan;
+}
+
+// Digest findings after all layers were read (verify mode only). Layers never read (an earlier
+// one hit a limit) have no actual digest and are skipped.
+void CheckLayerDigests(Image* img) {
+  for (auto& l : img->layers) {
+    std::string alg = l.expected_digest.substr(0, l.expected_digest.find(':'));
+    // A legacy layer.tar is compared with its diff_id, the digest of the *uncompressed* tar.
+    bool comparable =
+        (alg == "sha256" || alg == "sha512") &&
+        !(img->format == ImageFormat::kDockerLegacy && l.scan.compression != Compression::kNone);
+    if (comparable && l.actual_digest.empty()) continue;
+    if (!comparable) {
+      Finding f;
+      f.rule = "image.digest-unverified";
+      f.severity = Severity::kInfo;
+      f.path = l.blob;
+      f.layer = l.index;
+      f.message = fmt::format(
+          "layer {} blob {}: not verified: no sha256/sha512 digest of these bytes to check "
+          "against (have '{}' for a {} blob)",
+          l.index, l.blob, l.expected_digest, CompressionName(l.scan.compression));
+      f.fix = "save the image with a tool that records layer digests (docker save, skopeo, umoci)";
+      img->findings.push_back(std::move(f));
+    } else if (l.actual_digest != l.expected_digest) {
+      img->findings.push_back(
+          DigestMismatch(l.blob, l.index, l.scan.compressed_bytes,
+                         fmt::format("layer {} blob {}: expected {}, actual {}", l.index, l.blob,
+                                     l.expected_digest, l.actual_digest)));
+    }
+  }
 }
 
 void CollectFindings(Image* img) {
@@ -343,7 +493,7 @@ void CollectFindings(Image* img) {
 }
 
 Result<Image> ReadLayoutDir(const std::string& dir, const ReaderLimits& limits,
-                            const CapturePredicate& capture) {
+                            const CapturePredicate& capture, const ReadOptions& options) {
   SmallReader read = [&](const std::string& rel) -> Result<std::string> {
     return common::ReadFileLimited(dir + "/" + rel, kMaxJsonBytes);
   };
@@ -358,17 +508,98 @@ Result<Image> ReadLayoutDir(const std::string& dir, const ReaderLimits& limits,
   std::uint64_t budget = limits.max_uncompressed_bytes;
   for (auto& l : img.layers) {
     TG_ASSIGN_OR_RETURN(auto src, FileSource::Open(dir + "/" + l.blob));
+    struct stat bst {};
+    if (::stat((dir + "/" + l.blob).c_str(), &bst) == 0) {
+      CheckLayerSize(&img, &l, static_cast<std::uint64_t>(bst.st_size));
+    }
     TG_ASSIGN_OR_RETURN(
-        l.scan, ScanLayer(*src, l.index, l.blob, l.declared_size, limits, &budget, capture));
-    if (l.declared_size == 0) l.declared_size = l.scan.compressed_bytes;
+        l.scan, ScanBlob(*src, l, l.blob, options.verify_layer_digests, limits, &budget, capture));
     if (l.scan.stopped_early) break;
   }
+  if (options.verify_layer_digests) CheckLayerDigests(&img);
   CollectFindings(&img);
   return img;
 }
 
+// A layer scan's result belongs to every manifest position that names the same blob.
+void PlaceScan(Image* img, const std::vector<int>& positions, const LayerScan& scan,
+               const std::string& digest, bool streamed) {
+  for (int i : positions) {
+    ImageLayer& l = img->layers[i];
+    l.scan = scan;
+    l.actual_digest = digest;
+    l.streamed = streamed;
+    for (auto& f : l.scan.findings) f.layer = i;
+  }
+}
+
+// Uncompressed outer tar: every layer is read from its byte range of the file, in file order
+// (the order the streaming path sees them, so limits trip at the same layer), and plain layers
+// are skipped over with seeks instead of being copied through the outer archive.
+Status ScanRanges(const std::string& path, const TarIndex& idx,
+                  const std::map<std::string, std::vector<int>>& wanted, const ReaderLimits& limits,
+                  const CapturePredicate& capture, const ReadOptions& options, Image* img) {
+  std::vector<std::pair<std::pair<std::uint64_t, std::uint64_t>, std::string>> order;
+  for (const auto& [blob, positions] : wanted) order.emplace_back(idx.ranges.at(blob), blob);
+  std::sort(order.begin(), order.end());
+  std::uint64_t budget = limits.max_uncompressed_bytes;
+  for (const auto& [range, blob] : order) {
+    const std::vector<int>& positions = wanted.at(blob);
+    ImageLayer& first = img->layers[positions.front()];
+    TG_ASSIGN_OR_RETURN(auto src, FileSource::OpenRange(path, range.first, range.second));
+    TG_ASSIGN_OR_RETURN(LayerScan scan, ScanBlob(*src, first, blob, options.verify_layer_digests,
+                                                 limits, &budget, capture));
+    PlaceScan(img, positions, scan, first.actual_digest, false);
+    if (scan.stopped_early) break;
+  }
+  return Status::Ok();
+}
+
+// Compressed outer tar: one more sequential pass, layers in archive order; results are placed
+// by manifest index, so whiteouts are applied in the right order later regardless of where the
+// writer put each blob.
+Status ScanStreamed(const std::string& path, const std::map<std::string, std::vector<int>>& wanted,
+                    const ReaderLimits& limits, const CapturePredicate& capture,
+                    const ReadOptions& options, Image* img) {
+  TG_ASSIGN_OR_RETURN(ArchiveReadPtr a, OpenOuter(path));
+  std::uint64_t budget = limits.max_uncompressed_bytes;
+  std::size_t done = 0;
+  bool stopped = false;
+  std::set<std::string> seen;
+  struct archive_entry* entry = nullptr;
+  while (done < wanted.size() && !stopped) {
+    int rc = archive_read_next_header(a.get(), &entry);
+    if (rc == ARCHIVE_EOF) break;
+    if (rc == ARCHIVE_RETRY) continue;
+    if (rc == ARCHIVE_FATAL) {
+      const char* e = archive_error_string(a.get());
+      return Status::InvalidArg(
+          fmt::format("{}: corrupt or truncated archive: {}", path, e ? e : "unknown error"));
+    }
+    const char* raw = archive_entry_pathname(entry);
+    bool abs = false;
+    auto name = NormalizeMemberName(raw ? raw : "", &abs);
+    if (!name) continue;
+    auto it = wanted.find(*name);
+    if (it == wanted.end() || it->second.empty()) continue;
+    if (!seen.insert(*name).second) continue;  // the same blob stored twice
+    ImageLayer& first = img->layers[it->second.front()];
+    ArchiveEntrySource src(a.get(), fmt::format("{}:{}", path, *name));
+    TG_ASSIGN_OR_RETURN(LayerScan scan, ScanBlob(src, first, *name, options.verify_layer_digests,
+                                                 limits, &budget, capture));
+    stopped = scan.stopped_early;
+    PlaceScan(img, it->second, scan, first.actual_digest, true);
+    ++done;
+  }
+  if (done < wanted.size() && !stopped) {
+    return Status::InvalidArg(
+        fmt::format("{}: only {} of {} layer blobs could be read", path, done, wanted.size()));
+  }
+  return Status::Ok();
+}
+
 Result<Image> ReadTar(const std::string& path, const ReaderLimits& limits,
-                      const CapturePredicate& capture) {
+                      const CapturePredicate& capture, const ReadOptions& options) {
   TG_ASSIGN_OR_RETURN(TarIndex idx, IndexTar(path));
   SmallReader read = [&](const std::string& rel) -> Result<std::string> {
     auto it = idx.small.find(rel);
@@ -405,48 +636,15 @@ Result<Image> ReadTar(const std::string& path, const ReaderLimits& limits,
     }
     wanted[l.blob].push_back(l.index);
   }
-  for (auto& l : img.layers) {
-    if (l.declared_size == 0) l.declared_size = idx.sizes[l.blob];
+  for (auto& l : img.layers) CheckLayerSize(&img, &l, idx.sizes[l.blob]);
+  bool ranged = true;
+  for (const auto& [blob, layers] : wanted) ranged = ranged && idx.ranges.count(blob) > 0;
+  if (ranged) {
+    TG_RETURN_IF_ERROR(ScanRanges(path, idx, wanted, limits, capture, options, &img));
+  } else {
+    TG_RETURN_IF_ERROR(ScanStreamed(path, wanted, limits, capture, options, &img));
   }
-  // Pass 2: layers in archive order; results are placed by manifest index, so whiteouts are
-  // applied in the right order later regardless of where the writer put each blob.
-  TG_ASSIGN_OR_RETURN(ArchiveReadPtr a, OpenOuter(path));
-  std::uint64_t budget = limits.max_uncompressed_bytes;
-  std::size_t done = 0;
-  bool stopped = false;
-  std::set<std::string> seen;
-  struct archive_entry* entry = nullptr;
-  while (done < wanted.size() && !stopped) {
-    int rc = archive_read_next_header(a.get(), &entry);
-    if (rc == ARCHIVE_EOF) break;
-    if (rc == ARCHIVE_RETRY) continue;
-    if (rc == ARCHIVE_FATAL) {
-      const char* e = archive_error_string(a.get());
-      return Status::InvalidArg(
-          fmt::format("{}: corrupt or truncated archive: {}", path, e ? e : "unknown error"));
-    }
-    const char* raw = archive_entry_pathname(entry);
-    bool abs = false;
-    auto name = NormalizeMemberName(raw ? raw : "", &abs);
-    if (!name) continue;
-    auto it = wanted.find(*name);
-    if (it == wanted.end() || it->second.empty()) continue;
-    if (!seen.insert(*name).second) continue;  // the same blob stored twice
-    ImageLayer& first = img.layers[it->second.front()];
-    ArchiveEntrySource src(a.get(), fmt::format("{}:{}", path, *name));
-    TG_ASSIGN_OR_RETURN(LayerScan scan, ScanLayer(src, first.index, *name, first.declared_size,
-                                                  limits, &budget, capture));
-    stopped = scan.stopped_early;
-    for (int i : it->second) {
-      img.layers[i].scan = scan;
-      for (auto& f : img.layers[i].scan.findings) f.layer = i;
-    }
-    ++done;
-  }
-  if (done < wanted.size() && !stopped) {
-    return Status::InvalidArg(
-        fmt::format("{}: only {} of {} layer blobs could be read", path, done, wanted.size()));
-  }
+  if (options.verify_layer_digests) CheckLayerDigests(&img);
   CollectFindings(&img);
   return img;
 }
@@ -454,13 +652,13 @@ Result<Image> ReadTar(const std::string& path, const ReaderLimits& limits,
 }  // namespace
 
 Result<Image> ReadImage(const std::string& path, const ReaderLimits& limits,
-                        const CapturePredicate& capture) {
+                        const CapturePredicate& capture, const ReadOptions& options) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
     return Status::NotFound(fmt::format("{}: no such image file or directory", path));
   }
-  if (S_ISDIR(st.st_mode)) return ReadLayoutDir(path, limits, capture);
-  return ReadTar(path, limits, capture);
+  if (S_ISDIR(st.st_mode)) return ReadLayoutDir(path, limits, capture, options);
+  return ReadTar(path, limits, capture, options);
 }
 
 }  // namespace tg::audit

@@ -1,8 +1,11 @@
 // Reads a container image without a daemon: `docker save` tarballs (legacy manifest.json +
 // <id>/layer.tar, and Docker >= 25's OCI layout inside the tar), OCI image layout directories
 // (oci-layout, index.json -> manifest -> config + layers) and OCI archives (a tar of a layout).
-// Tar inputs are read in two sequential passes (metadata, then layers in archive order), so the
-// image is never extracted and memory holds only JSON documents and layer entry lists.
+// Tar inputs are read in two passes: a metadata pass over the headers, then the layers. In an
+// uncompressed tar each layer is read from its own byte range [offset, offset + size) of the
+// file (found in the metadata pass), so plain layers are seeked exactly like OCI layout blobs; a
+// compressed outer tar (`docker save | gzip`) is streamed a second time, layers in archive order.
+// The image is never extracted and memory holds only JSON documents and layer entry lists.
 //
 // Errors: NOT_FOUND for a missing path; INVALID_ARG naming the file and what was wrong for
 // anything unreadable, corrupt, truncated or inconsistent (missing manifest, blob, config, bad
@@ -39,6 +42,15 @@ struct ImageLayer {
   std::string blob;        // member name inside the tar, or path inside the layout directory
   std::uint64_t declared_size = 0;  // descriptor size (or member size)
   std::string created_by;           // from the mapped history entry
+  // What the blob's bytes must hash to: the descriptor digest (OCI, Docker >= 25) or, for legacy
+  // saves (whose layer.tar is the uncompressed layer), the config's diff_id. "" = unknown.
+  std::string expected_digest;
+  // The digest computed while reading (only with ReadOptions::verify_layer_digests), else "".
+  std::string actual_digest;
+  // True when the blob was pulled through the outer archive's reader (a compressed outer tar);
+  // false when it was read from its own byte range of the file (layout blobs, plain tars), which
+  // lets plain layers seek over file data the way `tar -tvf` does.
+  bool streamed = false;
   LayerScan scan;
 };
 
@@ -54,9 +66,19 @@ struct Image {
   std::vector<Finding> findings;  // reader findings (hostile content, history mismatch)
 };
 
+struct ReadOptions {
+  // Hash every layer blob while it is read and compare with ImageLayer::expected_digest. Costs
+  // reading (instead of seeking over) the data of uncompressed layers; see docs/AUDIT_IMAGE.md.
+  // Manifests, indexes and configs (small) are always checked against their descriptors, and
+  // descriptor sizes of layers always against the blob's size.
+  bool verify_layer_digests = false;
+};
+
 // Reads the image at `path` (a tar file or a layout directory) with the given limits; file
-// contents matching `capture` (normalised paths) are kept in each layer's scan.
+// contents matching `capture` (normalised paths) are kept in each layer's scan. A blob whose
+// digest or size differs from its descriptor is an `image.digest-mismatch` finding (error) in
+// Image::findings, naming the blob, the expected and the actual value; the image is still read.
 common::Result<Image> ReadImage(const std::string& path, const ReaderLimits& limits,
-                                const CapturePredicate& capture);
+                                const CapturePredicate& capture, const ReadOptions& options = {});
 
 }  // namespace tg::audit

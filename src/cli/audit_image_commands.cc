@@ -1,4 +1,5 @@
-// `truegreen audit image IMAGE [IMAGE2] [--budget SIZE] [--matrix FILE] [--diff]`.
+// `truegreen audit image IMAGE [IMAGE2] [--budget SIZE] [--matrix FILE] [--diff]
+// [--verify-digests]`.
 // The global --policy is read as an audit policy file (its `image:` section) unless it is
 // "production"/"dev" (built-in defaults) or a version matrix (then used like --matrix).
 #include <cstdio>
@@ -19,6 +20,7 @@ struct AuditImageFlags {
   std::string budget;
   std::string matrix;
   bool diff = false;
+  bool verify_digests = false;
 };
 
 int Fail(const common::Status& s) {
@@ -47,6 +49,7 @@ int RunAuditImage(const AuditImageFlags& f, const GlobalOptions& g) {
     if (!m.ok()) return Fail(m.status());
     opts.matrix = std::move(*m);
   }
+  opts.verify_digests = f.verify_digests;
   if (f.diff && f.images.size() != 2) {
     return Fail(common::Status::InvalidArg("--diff needs exactly two images (A B)"));
   }
@@ -98,6 +101,9 @@ void RegisterAuditImageCommands(CLI::App& audit, GlobalOptions& g, CommandRegist
                   "Version matrix to compare the image's CUDA/cuDNN/TensorRT/ORT libraries with")
       ->type_name("FILE");
   cmd->add_flag("--diff", flags->diff, "Diff two images: files and capability snapshots");
+  cmd->add_flag("--verify-digests", flags->verify_digests,
+                "Hash every layer blob and compare with its digest (manifests and configs are "
+                "always checked); reads plain layers in full instead of seeking over file data");
   r.Add(cmd, [flags, &g] { return RunAuditImage(*flags, g); });
 }
 
