@@ -4,6 +4,11 @@
 #include <cmath>
 #include <limits>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#include <immintrin.h>
+#endif
+
 #include "common/file_util.h"
 
 namespace tg::runtime {
@@ -75,8 +80,8 @@ float HalfToFloat(std::uint16_t h) {
       } while ((mant & 0x400u) == 0);
       bits = sign | (static_cast<std::uint32_t>(127 - 15 - e) << 23) | ((mant & 0x3ffu) << 13);
     }
-  } else if (exp == 0x1f) {
-    bits = sign | 0x7f800000u | (mant << 13);
+  } else if (exp == 0x1f) {  // Inf, or NaN made quiet (what vcvtph2ps returns)
+    bits = sign | 0x7f800000u | (mant << 13) | (mant != 0 ? 0x400000u : 0u);
   } else {
     bits = sign | ((exp + (127 - 15)) << 23) | (mant << 13);
   }
@@ -108,6 +113,75 @@ std::uint16_t FloatToHalf(float value) {
   // Round to nearest even; a carry into the exponent is the correct result (may become Inf).
   if (rem > 0x1000u || (rem == 0x1000u && (half & 1u))) ++half;
   return static_cast<std::uint16_t>(sign | half);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bulk fp16 conversion. The F16C kernels are compiled for that instruction set only (the rest of
+// the binary stays baseline x86-64) and chosen after a cpuid check, so one binary runs everywhere.
+// vcvtps2ph with rounding immediate 0 rounds to nearest even and ignores MXCSR's FTZ/DAZ, which is
+// exactly the scalar FloatToHalf; vcvtph2ps is exact. tensor_test checks every half value and the
+// rounding ties against the scalar code.
+
+namespace {
+
+#if defined(__x86_64__) || defined(__i386__)
+#define TG_HAVE_F16C_KERNELS 1
+
+bool DetectF16c() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid(1, &a, &b, &c, &d) == 0) return false;
+  const bool osxsave = (c & (1u << 27)) != 0, avx = (c & (1u << 28)) != 0;
+  const bool f16c = (c & (1u << 29)) != 0;
+  if (!osxsave || !avx || !f16c) return false;
+  // The OS must save the YMM state (XCR0 bits 1 and 2) for VEX-encoded instructions.
+  unsigned lo = 0, hi = 0;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  return (lo & 0x6u) == 0x6u;
+}
+
+__attribute__((target("avx,f16c"))) void HalfToFloatF16c(const std::uint16_t* src, float* dst,
+                                                         std::size_t n) {
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(h));
+  }
+  for (; i < n; ++i) dst[i] = HalfToFloat(src[i]);
+}
+
+__attribute__((target("avx,f16c"))) void FloatToHalfF16c(const float* src, std::uint16_t* dst,
+                                                         std::size_t n) {
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), h);
+  }
+  for (; i < n; ++i) dst[i] = FloatToHalf(src[i]);
+}
+#else
+#define TG_HAVE_F16C_KERNELS 0
+bool DetectF16c() { return false; }
+#endif
+
+}  // namespace
+
+bool CpuHasF16c() {
+  static const bool has = DetectF16c();
+  return has;
+}
+
+void HalfToFloatN(const std::uint16_t* src, float* dst, std::size_t n, Fp16Kernel kernel) {
+#if TG_HAVE_F16C_KERNELS
+  if (kernel != Fp16Kernel::kScalar && CpuHasF16c()) return HalfToFloatF16c(src, dst, n);
+#endif
+  for (std::size_t i = 0; i < n; ++i) dst[i] = HalfToFloat(src[i]);
+}
+
+void FloatToHalfN(const float* src, std::uint16_t* dst, std::size_t n, Fp16Kernel kernel) {
+#if TG_HAVE_F16C_KERNELS
+  if (kernel != Fp16Kernel::kScalar && CpuHasF16c()) return FloatToHalfF16c(src, dst, n);
+#endif
+  for (std::size_t i = 0; i < n; ++i) dst[i] = FloatToHalf(src[i]);
 }
 
 std::string ShapeToString(const std::vector<std::int64_t>& shape) {
@@ -172,8 +246,7 @@ common::Result<Tensor> Tensor::Float16FromFloats(std::vector<std::int64_t> shape
                                       " needs " + std::to_string(t->element_count()) +
                                       " values, got " + std::to_string(values.size()));
   }
-  std::uint16_t* p = t->data<std::uint16_t>();
-  for (std::size_t i = 0; i < values.size(); ++i) p[i] = FloatToHalf(values[i]);
+  FloatToHalfN(values.data(), t->data<std::uint16_t>(), values.size());
   return t;
 }
 

@@ -4,8 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "runtime/engines.h"
 #include "runtime/session.h"
@@ -31,6 +34,85 @@ TEST(TensorTest, Fp16RoundTripAndSpecialValues) {
   // Round to nearest even: 1 + 2^-11 is a tie between 1 and 1 + 2^-10.
   EXPECT_EQ(FloatToHalf(1.0f + std::ldexp(1.0f, -11)), 0x3c00);
   EXPECT_EQ(FloatToHalf(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3c02);
+}
+
+TEST(TensorTest, Fp16SignallingNanIsQuieted) {
+  // What vcvtph2ps returns: the payload kept, the quiet bit set.
+  EXPECT_EQ(std::bit_cast<std::uint32_t>(HalfToFloat(0x7c01)), 0x7fc02000u);
+  EXPECT_EQ(std::bit_cast<std::uint32_t>(HalfToFloat(0xfe00)), 0xffc00000u);
+  EXPECT_EQ(std::bit_cast<std::uint32_t>(HalfToFloat(0x7c00)), 0x7f800000u);  // Inf stays Inf
+}
+
+// The bulk kernels against the scalar reference, element by element, over `in` (lengths that are
+// not multiples of the vector width exercise the tails).
+template <typename In, typename Out, typename Fn, typename Ref>
+void ExpectKernelsMatch(const std::vector<In>& in, Fn bulk, Ref ref, const char* what) {
+  for (Fp16Kernel k : {Fp16Kernel::kScalar, Fp16Kernel::kF16c, Fp16Kernel::kAuto}) {
+    std::vector<Out> out(in.size(), Out{});
+    bulk(in.data(), out.data(), in.size(), k);
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      const Out want = ref(in[i]);
+      ASSERT_EQ(std::memcmp(&out[i], &want, sizeof(Out)), 0)
+          << what << " kernel " << static_cast<int>(k) << " index " << i << " input bits "
+          << std::hex
+          << +std::bit_cast<std::conditional_t<sizeof(In) == 4, std::uint32_t, std::uint16_t>>(
+                 in[i]);
+    }
+  }
+}
+
+TEST(TensorTest, BulkHalfToFloatMatchesScalarForEveryHalf) {
+  if (!CpuHasF16c()) GTEST_LOG_(INFO) << "no F16C on this CPU: only the scalar kernel is checked";
+  std::vector<std::uint16_t> all(0x10000 + 5);  // + 5: a tail after the last full vector
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<std::uint16_t>(i);
+  ExpectKernelsMatch<std::uint16_t, float>(
+      all,
+      [](const std::uint16_t* s, float* d, std::size_t n, Fp16Kernel k) {
+        HalfToFloatN(s, d, n, k);
+      },
+      HalfToFloat, "HalfToFloatN");
+}
+
+TEST(TensorTest, BulkFloatToHalfMatchesScalarOnRoundingEdges) {
+  std::vector<float> in;
+  for (std::uint32_t h = 0; h < 0x10000; ++h) {
+    if ((h & 0x7c00) == 0x7c00) continue;  // NaN/Inf inputs are added below
+    const float f = HalfToFloat(static_cast<std::uint16_t>(h));
+    in.push_back(f);
+    // The tie with the next half up (round to even decides) and one float ulp either side.
+    const float next = HalfToFloat(static_cast<std::uint16_t>(h + 1));
+    if ((h & 0x7fff) == 0x7bff) continue;  // next is Inf: covered by the overflow values below
+    if (std::signbit(f) != std::signbit(next) || std::isinf(next)) continue;
+    const float tie = static_cast<float>((static_cast<double>(f) + next) / 2);
+    in.push_back(tie);
+    in.push_back(std::nextafter(tie, 0.0f));
+    in.push_back(std::nextafter(tie, std::numeric_limits<float>::infinity() * (f < 0 ? -1 : 1)));
+  }
+  // Overflow threshold (65520 is the tie between 65504 and Inf), underflow below 2^-25,
+  // float subnormals, Inf and NaNs with assorted payloads (signalling and quiet).
+  for (float v : {65504.0f, 65519.996f, 65520.0f, 65536.0f, 1e30f, std::ldexp(1.0f, -25),
+                  std::nextafter(std::ldexp(1.0f, -25), 1.0f), std::ldexp(1.0f, -26),
+                  std::ldexp(3.0f, -26), std::numeric_limits<float>::denorm_min(),
+                  std::numeric_limits<float>::min(), std::numeric_limits<float>::infinity()}) {
+    in.push_back(v);
+    in.push_back(-v);
+  }
+  for (std::uint32_t bits : {0x7f800001u, 0x7fc00000u, 0x7fbfffffu, 0xffc01234u, 0x7f802000u}) {
+    in.push_back(std::bit_cast<float>(bits));
+  }
+  // And pseudo-random bit patterns over the whole float range.
+  std::uint64_t state = 42;
+  for (int i = 0; i < (1 << 18); ++i) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    in.push_back(std::bit_cast<float>(static_cast<std::uint32_t>(state >> 32)));
+  }
+  in.push_back(1.5f);  // odd total length: a scalar tail
+  ExpectKernelsMatch<float, std::uint16_t>(
+      in,
+      [](const float* s, std::uint16_t* d, std::size_t n, Fp16Kernel k) {
+        FloatToHalfN(s, d, n, k);
+      },
+      FloatToHalf, "FloatToHalfN");
 }
 
 TEST(TensorTest, CreateValidatesShapeAndSize) {

@@ -6,10 +6,18 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <mutex>
+#include <system_error>
+#include <thread>
 #include <utility>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 #include "sd/scheduler.h"
 
@@ -36,8 +44,7 @@ void FillFloatTensor(const float* src, std::size_t n, DataType dtype,
   if (dtype == DataType::kFloat32) {
     std::memcpy(t->data<float>(), src, n * sizeof(float));
   } else {
-    std::uint16_t* dst = t->data<std::uint16_t>();
-    for (std::size_t i = 0; i < n; ++i) dst[i] = runtime::FloatToHalf(src[i]);
+    runtime::FloatToHalfN(src, t->data<std::uint16_t>(), n);
   }
 }
 
@@ -47,8 +54,7 @@ void ReadFloats(const Tensor& t, float* dst) {
   if (t.dtype() == DataType::kFloat32) {
     std::memcpy(dst, t.data<float>(), n * sizeof(float));
   } else {
-    const std::uint16_t* src = t.data<std::uint16_t>();
-    for (std::size_t i = 0; i < n; ++i) dst[i] = runtime::HalfToFloat(src[i]);
+    runtime::HalfToFloatN(t.data<std::uint16_t>(), dst, n);
   }
 }
 
@@ -305,52 +311,280 @@ RgbImage DecodedToRgb(const float* chw, int width, int height) {
   return img;
 }
 
+// Draws "the next n Gaussians" of the generators on a worker thread. What is drawn does not
+// depend on the step index: the streams are sequential, so noise drawn for a step that never
+// consumed it is exactly what the following Step would have drawn itself.
+class StepWorkspace::NoiseWorker {
+ public:
+  NoiseWorker(std::span<Rng> rngs, std::size_t n)
+      : rngs_(rngs), buf_(n), thread_([this] { Loop(); }) {}
+  ~NoiseWorker() {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  // Starts a draw unless one is running or its result is still unconsumed.
+  void Request() {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (state_ != State::kIdle) return;
+      state_ = State::kDrawing;
+    }
+    cv_.notify_all();
+  }
+  // The drawn noise (waiting for a running draw), or nullptr when none was requested.
+  const float* Wait() {
+    std::unique_lock<std::mutex> l(mu_);
+    if (state_ == State::kIdle) return nullptr;
+    cv_.wait(l, [this] { return state_ == State::kReady; });
+    return buf_.data();
+  }
+  // The scheduler used the values: the next Request draws new ones.
+  void Consumed() {
+    std::lock_guard<std::mutex> l(mu_);
+    state_ = State::kIdle;
+  }
+
+ private:
+  enum class State { kIdle, kDrawing, kReady };
+  void Loop() {
+    std::unique_lock<std::mutex> l(mu_);
+    for (;;) {
+      cv_.wait(l, [this] { return stop_ || state_ == State::kDrawing; });
+      if (stop_) return;
+      l.unlock();
+      Scheduler::DrawNoise(rngs_, buf_.data(), buf_.size());
+      l.lock();
+      state_ = State::kReady;
+      cv_.notify_all();
+    }
+  }
+
+  std::span<Rng> rngs_;
+  std::vector<float> buf_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  State state_ = State::kIdle;  // guarded by mu_
+  bool stop_ = false;           // guarded by mu_
+  std::thread thread_;          // last: starts after the members it reads
+};
+
 StepWorkspace::StepWorkspace(const UnetPart& unet, int images, bool cfg, float guidance,
-                             int latent_h, int latent_w)
+                             int latent_h, int latent_w, std::span<Rng> rngs, bool prefetch_noise)
     : unet_(unet),
       cfg_(cfg),
       guidance_(guidance),
       unet_batch_((cfg ? 2 : 1) * images),
       n_(static_cast<std::size_t>(4) * latent_h * latent_w * images),
-      out_shape_{unet_batch_, 4, latent_h, latent_w} {
+      out_shape_{unet_batch_, 4, latent_h, latent_w},
+      rngs_(rngs),
+      prefetch_noise_(prefetch_noise) {
   inputs_.push_back({unet.sample_name, Tensor(unet.sample_dtype, out_shape_)});
   inputs_.push_back({unet.timestep_name, Tensor()});
-  if (unet.sample_dtype != DataType::kFloat32) scratch_.resize(n_);
-  pred_.resize(n_ * (cfg ? 2 : 1));
-  if (cfg) guided_.resize(n_);
 }
+
+StepWorkspace::~StepWorkspace() = default;
+
+namespace {
+
+// Floats per block of the portable fp16 passes: small enough for the block buffers to stay in L1.
+constexpr std::size_t kBlock = 1024;
+
+// The float32 passes of a step, each a single loop built twice: for baseline x86-64 and for AVX2
+// (8 floats per instruction), chosen once at run time. Same operations in the same order and no
+// FMA, so both builds give the same bits.
+#if defined(__x86_64__) || defined(__i386__)
+bool CpuHasAvx2() {
+  static const bool has = __builtin_cpu_supports("avx2");
+  return has;
+}
+#endif
+
+// noise = uncond + g * (cond - uncond), in float32 like diffusers' numpy pipeline.
+[[gnu::always_inline]] inline void GuideLoop(const float* u, const float* c, float g, float* out,
+                                             std::size_t n) {
+  for (std::size_t j = 0; j < n; ++j) out[j] = u[j] + g * (c[j] - u[j]);
+}
+
+// The sample input of a float32 UNet: out (and out2, the second half of [x; x], when given) =
+// x scaled for the step exactly as Scheduler::ScaleModelInputTo does (x * f, or x when !scale).
+[[gnu::always_inline]] inline void ScaleDupLoop(const float* x, bool scale, float f, float* out,
+                                                float* out2, std::size_t n) {
+  if (out2 == nullptr) {
+    for (std::size_t j = 0; j < n; ++j) out[j] = scale ? x[j] * f : x[j];
+    return;
+  }
+  for (std::size_t j = 0; j < n; ++j) {
+    const float v = scale ? x[j] * f : x[j];
+    out[j] = v;
+    out2[j] = v;
+  }
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+__attribute__((target("avx2"))) void GuideAvx2(const float* u, const float* c, float g, float* out,
+                                               std::size_t n) {
+  GuideLoop(u, c, g, out, n);
+}
+__attribute__((target("avx2"))) void ScaleDupAvx2(const float* x, bool scale, float f, float* out,
+                                                  float* out2, std::size_t n) {
+  ScaleDupLoop(x, scale, f, out, out2, n);
+}
+#endif
+
+void Guide(const float* u, const float* c, float g, float* out, std::size_t n) {
+#if defined(__x86_64__) || defined(__i386__)
+  if (CpuHasAvx2()) return GuideAvx2(u, c, g, out, n);
+#endif
+  GuideLoop(u, c, g, out, n);
+}
+
+void ScaleDup(const Scheduler& sched, int step, const float* x, float* out, float* out2,
+              std::size_t n) {
+  const double s = sched.ModelInputScale(step);
+  const bool scale = s != 1.0;
+  const auto f = static_cast<float>(s);
+#if defined(__x86_64__) || defined(__i386__)
+  if (CpuHasAvx2()) return ScaleDupAvx2(x, scale, f, out, out2, n);
+#endif
+  ScaleDupLoop(x, scale, f, out, out2, n);
+}
+
+// The fp16 boundary of a step in one pass each, with F16C when the CPU has it (checked once by
+// runtime::CpuHasF16c); otherwise a block at a time through L1 with the portable conversions.
+// Both give the same bits: the conversions are exact/round-to-nearest-even either way and the
+// float arithmetic is the same operations in the same order (no FMA).
+#if defined(__x86_64__) || defined(__i386__)
+__attribute__((target("avx,f16c"))) void GuideHalfF16c(const std::uint16_t* u,
+                                                       const std::uint16_t* c, float g, float* out,
+                                                       std::size_t n) {
+  const __m256 gv = _mm256_set1_ps(g);
+  std::size_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const __m256 uf = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(u + j)));
+    const __m256 cf = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(c + j)));
+    _mm256_storeu_ps(out + j, _mm256_add_ps(uf, _mm256_mul_ps(gv, _mm256_sub_ps(cf, uf))));
+  }
+  for (; j < n; ++j) {
+    const float uf = runtime::HalfToFloat(u[j]), cf = runtime::HalfToFloat(c[j]);
+    out[j] = uf + g * (cf - uf);
+  }
+}
+
+// out[j] (and out2[j] when given) = fp16(x[j] * f), or fp16(x[j]) when !scale.
+__attribute__((target("avx,f16c"))) void ScaleToHalfF16c(const float* x, bool scale, float f,
+                                                         std::uint16_t* out, std::uint16_t* out2,
+                                                         std::size_t n) {
+  const __m256 fv = _mm256_set1_ps(f);
+  std::size_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    __m256 v = _mm256_loadu_ps(x + j);
+    if (scale) v = _mm256_mul_ps(v, fv);
+    const __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + j), h);
+    if (out2 != nullptr) _mm_storeu_si128(reinterpret_cast<__m128i*>(out2 + j), h);
+  }
+  for (; j < n; ++j) {
+    const std::uint16_t h = runtime::FloatToHalf(scale ? x[j] * f : x[j]);
+    out[j] = h;
+    if (out2 != nullptr) out2[j] = h;
+  }
+}
+constexpr bool kF16cKernels = true;
+#else
+void GuideHalfF16c(const std::uint16_t*, const std::uint16_t*, float, float*, std::size_t) {}
+void ScaleToHalfF16c(const float*, bool, float, std::uint16_t*, std::uint16_t*, std::size_t) {}
+constexpr bool kF16cKernels = false;
+#endif
+
+void GuideHalf(const std::uint16_t* u, const std::uint16_t* c, float g, float* out, std::size_t n) {
+  if (kF16cKernels && runtime::CpuHasF16c()) return GuideHalfF16c(u, c, g, out, n);
+  float ub[kBlock], cb[kBlock];
+  for (std::size_t j = 0; j < n; j += kBlock) {
+    const std::size_t len = std::min(kBlock, n - j);
+    runtime::HalfToFloatN(u + j, ub, len);
+    runtime::HalfToFloatN(c + j, cb, len);
+    Guide(ub, cb, g, out + j, len);
+  }
+}
+
+// The sample input of an fp16 UNet: latents scaled for `step` exactly as
+// Scheduler::ScaleModelInputTo does (a copy when the scale is 1, else x * float(scale)), converted
+// to fp16 and written to out (and to out2, the second half of [x; x], when given).
+void ScaleToHalf(const Scheduler& sched, int step, const float* x, std::uint16_t* out,
+                 std::uint16_t* out2, std::size_t n) {
+  const double s = sched.ModelInputScale(step);
+  if (kF16cKernels && runtime::CpuHasF16c()) {
+    return ScaleToHalfF16c(x, s != 1.0, static_cast<float>(s), out, out2, n);
+  }
+  float block[kBlock];
+  for (std::size_t j = 0; j < n; j += kBlock) {
+    const std::size_t len = std::min(kBlock, n - j);
+    sched.ScaleModelInputTo(x + j, block, len, step);
+    runtime::FloatToHalfN(block, out + j, len);
+    if (out2 != nullptr) std::memcpy(out2 + j, out + j, len * sizeof(std::uint16_t));
+  }
+}
+
+}  // namespace
 
 void StepWorkspace::Prepare(const Scheduler& sched, int step, const std::vector<float>& latents) {
   // Sample input: [x; x] scaled by the scheduler, written straight into the input tensor.
   Tensor& sample = inputs_[0].tensor;
+  const float* lat = latents.data();
   if (unet_.sample_dtype == DataType::kFloat32) {
     float* x = sample.data<float>();
-    std::memcpy(x, latents.data(), n_ * sizeof(float));
-    sched.ScaleModelInput(x, n_, step);
-    if (cfg_) std::memcpy(x + n_, x, n_ * sizeof(float));
+    ScaleDup(sched, step, lat, x, cfg_ ? x + n_ : nullptr, n_);
   } else {
-    std::memcpy(scratch_.data(), latents.data(), n_ * sizeof(float));
-    sched.ScaleModelInput(scratch_.data(), n_, step);
     std::uint16_t* x = sample.data<std::uint16_t>();
-    for (std::size_t j = 0; j < n_; ++j) x[j] = runtime::FloatToHalf(scratch_[j]);
-    if (cfg_) std::memcpy(x + n_, x, n_ * sizeof(std::uint16_t));
+    ScaleToHalf(sched, step, lat, x, cfg_ ? x + n_ : nullptr, n_);
   }
   FillTimestep(unet_, sched.timesteps()[step], unet_batch_, &inputs_[1].tensor);
+  if (prefetch_noise_ && sched.NeedsNoise() && !rngs_.empty() && n_ % rngs_.size() == 0) {
+    if (!noise_) {
+      try {
+        noise_ = std::make_unique<NoiseWorker>(rngs_, n_);
+      } catch (const std::system_error&) {  // no thread available: Step draws serially
+        prefetch_noise_ = false;
+        return;
+      }
+    }
+    noise_->Request();  // drawn while the UNet runs
+  }
 }
 
 Status StepWorkspace::Finish(Scheduler& sched, int step, const Tensor& unet_out,
-                             std::vector<float>* latents, std::span<Rng> rngs) {
+                             std::vector<float>* latents) {
   TG_RETURN_IF_ERROR(ExpectShape(unet_out, out_shape_, "unet/model.onnx", unet_.output_name));
-  ReadFloats(unet_out, pred_.data());
-  const float* eps = pred_.data();
-  if (cfg_) {
-    // noise = uncond + g * (cond - uncond), in float32 like diffusers' numpy pipeline.
-    const float* u = pred_.data();
-    const float* c = pred_.data() + n_;
-    for (std::size_t j = 0; j < n_; ++j) guided_[j] = u[j] + guidance_ * (c[j] - u[j]);
-    eps = guided_.data();
+  // The (guided) output goes straight into the scheduler's model-output buffer: no copy of the
+  // UNet output, and PNDM keeps that buffer as history instead of copying it again.
+  const float* eps = nullptr;
+  if (unet_out.dtype() == DataType::kFloat32) {
+    const float* u = unet_out.data<float>();
+    if (cfg_) {
+      float* g = sched.ModelOutputBuffer(n_);
+      Guide(u, u + n_, guidance_, g, n_);
+      eps = g;
+    } else {
+      eps = u;
+    }
+  } else {
+    const std::uint16_t* h = unet_out.data<std::uint16_t>();
+    float* g = sched.ModelOutputBuffer(n_);
+    if (!cfg_) {
+      runtime::HalfToFloatN(h, g, n_);
+    } else {
+      GuideHalf(h, h + n_, guidance_, g, n_);
+    }
+    eps = g;
   }
-  return sched.Step(eps, step, latents->data(), n_, rngs);
+  const float* drawn = noise_ ? noise_->Wait() : nullptr;
+  TG_RETURN_IF_ERROR(sched.Step(eps, step, latents->data(), n_, rngs_, drawn));
+  if (drawn != nullptr) noise_->Consumed();
+  return Status::Ok();
 }
 
 Result<GenerateOutput> Pipeline::Generate(GenerateRequest req, const ProgressCallback& progress,
@@ -463,7 +697,7 @@ Result<GenerateOutput> Pipeline::Generate(GenerateRequest req, const ProgressCal
 
   // Denoising loop.
   const int total = sched->num_steps();
-  StepWorkspace ws(U, B, cfg, static_cast<float>(*req.guidance), lh, lw);
+  StepWorkspace ws(U, B, cfg, static_cast<float>(*req.guidance), lh, lw, std::span<Rng>(rngs));
   for (auto& t : unet_in) {
     if (t.name != U.sample_name && t.name != U.timestep_name) ws.inputs().push_back(std::move(t));
   }
@@ -483,7 +717,7 @@ Result<GenerateOutput> Pipeline::Generate(GenerateRequest req, const ProgressCal
     unet_out.clear();
     TG_RETURN_IF_ERROR(U.session.Run(ws.inputs(), out_names, &unet_out));
     const auto h2 = Clock::now();
-    TG_RETURN_IF_ERROR(ws.Finish(*sched, i, unet_out[0], &latents, std::span<Rng>(rngs)));
+    TG_RETURN_IF_ERROR(ws.Finish(*sched, i, unet_out[0], &latents));
     const auto h3 = Clock::now();
     tm.unet_ms.push_back(Ms(h1, h2));
     tm.scheduler_ms.push_back(Ms(h0, h1) + Ms(h2, h3));

@@ -27,6 +27,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -116,24 +117,40 @@ struct GenerateOutput {
 RgbImage DecodedToRgb(const float* chw, int width, int height);
 
 // The host side of one denoising step (everything but the UNet run), shared by Generate and
-// bench/sd_step_bench.cc so the benchmark measures the code that runs. Buffers are allocated once
-// in the constructor; Prepare/Finish do a few linear passes over the latents and no allocation.
-// Not thread-safe (one per generation).
+// bench/sd_step_bench.cc so the benchmark measures the code that runs. Buffers are allocated once;
+// Prepare and Finish each make one fused pass over the latents (scale + [x; x] + fp16 conversion
+// in Prepare; output read + fp16 conversion + guidance written straight into the scheduler's
+// model-output buffer in Finish) and allocate nothing.
+//
+// Ancestral noise: with `rngs` given and a scheduler that NeedsNoise(), Prepare hands the drawing
+// of the step's Gaussians to a worker thread (started on first use, joined by the destructor), so
+// it runs while the UNet does; Finish waits for it. The worker draws the same values from the same
+// generators in the same order as Step would, so results are bit-identical to serial drawing
+// (`prefetch_noise` false draws serially, for comparison). The Rngs must outlive the workspace and
+// must not be touched by the caller between Prepare and Finish.
+//
+// Not thread-safe (one per generation); the internal worker is synchronised by the workspace.
 class StepWorkspace {
  public:
   StepWorkspace(const UnetPart& unet, int images, bool cfg, float guidance, int latent_h,
-                int latent_w);
+                int latent_w, std::span<Rng> rngs = {}, bool prefetch_noise = true);
+  ~StepWorkspace();
+  StepWorkspace(const StepWorkspace&) = delete;
+  StepWorkspace& operator=(const StepWorkspace&) = delete;
+
   // UNet inputs: [0] sample and [1] timestep (rewritten by Prepare), then whatever the caller
   // appends (the constant text conditioning).
   std::vector<runtime::NamedTensor>& inputs() { return inputs_; }
   // Writes [x; x] (x = latents scaled by the scheduler for `step`) and the timestep, in the
-  // UNet's dtypes and ranks.
+  // UNet's dtypes and ranks; starts drawing the step's ancestral noise on the worker.
   void Prepare(const Scheduler& sched, int step, const std::vector<float>& latents);
   // Checks the UNet output shape, applies guidance and the scheduler update to *latents.
   [[nodiscard]] common::Status Finish(Scheduler& sched, int step, const runtime::Tensor& unet_out,
-                                      std::vector<float>* latents, std::span<Rng> rngs);
+                                      std::vector<float>* latents);
 
  private:
+  class NoiseWorker;
+
   const UnetPart& unet_;
   bool cfg_;
   float guidance_;
@@ -141,7 +158,9 @@ class StepWorkspace {
   std::size_t n_;  // floats of the latents of all images
   std::vector<std::int64_t> out_shape_;
   std::vector<runtime::NamedTensor> inputs_;
-  std::vector<float> scratch_, pred_, guided_;
+  std::span<Rng> rngs_;
+  bool prefetch_noise_;
+  std::unique_ptr<NoiseWorker> noise_;
 };
 
 class Pipeline {

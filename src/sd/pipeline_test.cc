@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -240,6 +241,45 @@ TEST(SdPipelineTest, AncestralSamplingIsReproducible) {
   auto b = p.Generate(r);
   ASSERT_TRUE(a.ok() && b.ok()) << a.status().ToString();
   EXPECT_EQ(a->images[0].png, b->images[0].png);
+}
+
+// Ancestral noise drawn on the workspace's worker thread while the UNet runs gives exactly the
+// bits of serial drawing: two images (two generators, one chunk each), fp32 and fp16 UNets, and
+// also when Prepare is repeated before Finish (the stream must not advance twice).
+TEST(SdPipelineTest, PrefetchedAncestralNoiseIsBitIdenticalToSerialDrawing) {
+  for (const std::string variant : {"sd15-legacy", "sd15-optimum-fp16"}) {
+    const SdModel& m = Model(variant);
+    auto run = [&](bool prefetch, bool repeat_prepare) {
+      auto sched = CreateScheduler("euler_a", m.scheduler_config);
+      EXPECT_TRUE(sched.ok() && (*sched)->SetTimesteps(4).ok());
+      std::vector<Rng> rngs;
+      std::vector<float> latents;
+      for (std::uint64_t k = 0; k < 2; ++k) {
+        rngs.push_back(*Rng::Create(RngMode::kNumpy, 11 + k));
+        auto z = InitialNoise(RngMode::kNumpy, 1 + k, 32, 32);
+        for (float v : *z) latents.push_back(v * static_cast<float>((*sched)->init_noise_sigma()));
+      }
+      StepWorkspace ws(m.unet, 2, true, 7.5f, 32, 32, std::span<Rng>(rngs), prefetch);
+      ws.inputs().push_back({m.unet.context_name,
+                             runtime::Tensor(m.unet.context_dtype, {4, 77, m.unet.context_size})});
+      std::vector<runtime::Tensor> out;
+      for (int i = 0; i < (*sched)->num_steps(); ++i) {
+        ws.Prepare(**sched, i, latents);
+        if (repeat_prepare) ws.Prepare(**sched, i, latents);
+        EXPECT_TRUE(m.unet.session.Run(ws.inputs(), {m.unet.output_name}, &out).ok());
+        auto st = ws.Finish(**sched, i, out[0], &latents);
+        EXPECT_TRUE(st.ok()) << st.ToString();
+      }
+      return latents;
+    };
+    const std::vector<float> serial = run(false, false);
+    for (bool repeat : {false, true}) {
+      const std::vector<float> threaded = run(true, repeat);
+      ASSERT_EQ(serial.size(), threaded.size());
+      EXPECT_EQ(std::memcmp(serial.data(), threaded.data(), serial.size() * sizeof(float)), 0)
+          << variant << (repeat ? " (Prepare repeated)" : "");
+    }
+  }
 }
 
 TEST(SdPipelineTest, NegativePromptAndGuidanceChangeTheImage) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstring>
 #include <numbers>
 
 #include "common/config.h"
@@ -389,32 +390,58 @@ void Scheduler::ScaleModelInput(float* x, std::size_t n, int step_index) const {
   for (std::size_t i = 0; i < n; ++i) x[i] *= f;
 }
 
+void Scheduler::ScaleModelInputTo(const float* x, float* out, std::size_t n, int step_index) const {
+  double s = ModelInputScale(step_index);
+  if (s == 1.0) {
+    std::memcpy(out, x, n * sizeof(float));
+    return;
+  }
+  auto f = static_cast<float>(s);
+  for (std::size_t i = 0; i < n; ++i) out[i] = x[i] * f;
+}
+
+float* Scheduler::ModelOutputBuffer(std::size_t n) {
+  model_output_buffer_.resize(n);
+  return model_output_buffer_.data();
+}
+
+void Scheduler::DrawNoise(std::span<Rng> noise, float* out, std::size_t n) {
+  const std::size_t per_image = n / noise.size();
+  for (std::size_t k = 0; k < noise.size(); ++k) {
+    noise[k].FillGaussian(out + k * per_image, per_image);
+  }
+}
+
 Status Scheduler::Step(const float* model_output, int step_index, float* sample, std::size_t n,
-                       std::span<Rng> noise) {
-  const std::string who = "scheduler " + std::string(name());
+                       std::span<Rng> noise, const float* drawn_noise) {
+  // The name is only spelled out on the error paths (this runs once per denoising step).
+  auto who = [this] { return "scheduler " + std::string(name()); };
   if (num_inference_steps_ == 0) {
-    return Status::FailedPrecondition(who + ": Step called before SetTimesteps");
+    return Status::FailedPrecondition(who() + ": Step called before SetTimesteps");
   }
   if (step_index != next_step_ || step_index >= num_steps()) {
     return Status::FailedPrecondition(
-        who + ": Step called with step index " + std::to_string(step_index) + ", required " +
+        who() + ": Step called with step index " + std::to_string(step_index) + ", required " +
         (next_step_ < num_steps() ? std::to_string(next_step_) : "no further step") +
         " (steps run in order 0.." + std::to_string(num_steps() - 1) + ")");
   }
   if (model_output == nullptr || sample == nullptr || n == 0) {
-    return Status::InvalidArg(who + ": empty model output or sample buffer");
+    return Status::InvalidArg(who() + ": empty model output or sample buffer");
   }
   if (n_ != 0 && n != n_) {
-    return Status::InvalidArg(who + ": sample size changed from " + std::to_string(n_) + " to " +
+    return Status::InvalidArg(who() + ": sample size changed from " + std::to_string(n_) + " to " +
                               std::to_string(n) + " floats between steps");
   }
-  if (NeedsNoise() && (noise.empty() || n % noise.size() != 0)) {
-    return Status::InvalidArg(who + ": needs one noise generator per image (got " +
+  if (NeedsNoise() && drawn_noise == nullptr && (noise.empty() || n % noise.size() != 0)) {
+    return Status::InvalidArg(who() + ": needs one noise generator per image (got " +
                               std::to_string(noise.size()) + " for " + std::to_string(n) +
                               " floats; required a non-zero divisor of the sample size)");
   }
   n_ = n;
-  TG_RETURN_IF_ERROR(StepImpl(model_output, step_index, sample, n, noise));
+  drawn_noise_ = drawn_noise;
+  Status st = StepImpl(model_output, step_index, sample, n, noise);
+  drawn_noise_ = nullptr;
+  TG_RETURN_IF_ERROR(st);
   ++next_step_;
   return Status::Ok();
 }
@@ -461,6 +488,34 @@ std::vector<double> TrainSigmas(const std::vector<double>& acp) {
   std::vector<double> s(acp.size());
   for (std::size_t i = 0; i < acp.size(); ++i) s[i] = std::sqrt((1.0 - acp[i]) / acp[i]);
   return s;
+}
+
+SigmaSchedule InterpolatedSigmaSchedule(const SchedulerConfig& config, TimestepSpacing spacing,
+                                        const std::vector<double>& alphas_cumprod, int n,
+                                        bool karras, std::optional<double> karras_min,
+                                        std::optional<double> karras_max, double final_sigma) {
+  SigmaSchedule out;
+  std::vector<double> ts =
+      SpacedTimesteps(spacing, config.num_train_timesteps, n, config.steps_offset);
+  for (double& t : ts) t = F32(t);
+  std::vector<double> train_sigmas = TrainSigmas(alphas_cumprod);
+  std::vector<double> sig;
+  for (double t : ts) sig.push_back(InterpIndex(t, train_sigmas));
+  if (karras) {
+    std::vector<double> log_sigmas(train_sigmas.size());
+    for (std::size_t i = 0; i < log_sigmas.size(); ++i) log_sigmas[i] = std::log(train_sigmas[i]);
+    sig = KarrasSigmas(karras_min.value_or(sig.back()), karras_max.value_or(sig.front()), n);
+    ts.clear();
+    for (double s : sig) ts.push_back(F32(SigmaToT(s, log_sigmas)));
+  }
+  sig.push_back(final_sigma);
+  for (double& s : sig) s = F32(s);
+  const double max_sigma = *std::max_element(sig.begin(), sig.end());
+  out.init_noise_sigma =
+      spacing == TimestepSpacing::kLeading ? F32(std::sqrt(max_sigma * max_sigma + 1)) : max_sigma;
+  out.timesteps = std::move(ts);
+  out.sigmas = std::move(sig);
+  return out;
 }
 
 double SigmaToT(double sigma, const std::vector<double>& log_sigmas) {

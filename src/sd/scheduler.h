@@ -25,7 +25,8 @@
 // Step() must be called with step_index 0, 1, 2, ... in order and the same n each time
 // (FAILED_PRECONDITION otherwise); SetTimesteps() resets all multistep history.
 // Arithmetic: coefficients in double (like diffusers' numpy set-up), element updates in double and
-// stored as float32.
+// stored as float32. PNDM's element loops (the SD 1.5 default) also have an AVX2 build chosen at
+// run time; it has the same operations in the same order and no FMA, so the bits are the same.
 //
 // Ownership/threading: a Scheduler is stateful (multistep history, step counter) — one instance
 // per generation; not thread-safe. SchedulerConfig is a plain value.
@@ -123,15 +124,31 @@ class Scheduler {
   virtual double ModelInputScale(int step_index) const { return 1.0; }
   // x[0..n) *= ModelInputScale(step_index).
   void ScaleModelInput(float* x, std::size_t n, int step_index) const;
+  // out[0..n) = x[0..n) scaled for `step_index`: the same floats as copying x to out and calling
+  // ScaleModelInput (a plain copy when the scale is 1). x and out must not overlap.
+  void ScaleModelInputTo(const float* x, float* out, std::size_t n, int step_index) const;
   // True when Step needs Rng noise (euler_a).
   virtual bool NeedsNoise() const { return false; }
 
+  // A scheduler-owned buffer of n floats the caller may write the (guided) model output of the
+  // next Step into (and pass to Step), so a step needs no buffer of its own; allocated once.
+  // Valid until the next ModelOutputBuffer call or the scheduler's destruction.
+  float* ModelOutputBuffer(std::size_t n);
+
+  // The ancestral noise of one step: fills out[0..n) exactly as Step draws it (chunk k of
+  // n / noise.size() floats from noise[k]), advancing the generators. Step given these values as
+  // `drawn_noise` is bit-identical to Step drawing them itself, so a caller can draw the next
+  // step's noise on another thread while the UNet runs. n must be a multiple of noise.size().
+  static void DrawNoise(std::span<Rng> noise, float* out, std::size_t n);
+
   // One denoising step: sample ← scheduler update given the model output (already guided) at
   // `step_index`. `noise` supplies ancestral noise when NeedsNoise(): n must be a multiple of
-  // noise.size() and chunk k of sample (n / noise.size() floats, one image) draws from noise[k].
+  // noise.size() and chunk k of sample (n / noise.size() floats, one image) draws from noise[k];
+  // or `drawn_noise` (n floats from DrawNoise) is used instead and `noise` is not touched.
   // Errors: step out of order, n changed, missing noise source (INVALID_ARG/FAILED_PRECONDITION).
   [[nodiscard]] common::Status Step(const float* model_output, int step_index, float* sample,
-                                    std::size_t n, std::span<Rng> noise = {});
+                                    std::size_t n, std::span<Rng> noise = {},
+                                    const float* drawn_noise = nullptr);
 
   const SchedulerConfig& config() const { return config_; }
   TimestepSpacing timestep_spacing() const { return spacing_; }
@@ -154,6 +171,9 @@ class Scheduler {
   std::vector<double> sigmas_;
   double init_noise_sigma_ = 1.0;
   int num_inference_steps_ = 0;
+  // Pre-drawn ancestral noise of the Step in progress (nullptr: draw from the Rngs).
+  const float* drawn_noise_ = nullptr;
+  std::vector<float> model_output_buffer_;  // default ModelOutputBuffer
 
  private:
   int next_step_ = 0;

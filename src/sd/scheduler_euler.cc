@@ -38,38 +38,21 @@ class EulerBase : public Scheduler {
 
  protected:
   Status ComputeSchedule(int n) override {
-    const int train = config_.num_train_timesteps;
     if (!ancestral_ && !config_.interpolation_linear) {
       return Status::Unsupported(config_.source +
                                  ": field 'interpolation_type': found \"log_linear\"; not "
                                  "implemented (required \"linear\")");
     }
-    std::vector<double> ts = SpacedTimesteps(spacing_, train, n, config_.steps_offset);
-    for (double& t : ts) t = F32(t);
-    std::vector<double> train_sigmas = TrainSigmas(alphas_cumprod_);
-    std::vector<double> sig;
-    for (double t : ts) sig.push_back(InterpIndex(t, train_sigmas));
-    if (!ancestral_ && config_.use_karras_sigmas) {
-      std::vector<double> log_sigmas(train_sigmas.size());
-      for (std::size_t i = 0; i < log_sigmas.size(); ++i) log_sigmas[i] = std::log(train_sigmas[i]);
-      double smin = config_.sigma_min.value_or(sig.back());
-      double smax = config_.sigma_max.value_or(sig.front());
-      sig = KarrasSigmas(smin, smax, n);
-      ts.clear();
-      for (double s : sig) ts.push_back(F32(SigmaToT(s, log_sigmas)));
-    }
     double last = 0.0;
     if (!ancestral_ && !config_.final_sigmas_zero) {
       last = std::sqrt((1 - alphas_cumprod_[0]) / alphas_cumprod_[0]);
     }
-    sig.push_back(last);
-    for (double& s : sig) s = F32(s);
-    timesteps_ = std::move(ts);
-    sigmas_ = std::move(sig);
-    double max_sigma = *std::max_element(sigmas_.begin(), sigmas_.end());
-    init_noise_sigma_ = (spacing_ == TimestepSpacing::kLeading)
-                            ? F32(std::sqrt(max_sigma * max_sigma + 1))
-                            : max_sigma;
+    SigmaSchedule sched = InterpolatedSigmaSchedule(config_, spacing_, alphas_cumprod_, n,
+                                                    !ancestral_ && config_.use_karras_sigmas,
+                                                    config_.sigma_min, config_.sigma_max, last);
+    timesteps_ = std::move(sched.timesteps);
+    sigmas_ = std::move(sched.sigmas);
+    init_noise_sigma_ = sched.init_noise_sigma;
     return Status::Ok();
   }
 
@@ -116,15 +99,17 @@ class EulerAncestralScheduler final : public EulerBase {
     X0Coeffs(config_.prediction_type, from, &cx, &cm);
     const double dx = (1 - cx) / from, dm = -cm / from;
     // Noise is drawn every step (also the last, where σ_up = 0) so a generator's stream position
-    // depends only on the number of steps, as in diffusers.
-    noise_.resize(n);
-    const std::size_t per_image = n / noise.size();
-    for (std::size_t k = 0; k < noise.size(); ++k) {
-      noise[k].FillGaussian(noise_.data() + k * per_image, per_image);
+    // depends only on the number of steps, as in diffusers. The caller may have drawn it already
+    // (DrawNoise on another thread, same generators, same order).
+    const float* z = drawn_noise_;
+    if (z == nullptr) {
+      noise_.resize(n);
+      DrawNoise(noise, noise_.data(), n);
+      z = noise_.data();
     }
     for (std::size_t k = 0; k < n; ++k) {
       double x = sample[k];
-      sample[k] = static_cast<float>(x + (dx * x + dm * mo[k]) * dt + noise_[k] * up);
+      sample[k] = static_cast<float>(x + (dx * x + dm * mo[k]) * dt + z[k] * up);
     }
     return Status::Ok();
   }

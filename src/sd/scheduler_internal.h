@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "sd/scheduler.h"
@@ -30,6 +31,21 @@ std::vector<double> KarrasSigmas(double sigma_min, double sigma_max, int n);
 // Timesteps for the Euler-family spacing rules (float, before float32 rounding), descending.
 std::vector<double> SpacedTimesteps(TimestepSpacing spacing, int num_train, int n,
                                     int steps_offset);
+
+// The interpolated sigma schedule of diffusers' Euler, Euler ancestral and LMS set_timesteps:
+// spaced timesteps rounded to float32, sigmas = np.interp of the training sigmas at them; with
+// `karras`, a Karras schedule between karras_min/karras_max (each defaulting to the interpolated
+// range's end) whose timesteps come from SigmaToT; then `final_sigma` appended and every sigma
+// rounded to float32. init_noise_sigma = max sigma (√(max²+1) for "leading" spacing).
+struct SigmaSchedule {
+  std::vector<double> timesteps;
+  std::vector<double> sigmas;  // n + 1 values
+  double init_noise_sigma = 1.0;
+};
+SigmaSchedule InterpolatedSigmaSchedule(const SchedulerConfig& config, TimestepSpacing spacing,
+                                        const std::vector<double>& alphas_cumprod, int n,
+                                        bool karras, std::optional<double> karras_min,
+                                        std::optional<double> karras_max, double final_sigma);
 
 std::unique_ptr<Scheduler> MakePndm(const SchedulerConfig& c);
 std::unique_ptr<Scheduler> MakeDdim(const SchedulerConfig& c);

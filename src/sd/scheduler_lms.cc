@@ -23,28 +23,13 @@ class LmsScheduler final : public Scheduler {
 
  protected:
   Status ComputeSchedule(int n) override {
-    std::vector<double> ts =
-        SpacedTimesteps(spacing_, config_.num_train_timesteps, n, config_.steps_offset);
-    for (double& t : ts) t = F32(t);
-    std::vector<double> train_sigmas = TrainSigmas(alphas_cumprod_);
-    std::vector<double> sig;
-    for (double t : ts) sig.push_back(InterpIndex(t, train_sigmas));
-    if (config_.use_karras_sigmas) {
-      std::vector<double> log_sigmas(train_sigmas.size());
-      for (std::size_t i = 0; i < log_sigmas.size(); ++i) log_sigmas[i] = std::log(train_sigmas[i]);
-      // LMS ignores sigma_min/sigma_max overrides (diffusers reads the interpolated range).
-      sig = KarrasSigmas(sig.back(), sig.front(), n);
-      ts.clear();
-      for (double s : sig) ts.push_back(F32(SigmaToT(s, log_sigmas)));
-    }
-    sig.push_back(0.0);
-    for (double& s : sig) s = F32(s);
-    timesteps_ = std::move(ts);
-    sigmas_ = std::move(sig);
-    double max_sigma = *std::max_element(sigmas_.begin(), sigmas_.end());
-    init_noise_sigma_ = (spacing_ == TimestepSpacing::kLeading)
-                            ? F32(std::sqrt(max_sigma * max_sigma + 1))
-                            : max_sigma;
+    // LMS ignores sigma_min/sigma_max overrides (diffusers reads the interpolated range).
+    SigmaSchedule sched =
+        InterpolatedSigmaSchedule(config_, spacing_, alphas_cumprod_, n, config_.use_karras_sigmas,
+                                  std::nullopt, std::nullopt, 0.0);
+    timesteps_ = std::move(sched.timesteps);
+    sigmas_ = std::move(sched.sigmas);
+    init_noise_sigma_ = sched.init_noise_sigma;
     return Status::Ok();
   }
 

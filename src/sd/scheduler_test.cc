@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "tests/support/test_util.h"
@@ -230,6 +231,67 @@ TEST(SchedulerFacts, EulerAncestralIsReproducibleAndSeedDependent) {
   std::vector<float> first = ClosedLoop(*a, 32, 7);
   EXPECT_EQ(first, ClosedLoop(*b, 32, 7));
   EXPECT_NE(first, ClosedLoop(*c, 32, 8));
+}
+
+// The fast-path entry points the pipeline uses (ScaleModelInputTo, ModelOutputBuffer, noise drawn
+// ahead with DrawNoise) must give exactly the bits of the plain ones, for every scheduler.
+std::vector<float> ClosedLoopFastPath(Scheduler& s, std::size_t n, std::uint64_t seed) {
+  std::vector<float> x(n), x_in(n), drawn(n);
+  for (std::size_t k = 0; k < n; ++k) {
+    x[k] = static_cast<float>(std::cos(1.3 * static_cast<double>(k)) * s.init_noise_sigma());
+  }
+  auto rng = Rng::Create(RngMode::kNumpy, seed);
+  EXPECT_TRUE(rng.ok());
+  std::vector<Rng> rngs{*rng};
+  for (int i = 0; i < s.num_steps(); ++i) {
+    s.ScaleModelInputTo(x.data(), x_in.data(), n, i);
+    float* m = s.ModelOutputBuffer(n);
+    Model(x_in.data(), s.timesteps()[i], m, n);
+    const float* noise = nullptr;
+    if (s.NeedsNoise()) {
+      Scheduler::DrawNoise(rngs, drawn.data(), n);
+      noise = drawn.data();
+    }
+    auto st = s.Step(m, i, x.data(), n, {}, noise);  // no generators: only the drawn noise
+    EXPECT_TRUE(st.ok()) << st.ToString();
+  }
+  return x;
+}
+
+TEST(SchedulerFacts, FastPathEntryPointsAreBitIdentical) {
+  const json v_pred = [] {
+    json j = kSd15;
+    j["prediction_type"] = "v_prediction";
+    return j;
+  }();
+  const json prk = [] {  // PNDM's Runge-Kutta warm-up takes the copying path
+    json j = kSd15;
+    j["skip_prk_steps"] = false;
+    return j;
+  }();
+  for (const json* cfg : {&kSd15, &v_pred, &prk}) {
+    for (const std::string& name : SchedulerNames()) {
+      auto a = Make(name, *cfg, 12);
+      auto b = Make(name, *cfg, 12);
+      ASSERT_TRUE(a && b) << name;
+      std::vector<float> plain = ClosedLoop(*a, 96, 5), fast = ClosedLoopFastPath(*b, 96, 5);
+      ASSERT_EQ(plain.size(), fast.size());
+      EXPECT_EQ(std::memcmp(plain.data(), fast.data(), plain.size() * sizeof(float)), 0)
+          << name << " config " << cfg->dump();
+    }
+  }
+}
+
+TEST(SchedulerFacts, DrawNoiseSplitsOneChunkPerGenerator) {
+  auto r0 = Rng::Create(RngMode::kNumpy, 3), r1 = Rng::Create(RngMode::kNumpy, 4);
+  ASSERT_TRUE(r0.ok() && r1.ok());
+  std::vector<Rng> both{*r0, *r1};
+  std::vector<float> drawn(10), want0(5), want1(5);
+  Scheduler::DrawNoise(both, drawn.data(), drawn.size());
+  r0->FillGaussian(want0.data(), 5);
+  r1->FillGaussian(want1.data(), 5);
+  EXPECT_EQ(std::vector<float>(drawn.begin(), drawn.begin() + 5), want0);
+  EXPECT_EQ(std::vector<float>(drawn.begin() + 5, drawn.end()), want1);
 }
 
 TEST(SchedulerFacts, PredictionConversionsRoundTrip) {
