@@ -697,7 +697,11 @@ Result<GenerateOutput> Pipeline::Generate(GenerateRequest req, const ProgressCal
 
   // Denoising loop.
   const int total = sched->num_steps();
-  StepWorkspace ws(U, B, cfg, static_cast<float>(*req.guidance), lh, lw, std::span<Rng>(rngs));
+  // Ancestral noise is drawn on the workspace's worker while the UNet runs only when the UNet runs
+  // on a GPU: on the CPU (dev profile) ONNX Runtime's intra-op threads already occupy the cores,
+  // and a competing worker made the full euler_a step slower, not faster (docs/PERFORMANCE.md).
+  StepWorkspace ws(U, B, cfg, static_cast<float>(*req.guidance), lh, lw, std::span<Rng>(rngs),
+                   /*prefetch_noise=*/!m.degraded());
   for (auto& t : unet_in) {
     if (t.name != U.sample_name && t.name != U.timestep_name) ws.inputs().push_back(std::move(t));
   }
@@ -706,6 +710,8 @@ Result<GenerateOutput> Pipeline::Generate(GenerateRequest req, const ProgressCal
   const std::vector<std::string> out_names{U.output_name};
   tm.unet_ms.reserve(total);
   tm.scheduler_ms.reserve(total);
+  // Scheduler buffers are allocated and touched here, outside the timed steps.
+  sched->Reserve(latents.size());
   for (int i = 0; i < total; ++i) {
     if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) {
       out.cancelled = true;

@@ -400,6 +400,11 @@ void Scheduler::ScaleModelInputTo(const float* x, float* out, std::size_t n, int
   for (std::size_t i = 0; i < n; ++i) out[i] = x[i] * f;
 }
 
+void Scheduler::Reserve(std::size_t n) {
+  model_output_buffer_.resize(n);
+  ReserveState(n);
+}
+
 float* Scheduler::ModelOutputBuffer(std::size_t n) {
   model_output_buffer_.resize(n);
   return model_output_buffer_.data();

@@ -130,6 +130,11 @@ class Scheduler {
   // True when Step needs Rng noise (euler_a).
   virtual bool NeedsNoise() const { return false; }
 
+  // Allocates (and touches) every buffer Step needs for n floats per call — the model-output
+  // buffer and the family's history — so steps do not pay first-touch page faults (a PLMS history
+  // is four 128 KiB buffers at 512x512). Optional; kept across SetTimesteps. Not thread-safe.
+  void Reserve(std::size_t n);
+
   // A scheduler-owned buffer of n floats the caller may write the (guided) model output of the
   // next Step into (and pass to Step), so a step needs no buffer of its own; allocated once.
   // Valid until the next ModelOutputBuffer call or the scheduler's destruction.
@@ -163,6 +168,8 @@ class Scheduler {
                                   std::size_t n, std::span<Rng> noise) = 0;
   // Clears history (called by SetTimesteps).
   virtual void ResetState() {}
+  // Family-specific part of Reserve.
+  virtual void ReserveState(std::size_t n) {}
 
   SchedulerConfig config_;
   TimestepSpacing spacing_;

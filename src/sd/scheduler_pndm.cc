@@ -206,9 +206,24 @@ class PndmScheduler final : public Scheduler {
   }
 
   void ResetState() override {
-    ets_.clear();
+    // History buffers go back to the spare pool (not freed), so a Reserve survives SetTimesteps.
+    while (!ets_.empty()) {
+      spare_.push_back(std::move(ets_.front()));
+      ets_.pop_front();
+    }
     cur_sample_.clear();
     cur_model_output_.clear();
+  }
+
+  void ReserveState(std::size_t n) override {
+    while (ets_.size() + spare_.size() < 4) spare_.emplace_back();
+    for (auto& b : spare_) b.resize(n);  // value-initialised: every page touched now
+    for (auto* v : {&cur_sample_, &x_scratch_}) {
+      if (v->capacity() < n) {
+        v->resize(n);  // touch the pages; clear() keeps them and keeps "no stored sample"
+        v->clear();
+      }
+    }
   }
 
   Status StepImpl(const float* mo, int counter, float* sample, std::size_t n,
@@ -275,6 +290,10 @@ class PndmScheduler final : public Scheduler {
         slot = std::move(ets_.front());  // recycle the oldest buffer
         ets_.pop_front();
       }
+      if (slot.empty() && !spare_.empty()) {
+        slot = std::move(spare_.back());  // a reserved (already touched) buffer
+        spare_.pop_back();
+      }
       slot.resize(n);
       if (ets_.size() == 3) {
         // Steady state: one fused pass stores the new output and updates the sample.
@@ -318,7 +337,8 @@ class PndmScheduler final : public Scheduler {
   double final_alpha_cumprod_ = 1.0;
   long ratio_ = 1;
   std::size_t prk_count_ = 0;
-  std::deque<std::vector<double>> ets_;  // model outputs (exact as double), newest last
+  std::vector<std::vector<double>> spare_;  // reserved history buffers not in use yet
+  std::deque<std::vector<double>> ets_;     // model outputs (exact as double), newest last
   std::vector<float> cur_sample_;
   std::vector<double> cur_model_output_;
   std::vector<float> x_scratch_;

@@ -282,6 +282,24 @@ TEST(SchedulerFacts, FastPathEntryPointsAreBitIdentical) {
   }
 }
 
+TEST(SchedulerFacts, ReserveChangesNoResultAndSurvivesSetTimesteps) {
+  for (const std::string& name : SchedulerNames()) {
+    auto plain = Make(name, kSd15, 12);
+    auto reserved = Make(name, kSd15, 12);
+    ASSERT_TRUE(plain && reserved) << name;
+    reserved->Reserve(96);
+    const std::vector<float> want = ClosedLoop(*plain, 96, 5);
+    std::vector<float> got = ClosedLoop(*reserved, 96, 5);
+    EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0) << name;
+    // A second generation on the same scheduler reuses the reserved buffers (ResetState returns
+    // the history to the pool) and must not see the first one's history.
+    reserved->Reserve(96);
+    ASSERT_TRUE(reserved->SetTimesteps(12).ok());
+    got = ClosedLoop(*reserved, 96, 5);
+    EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0) << name;
+  }
+}
+
 TEST(SchedulerFacts, DrawNoiseSplitsOneChunkPerGenerator) {
   auto r0 = Rng::Create(RngMode::kNumpy, 3), r1 = Rng::Create(RngMode::kNumpy, 4);
   ASSERT_TRUE(r0.ok() && r1.ok());
