@@ -25,8 +25,7 @@ constexpr Format kAllFormats[] = {Format::kLegacy, Format::kDocker25, Format::kO
                                   Format::kOciArchive};
 
 std::string Build(const TempDir& t, const ImageSpec& spec, Format f, const std::string& name) {
-  std::string out = t / (name + "." + FormatTag(f) + (f == Format::kOciLayout ? "" : ".tar"));
-  return WriteImage(spec, f, out, t / ("work-" + name + FormatTag(f)));
+  return WriteImageIn(t.path(), spec, f, name);
 }
 
 // Three plain layers (so their bytes appear verbatim inside tar formats) with distinctive

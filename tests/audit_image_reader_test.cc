@@ -18,8 +18,7 @@ using testing::TempDir;
 using namespace testing::images;
 
 std::string Build(const TempDir& t, const ImageSpec& spec, Format f, const std::string& name) {
-  std::string out = t / (name + "." + FormatTag(f) + (f == Format::kOciLayout ? "" : ".tar"));
-  return WriteImage(spec, f, out, t / ("work-" + name + FormatTag(f)));
+  return WriteImageIn(t.path(), spec, f, name);
 }
 
 ImageSpec LayeredSpec() {

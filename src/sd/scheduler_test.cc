@@ -45,14 +45,23 @@ void Model(const float* x_in, double t, float* out, std::size_t n) {
   }
 }
 
-std::vector<float> ClosedLoop(Scheduler& s, std::size_t n, std::uint64_t seed) {
-  std::vector<float> x(n), x_in(n), m(n);
+// Deterministic initial latents and one numpy-mode generator for a closed-loop run.
+std::vector<float> InitialLatents(const Scheduler& s, std::size_t n) {
+  std::vector<float> x(n);
   for (std::size_t k = 0; k < n; ++k) {
     x[k] = static_cast<float>(std::cos(1.3 * static_cast<double>(k)) * s.init_noise_sigma());
   }
+  return x;
+}
+std::vector<Rng> OneGenerator(std::uint64_t seed) {
   auto rng = Rng::Create(RngMode::kNumpy, seed);
   EXPECT_TRUE(rng.ok());
-  std::vector<Rng> rngs{*rng};
+  return {*rng};
+}
+
+std::vector<float> ClosedLoop(Scheduler& s, std::size_t n, std::uint64_t seed) {
+  std::vector<float> x = InitialLatents(s, n), x_in(n), m(n);
+  std::vector<Rng> rngs = OneGenerator(seed);
   for (int i = 0; i < s.num_steps(); ++i) {
     x_in = x;
     s.ScaleModelInput(x_in.data(), n, i);
@@ -236,13 +245,8 @@ TEST(SchedulerFacts, EulerAncestralIsReproducibleAndSeedDependent) {
 // The fast-path entry points the pipeline uses (ScaleModelInputTo, ModelOutputBuffer, noise drawn
 // ahead with DrawNoise) must give exactly the bits of the plain ones, for every scheduler.
 std::vector<float> ClosedLoopFastPath(Scheduler& s, std::size_t n, std::uint64_t seed) {
-  std::vector<float> x(n), x_in(n), drawn(n);
-  for (std::size_t k = 0; k < n; ++k) {
-    x[k] = static_cast<float>(std::cos(1.3 * static_cast<double>(k)) * s.init_noise_sigma());
-  }
-  auto rng = Rng::Create(RngMode::kNumpy, seed);
-  EXPECT_TRUE(rng.ok());
-  std::vector<Rng> rngs{*rng};
+  std::vector<float> x = InitialLatents(s, n), x_in(n), drawn(n);
+  std::vector<Rng> rngs = OneGenerator(seed);
   for (int i = 0; i < s.num_steps(); ++i) {
     s.ScaleModelInputTo(x.data(), x_in.data(), n, i);
     float* m = s.ModelOutputBuffer(n);
