@@ -10,6 +10,19 @@
 
 namespace tg::audit {
 
+Finding MakeImageFinding(std::string rule, Severity severity, std::string path, int layer,
+                         std::uint64_t bytes, std::string message, std::string fix) {
+  Finding f;
+  f.rule = std::move(rule);
+  f.severity = severity;
+  f.path = std::move(path);
+  f.layer = layer;
+  f.bytes = bytes;
+  f.message = std::move(message);
+  f.fix = std::move(fix);
+  return f;
+}
+
 std::string_view SeverityName(Severity s) {
   switch (s) {
     case Severity::kInfo:

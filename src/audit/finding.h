@@ -35,6 +35,10 @@ struct Finding {
   std::string fix;          // what to change
 };
 
+// A finding about an image file or layer (line 0). The one builder the image audits share.
+Finding MakeImageFinding(std::string rule, Severity severity, std::string path, int layer,
+                         std::uint64_t bytes, std::string message, std::string fix);
+
 // True when any finding has severity >= `fail_at`.
 bool AnyAtLeast(const std::vector<Finding>& findings, Severity fail_at);
 

@@ -14,15 +14,8 @@ namespace {
 
 Finding Make(std::string rule, std::string path, int layer, std::uint64_t bytes,
              std::string message, std::string fix) {
-  Finding f;
-  f.rule = std::move(rule);
-  f.severity = Severity::kError;
-  f.path = std::move(path);
-  f.layer = layer;
-  f.bytes = bytes;
-  f.message = std::move(message);
-  f.fix = std::move(fix);
-  return f;
+  return MakeImageFinding(std::move(rule), Severity::kError, std::move(path), layer, bytes,
+                          std::move(message), std::move(fix));
 }
 
 std::vector<Finding> BudgetRules(const ImageAuditReport& r, const ImagePolicy& p) {

@@ -192,18 +192,7 @@ bool HasComponent(std::string_view p, std::string_view c) {
   return false;
 }
 
-Finding Make(std::string rule, Severity sev, std::string path, int layer, std::uint64_t bytes,
-             std::string message, std::string fix) {
-  Finding f;
-  f.rule = std::move(rule);
-  f.severity = sev;
-  f.path = std::move(path);
-  f.layer = layer;
-  f.bytes = bytes;
-  f.message = std::move(message);
-  f.fix = std::move(fix);
-  return f;
-}
+constexpr auto Make = MakeImageFinding;
 
 // Sums files under grouped roots ("usr/include", ".../.git"): one finding per root.
 struct Group {

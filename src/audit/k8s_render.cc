@@ -139,7 +139,10 @@ void EmitValueAfterKey(const Json& v, int indent, std::string* out) {
       pos = nl + 1;
     }
   } else {
-    *out += " " + Scalar(v) + "\n";
+    // Appended piecewise: `" " + std::string&&` trips GCC 12's false -Wrestrict (PR 105329).
+    *out += ' ';
+    *out += Scalar(v);
+    *out += '\n';
   }
 }
 

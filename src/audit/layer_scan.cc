@@ -299,15 +299,9 @@ la_int64_t SkipCallback(struct archive*, void* client_data, la_int64_t request) 
 
 Finding HostileFinding(std::string rule, std::string path, int layer, std::uint64_t bytes,
                        std::string message) {
-  Finding f;
-  f.rule = std::move(rule);
-  f.severity = Severity::kError;
-  f.path = std::move(path);
-  f.layer = layer;
-  f.bytes = bytes;
-  f.message = std::move(message);
-  f.fix = "rebuild the image from trusted inputs; do not ship this layer";
-  return f;
+  return MakeImageFinding(std::move(rule), Severity::kError, std::move(path), layer, bytes,
+                          std::move(message),
+                          "rebuild the image from trusted inputs; do not ship this layer");
 }
 
 }  // namespace

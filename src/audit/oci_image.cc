@@ -95,15 +95,8 @@ constexpr const char* kTamperedFix =
     "trusted source and do not ship this copy";
 
 Finding DigestMismatch(std::string path, int layer, std::uint64_t bytes, std::string message) {
-  Finding f;
-  f.rule = "image.digest-mismatch";
-  f.severity = Severity::kError;
-  f.path = std::move(path);
-  f.layer = layer;
-  f.bytes = bytes;
-  f.message = std::move(message);
-  f.fix = kTamperedFix;
-  return f;
+  return MakeImageFinding("image.digest-mismatch", Severity::kError, std::move(path), layer, bytes,
+                          std::move(message), kTamperedFix);
 }
 
 // Compares a small document with the digest (and size, when given) that named it. The blob path
