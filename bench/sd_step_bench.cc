@@ -110,18 +110,32 @@ std::string Label(const benchmark::State& state) {
   return l;
 }
 
-void BM_UnetRun(benchmark::State& state) {
+// Loads the variant of range(0) and a step state for scheduler `sched_index`; on failure marks
+// the benchmark skipped and returns nullptr.
+Env* SetUp(benchmark::State& state, int sched_index, StepState* st) {
   Env& e = GetEnv(static_cast<int>(state.range(0)));
-  if (!e.model) return state.SkipWithError(e.error.c_str());
-  StepState st;
+  if (!e.model) {
+    state.SkipWithError(e.error.c_str());
+    return nullptr;
+  }
   std::string err;
-  if (!st.Init(*e.model, 0, &err)) return state.SkipWithError(err.c_str());
+  if (!st->Init(*e.model, sched_index, &err)) {
+    state.SkipWithError(err.c_str());
+    return nullptr;
+  }
+  return &e;
+}
+
+void BM_UnetRun(benchmark::State& state) {
+  StepState st;
+  Env* e = SetUp(state, 0, &st);
+  if (e == nullptr) return;
   st.ws->Prepare(*st.sched, 0, st.latents);
   std::vector<Tensor> out;
-  const std::vector<std::string> names{e.model->unet.output_name};
+  const std::vector<std::string> names{e->model->unet.output_name};
   for (auto _ : state) {
     out.clear();
-    if (!e.model->unet.session.Run(st.ws->inputs(), names, &out).ok()) {
+    if (!e->model->unet.session.Run(st.ws->inputs(), names, &out).ok()) {
       return state.SkipWithError("UNet run failed");
     }
     benchmark::DoNotOptimize(out.data());
@@ -130,17 +144,13 @@ void BM_UnetRun(benchmark::State& state) {
 }
 
 void BM_HostStep(benchmark::State& state) {
-  Env& e = GetEnv(static_cast<int>(state.range(0)));
-  if (!e.model) return state.SkipWithError(e.error.c_str());
   StepState st;
-  std::string err;
-  if (!st.Init(*e.model, static_cast<int>(state.range(1)), &err)) {
-    return state.SkipWithError(err.c_str());
-  }
+  Env* e = SetUp(state, static_cast<int>(state.range(1)), &st);
+  if (e == nullptr) return;
   // A real UNet output to feed the guidance and scheduler (the values do not change the cost).
   st.ws->Prepare(*st.sched, 0, st.latents);
   std::vector<Tensor> out;
-  if (!e.model->unet.session.Run(st.ws->inputs(), {e.model->unet.output_name}, &out).ok()) {
+  if (!e->model->unet.session.Run(st.ws->inputs(), {e->model->unet.output_name}, &out).ok()) {
     return state.SkipWithError("UNet run failed");
   }
   for (auto _ : state) {
@@ -155,19 +165,15 @@ void BM_HostStep(benchmark::State& state) {
 }
 
 void BM_FullStep(benchmark::State& state) {
-  Env& e = GetEnv(static_cast<int>(state.range(0)));
-  if (!e.model) return state.SkipWithError(e.error.c_str());
   StepState st;
-  std::string err;
-  if (!st.Init(*e.model, static_cast<int>(state.range(1)), &err)) {
-    return state.SkipWithError(err.c_str());
-  }
+  Env* e = SetUp(state, static_cast<int>(state.range(1)), &st);
+  if (e == nullptr) return;
   std::vector<Tensor> out;
-  const std::vector<std::string> names{e.model->unet.output_name};
+  const std::vector<std::string> names{e->model->unet.output_name};
   for (auto _ : state) {
     st.ws->Prepare(*st.sched, st.step, st.latents);
     out.clear();
-    if (!e.model->unet.session.Run(st.ws->inputs(), names, &out).ok() ||
+    if (!e->model->unet.session.Run(st.ws->inputs(), names, &out).ok() ||
         !st.ws->Finish(*st.sched, st.step, out[0], &st.latents).ok()) {
       return state.SkipWithError("step failed");
     }
