@@ -8,7 +8,7 @@
 //   BM_SchedulerStep/<name>    ScaleModelInput + Step on 16 384 floats (one 512×512 latent)
 //   BM_FillGaussian/<mode>     16 384 Gaussian draws (numpy-compatible vs Philox)
 //
-// The tokenizer folder is derived from ../shared/data/clip with tests/reference/
+// The tokenizer folder is derived from data/clip (in the repository) with tests/reference/
 // make_clip_tokenizer.py (Debian's python3) into <build>/sd_core_testdata on first use.
 #include <benchmark/benchmark.h>
 
@@ -37,7 +37,7 @@ const tg::sd::ClipTokenizer* Tokenizer() {
   if (!fs::exists(dir + "/tokenizer_config.json")) {
     std::string cmd = "/usr/bin/python3 '" + std::string(TG_SOURCE_DIR) +
                       "/tests/reference/make_clip_tokenizer.py' '" + std::string(TG_SOURCE_DIR) +
-                      "/../shared/data/clip/bpe_simple_vocab_16e6.txt.gz' '" + dir + "'";
+                      "/data/clip/bpe_simple_vocab_16e6.txt.gz' '" + dir + "'";
     if (std::system(cmd.c_str()) != 0) return nullptr;
   }
   auto t = tg::sd::ClipTokenizer::Load(dir);

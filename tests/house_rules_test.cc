@@ -1,6 +1,7 @@
 // Project rules that a reviewer would otherwise have to remember: only runtime/ includes ONNX
-// Runtime headers, no file grows past the size budget, and no package-registry host names appear
-// anywhere in the tracked tree (we fetch by package name and pin by sha256).
+// Runtime headers, no file grows past the size budget, no package-registry host names appear
+// anywhere in the tracked tree (we fetch by package name and pin by sha256), and nothing the build
+// or the tests use lives outside the clone.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -77,6 +78,53 @@ TEST(HouseRulesTest, NoRegistryHostNamesInTrackedFiles) {
     }
   }
   EXPECT_TRUE(offenders.empty()) << ::testing::PrintToString(offenders);
+}
+
+// A user's clone has nothing beside it: the build, the tests, the demo and the binary read only
+// what the repository holds (issue 9, "clone alone"). CI's checkout happens to have a sibling
+// folder of reference material; nothing may depend on it.
+TEST(HouseRulesTest, NothingReadsOutsideTheClone) {
+  auto r = testing::RunProcess({"/usr/bin/git", "-C", testing::SourceDir(), "ls-files", "--",
+                                "CMakeLists.txt", "CMakePresets.json", "Makefile", "cmake",
+                                "scripts", "tools", "src", "tests", "bench", ".ci", "deploy"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // Built from pieces so this file does not itself contain the path it looks for.
+  const std::vector<std::string> needles = {std::string("../") + "shared",
+                                            std::string("\"..\", \"") + "shared"};
+  std::istringstream files(r.out);
+  std::string rel;
+  std::vector<std::string> offenders;
+  int checked = 0;
+  while (std::getline(files, rel)) {
+    fs::path p = fs::path(testing::SourceDir()) / rel;
+    if (!fs::is_regular_file(p) || fs::file_size(p) > (1u << 20)) continue;
+    ++checked;
+    std::istringstream text(testing::ReadFile(p.string()));
+    std::string line;
+    for (int n = 1; std::getline(text, line); ++n) {
+      for (const auto& needle : needles) {
+        if (line.find(needle) != std::string::npos) {
+          offenders.push_back(rel + ":" + std::to_string(n) + ": " + line);
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 100) << "git ls-files listed too few build inputs: " << r.out.size();
+  EXPECT_TRUE(offenders.empty()) << ::testing::PrintToString(offenders);
+}
+
+// The CLIP merges file the tokenizer tests and the tiny pipelines are built from ships with its
+// licence, unmodified (sha256 of OpenAI's bpe_simple_vocab_16e6.txt.gz).
+TEST(HouseRulesTest, ClipMergesShipWithTheirLicence) {
+  std::string gz = testing::ClipMergesFile();
+  ASSERT_TRUE(fs::is_regular_file(gz)) << gz;
+  fs::path licence = fs::path(gz).parent_path() / "LICENSE";
+  ASSERT_TRUE(fs::is_regular_file(licence)) << licence;
+  EXPECT_NE(testing::ReadFile(licence.string()).find("MIT License"), std::string::npos);
+  auto r = testing::RunProcess({"/usr/bin/sha256sum", gz});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.substr(0, 64),
+            "924691ac288e54409236115652ad4aa250f48203de50a9e4722a6ecd48d6804a");
 }
 
 }  // namespace

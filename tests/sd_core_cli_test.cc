@@ -25,7 +25,7 @@ std::string TokenizerDir() {
   std::string tmp = dir + ".tmp" + std::to_string(getpid());
   auto r = RunProcess({tg::testing::SystemPython(),
                        tg::testing::SourceDir() + "/tests/reference/make_clip_tokenizer.py",
-                       tg::testing::SharedDir() + "/data/clip/bpe_simple_vocab_16e6.txt.gz", tmp});
+                       tg::testing::ClipMergesFile(), tmp});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   std::error_code ec;
   fs::rename(tmp, dir, ec);

@@ -401,8 +401,7 @@ def write_pipeline(root, name, spec, vocab, merges):
 
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
-    default_merges = os.path.join(here, "..", "..", "shared", "data", "clip",
-                                  "bpe_simple_vocab_16e6.txt.gz")
+    default_merges = os.path.join(here, "..", "data", "clip", "bpe_simple_vocab_16e6.txt.gz")
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", required=True, help="directory to write the pipelines into")
     parser.add_argument("--clip-merges", default=default_merges,

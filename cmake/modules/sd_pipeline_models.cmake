@@ -9,7 +9,7 @@ endif()
 set(TG_SD_PYTHON /usr/bin/python3 CACHE FILEPATH "Python with onnx + numpy (Debian's python3-onnx)")
 set(TG_SD_TINY_DIR ${CMAKE_BINARY_DIR}/models/sd-tiny)
 set(TG_SD_TINY_STAMP ${TG_SD_TINY_DIR}/.complete)
-set(TG_SD_CLIP_MERGES ${CMAKE_SOURCE_DIR}/../shared/data/clip/bpe_simple_vocab_16e6.txt.gz
+set(TG_SD_CLIP_MERGES ${CMAKE_SOURCE_DIR}/data/clip/bpe_simple_vocab_16e6.txt.gz
     CACHE FILEPATH "CLIP merges (bpe_simple_vocab_16e6.txt.gz) for the tiny pipelines' tokenizers")
 
 add_custom_command(

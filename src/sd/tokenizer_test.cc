@@ -1,5 +1,5 @@
 // CLIP tokenizer tests. The tokenizer files are derived at test time from the original merges file
-// in ../shared/data/clip (tests/reference/make_clip_tokenizer.py) and expected ids come from an
+// in data/clip (tests/reference/make_clip_tokenizer.py) and expected ids come from an
 // independent Python implementation (tests/reference/clip_tokenize.py) plus hand-checked ids.
 #include "sd/tokenizer.h"
 
@@ -20,7 +20,7 @@ using tg::testing::RunProcess;
 using tg::testing::SystemPython;
 
 std::string ClipGz() {
-  return tg::testing::SharedDir() + "/data/clip/bpe_simple_vocab_16e6.txt.gz";
+  return tg::testing::ClipMergesFile();
 }
 
 // Builds (once per build tree; atomic rename so parallel tests can race safely) a tokenizer folder.

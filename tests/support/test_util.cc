@@ -175,7 +175,9 @@ std::string ReadFile(const std::string& path) {
 std::string SourceDir() { return TG_SOURCE_DIR; }
 std::string BinaryDir() { return TG_BINARY_DIR; }
 std::string TruegreenPath() { return TG_CLI_PATH; }
-std::string SharedDir() { return std::string(TG_SOURCE_DIR) + "/../shared"; }
+std::string ClipMergesFile() {
+  return std::string(TG_SOURCE_DIR) + "/data/clip/bpe_simple_vocab_16e6.txt.gz";
+}
 std::string OrtDir() { return std::string(TG_SOURCE_DIR) + "/third_party/onnxruntime"; }
 std::string FakeGpuDir() { return std::string(TG_BINARY_DIR) + "/fakegpu"; }
 std::string SystemPython() { return "/usr/bin/python3"; }
