@@ -25,6 +25,7 @@
 
 #include "common/config.h"
 #include "common/dynlib.h"
+#include "common/process.h"
 
 namespace {
 
@@ -33,32 +34,13 @@ std::string g_self;
 std::string TruegreenPath() { return std::string(TG_BINARY_DIR) + "/bin/truegreen"; }
 std::string FakeGpuDir() { return std::string(TG_BINARY_DIR) + "/fakegpu"; }
 
-// Runs argv with stdout captured (returned) and stderr discarded; aborts the benchmark on a
-// failure to start.
+// Runs argv with stdout captured (returned), stderr dropped and `status` = its exit code; aborts
+// the benchmark on a failure to start.
 std::string Run(const std::vector<std::string>& argv, int* status) {
-  int out[2];
-  if (pipe(out) != 0) std::abort();
-  pid_t pid = fork();
-  if (pid == 0) {
-    dup2(out[1], 1);
-    int null_fd = open("/dev/null", O_WRONLY);
-    dup2(null_fd, 2);
-    close(out[0]);
-    close(out[1]);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execv(args[0], args.data());
-    _exit(127);
-  }
-  close(out[1]);
-  std::string text;
-  char buf[65536];
-  ssize_t n;
-  while ((n = read(out[0], buf, sizeof buf)) > 0) text.append(buf, static_cast<size_t>(n));
-  close(out[0]);
-  waitpid(pid, status, 0);
-  return text;
+  tg::common::ProcessResult r = tg::common::RunProcess(argv);
+  if (!r.started) std::abort();
+  *status = r.exit_code;
+  return r.out;
 }
 
 void Collect(const tg::common::Json& lib, std::vector<std::string>* out) {
@@ -109,7 +91,7 @@ void BM_ProbeJsonCold(benchmark::State& state, std::vector<std::string> global) 
   for (auto _ : state) {
     int status = 0;
     std::string out = Run(argv, &status);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || out.empty()) {
+    if (status != 0 || out.empty()) {
       state.SkipWithError("truegreen probe failed");
       break;
     }
@@ -128,7 +110,7 @@ void BM_DlopenSameLibrariesCold(benchmark::State& state, std::vector<std::string
   for (auto _ : state) {
     int status = 0;
     Run(argv, &status);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    if (status != 0) {
       state.SkipWithError("dlopen child failed");
       break;
     }

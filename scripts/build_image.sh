@@ -99,7 +99,8 @@ copy_deps() {
 }
 
 copy_deps "${BINARY}" 1
-for lib in "${ORT_DIR}"/lib/libonnxruntime.so* "${ORT_DIR}"/gpu/*.so*; do
+# Core and providers: lib/ of a GPU release archive holds both; the npm layout splits them.
+for lib in "${ORT_DIR}"/lib/libonnxruntime*.so* "${ORT_DIR}"/gpu/*.so*; do
   [ -e "${lib}" ] || continue
   cp -L "${lib}" "${ROOTFS}/opt/truegreen/lib/$(basename "${lib}")"
 done

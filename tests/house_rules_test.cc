@@ -6,7 +6,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -125,6 +127,68 @@ TEST(HouseRulesTest, ClipMergesShipWithTheirLicence) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out.substr(0, 64),
             "924691ac288e54409236115652ad4aa250f48203de50a9e4722a6ecd48d6804a");
+}
+
+}  // namespace
+}  // namespace tg
+
+// ---- Module dependency order (issue 9 §3): derived from the includes, never from a list. ----
+namespace tg {
+namespace {
+
+// What each module under src/ may include besides itself: common <- probe <- policy <- runtime <-
+// sd <- server/cli; audit <- policy. A module not in this table fails the test, so a new module
+// has to be placed in the order deliberately.
+const std::map<std::string, std::set<std::string>>& AllowedModuleDeps() {
+  static const std::map<std::string, std::set<std::string>> kAllowed = {
+      {"common", {}},
+      {"probe", {"common"}},
+      {"policy", {"common", "probe"}},
+      {"audit", {"common", "probe", "policy"}},
+      {"runtime", {"common", "probe", "policy"}},
+      {"sd", {"common", "probe", "policy", "runtime"}},
+      {"server", {"common", "probe", "policy", "runtime", "sd"}},
+      {"cli", {"common", "probe", "policy", "runtime", "sd", "audit", "server"}},
+  };
+  return kAllowed;
+}
+
+TEST(HouseRulesTest, ModuleIncludesFollowTheDependencyOrder) {
+  const std::filesystem::path src = std::filesystem::path(testing::SourceDir()) / "src";
+  const std::regex include_re(R"re(^\s*#\s*include\s*"([a-z_0-9]+)/([^"]+)")re");
+  std::vector<std::string> offenders;
+  int includes_seen = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(src)) {
+    const std::string ext = e.path().extension().string();
+    if (!e.is_regular_file() || (ext != ".cc" && ext != ".h")) continue;
+    const std::string module = e.path().lexically_relative(src).begin()->string();
+    auto allowed = AllowedModuleDeps().find(module);
+    if (allowed == AllowedModuleDeps().end()) {
+      offenders.push_back(e.path().string() + ": module '" + module + "' is not in the order");
+      continue;
+    }
+    std::ifstream in(e.path());
+    std::string line;
+    for (int n = 1; std::getline(in, line); ++n) {
+      std::smatch m;
+      if (!std::regex_search(line, m, include_re)) continue;
+      const std::string target = m[1].str(), header = m[2].str();
+      if (!std::filesystem::is_directory(src / target)) continue;  // tests/, third-party dirs
+      ++includes_seen;
+      const std::string where = e.path().string() + ":" + std::to_string(n) + ": ";
+      if (target != module && !allowed->second.contains(target)) {
+        offenders.push_back(where + module + " includes " + target + "/" + header +
+                            " against the order common <- probe <- policy <- runtime <- sd <- "
+                            "server/cli; audit <- policy");
+      }
+      if (target != module && header.ends_with("_internal.h")) {
+        offenders.push_back(where + module + " includes another module's internal header " +
+                            target + "/" + header);
+      }
+    }
+  }
+  EXPECT_GT(includes_seen, 50) << "the include scan found almost nothing: is the regex wrong?";
+  EXPECT_TRUE(offenders.empty()) << ::testing::PrintToString(offenders);
 }
 
 }  // namespace

@@ -220,6 +220,24 @@ TEST(AdmitFakeGpu, Table) {
        "NOT ACCELERATED",
        "devices.nodes",
        "/dev/nvidiactl"},
+      {"CPU-flavor core (the real npm core) with the GPU providers",
+       {},
+       {"libonnxruntime.so"},
+       {},
+       good,
+       3,
+       "NOT ACCELERATED",
+       "onnxruntime.core_flavor.TensorrtExecutionProvider",
+       "one GPU release archive of the same version"},
+      {"fake core reading as a CPU build",
+       {{"TG_FAKE_ORT_FLAVOR", "cpu"}},
+       {},
+       {},
+       good,
+       3,
+       "NOT ACCELERATED",
+       "onnxruntime.core_flavor.TensorrtExecutionProvider",
+       "is a CPU build and cannot host"},
       {"TensorRT missing fails its provider",
        {},
        {"libnvinfer.so.10"},
@@ -279,6 +297,33 @@ TEST(AdmitFakeGpu, DoctorOnAHealthyFakeNodeSaysAccelerated) {
                              {"CUDA_VISIBLE_DEVICES", testing::kUnset}});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_EQ(r.out.substr(0, r.out.find('\n')), "ACCELERATED");
+}
+
+// The build-flavor rule on both sides of the same provider files: the GPU-flavor core passes it,
+// the real npm core (a CPU build) fails it naming both files and the fix.
+TEST(AdmitFakeGpu, BuildFlavorRuleNamesCoreAndProvider) {
+  Row gpu{"gpu core", {}, {}, {}, MatrixYaml(), 0, "", "", ""};
+  Outcome pass = RunAdmit(gpu);
+  ASSERT_TRUE(pass.report.is_object()) << pass.proc.err;
+  for (const char* p : {"TensorrtExecutionProvider", "CUDAExecutionProvider"}) {
+    const common::Json* c = CheckById(pass.report, std::string("onnxruntime.core_flavor.") + p);
+    ASSERT_NE(c, nullptr) << Text(pass.report);
+    EXPECT_EQ((*c)["result"], "PASS") << Text(pass.report);
+    EXPECT_THAT((*c)["found"].get<std::string>(), HasSubstr("(gpu build;"));
+  }
+
+  Row cpu{"cpu core", {}, {"libonnxruntime.so"}, {}, MatrixYaml(), 3, "", "", ""};
+  Outcome fail = RunAdmit(cpu);
+  ASSERT_TRUE(fail.report.is_object()) << fail.proc.err;
+  EXPECT_EQ(fail.proc.exit_code, 3);
+  const common::Json* c = CheckById(fail.report, "onnxruntime.core_flavor.CUDAExecutionProvider");
+  ASSERT_NE(c, nullptr) << Text(fail.report);
+  EXPECT_EQ((*c)["result"], "FAIL");
+  const std::string found = (*c)["found"].get<std::string>();
+  EXPECT_THAT(found, HasSubstr(testing::OrtDir() + "/lib/libonnxruntime.so (cpu build;"));
+  EXPECT_THAT(found, HasSubstr("libonnxruntime_providers_cuda.so"));
+  EXPECT_THAT((*c)["cause"].get<std::string>(),
+              HasSubstr("core and providers from one GPU release archive of the same version"));
 }
 
 }  // namespace

@@ -100,5 +100,21 @@ TEST(AdmitReal, StubDriverIsRefusedWithADifferentCause) {
   EXPECT_EQ((*p)["result"], "PASS") << (*p)["found"];
 }
 
+// The build-flavor rule fires for the real npm pair from the core's flavor alone, driver or not:
+// the npm core is a CPU build, and the production matrix names the CUDA provider.
+TEST(AdmitReal, NpmCoreWithGpuProviderIsRefusedByBuildFlavor) {
+  int rc = 0;
+  common::Json j = AdmitJson({}, &rc);
+  EXPECT_EQ(rc, 3);
+  const common::Json* c = CheckById(j, "onnxruntime.core_flavor.CUDAExecutionProvider");
+  ASSERT_NE(c, nullptr) << j.dump(2);
+  EXPECT_EQ((*c)["result"], "FAIL");
+  const std::string found = (*c)["found"].get<std::string>();
+  EXPECT_THAT(found, HasSubstr("/lib/libonnxruntime.so (cpu build;"));
+  EXPECT_THAT(found, HasSubstr("/gpu/libonnxruntime_providers_cuda.so"));
+  EXPECT_THAT((*c)["cause"].get<std::string>(),
+              HasSubstr("core and providers from one GPU release archive of the same version"));
+}
+
 }  // namespace
 }  // namespace tg

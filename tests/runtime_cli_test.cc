@@ -266,3 +266,57 @@ TEST(RuntimeCliTest, EnginesBuildNeedsTensorRt) {
 
 }  // namespace
 }  // namespace tg
+
+// ---- The startup chain (issue 14 §3): snapshot -> admit -> factory, drift refused in production.
+namespace tg {
+namespace {
+
+// A matrix that pins an ONNX Runtime release other than the bundled 1.29 and requires nothing
+// of the GPU (require_gpu: false): on this node its only FAIL is drift.
+void WriteDriftedPolicy(const testing::TempDir& dir, const std::string& profile) {
+  testing::WriteFile(dir / "m.yaml",
+                     "schema: 1\nname: drifted\nrequire_gpu: false\nonnxruntime:\n"
+                     "  version: \"1.28\"\n  providers: [CPUExecutionProvider]\n"
+                     "devices:\n  count: 0\ncontainer:\n  driver_capabilities: []\n"
+                     "  device_nodes: false\n");
+  testing::WriteFile(dir / "p.yaml",
+                     "profile: " + profile + "\nmatrix: " + (dir / "m.yaml") + "\n");
+}
+
+TEST(RuntimeStartupChain, ProductionRunAndGenerateRefuseADriftedNodeWithExit4) {
+  testing::TempDir dir;
+  WriteDriftedPolicy(dir, "production");
+  auto r = testing::RunTruegreen(
+      {"--policy", dir / "p.yaml", "run", "--model", Model("matmul_softmax.onnx")});
+  EXPECT_EQ(r.exit_code, 4) << r.out << r.err;
+  EXPECT_NE(r.err.find("version drift"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("[onnxruntime.library]"), std::string::npos) << r.err;
+  // The chain refuses before the pipeline is read: any existing folder will do.
+  auto gen = testing::RunTruegreen({"--policy", dir / "p.yaml", "generate", "--model", dir.path(),
+                                    "--prompt", "a cat", "--steps", "2", "--size", "256x256", "-o",
+                                    dir / "out.png"});
+  EXPECT_EQ(gen.exit_code, 4) << gen.out << gen.err;
+  EXPECT_NE(gen.err.find("version drift"), std::string::npos) << gen.err;
+}
+
+TEST(RuntimeStartupChain, DevRecordsDriftAsAdvisoryAndReportsEveryStep) {
+  testing::TempDir dir;
+  WriteDriftedPolicy(dir, "dev");
+  auto r = testing::RunTruegreen({"--policy", dir / "p.yaml", "--json", "run", "--model",
+                                  Model("matmul_softmax.onnx"), "--runs", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  common::Json j = ParseOut(r);
+  const common::Json& steps = j["startup"]["steps"];
+  ASSERT_EQ(steps.size(), 3u) << j["startup"].dump(2);
+  EXPECT_EQ(steps[0]["step"], "snapshot");
+  EXPECT_EQ(steps[1]["step"], "admit");
+  EXPECT_EQ(steps[1]["outcome"], "advisory");
+  EXPECT_NE(steps[1]["detail"].get<std::string>().find("version drift"), std::string::npos);
+  EXPECT_EQ(steps[2]["step"], "factory");
+  EXPECT_EQ(steps[2]["outcome"], "ok");
+  for (const auto& s : steps) EXPECT_GE(s["ms"].get<double>(), 0.0);
+  EXPECT_EQ(j["startup"]["admission"]["verdict"], "VERSION DRIFT");
+}
+
+}  // namespace
+}  // namespace tg

@@ -53,8 +53,13 @@ tg_fake_lib(tg_fake_provider_cuda fake_provider.c onnxruntime_providers_cuda ""
 tg_fake_lib(tg_fake_provider_tensorrt fake_provider.c onnxruntime_providers_tensorrt ""
   DEFINES TG_FAKE_TENSORRT
   LINK tg_fake_cudart tg_fake_cuda tg_fake_nvinfer tg_fake_nvonnxparser tg_fake_cudnn)
+# A GPU-flavor core: wraps the real (CPU-built) core and lists the GPU providers (fake_ort_core.c).
+tg_fake_lib(tg_fake_ort_core fake_ort_core.c onnxruntime ""
+  DEFINES "TG_FAKE_REAL_ORT=\"${TG_ORT_DIR}/lib/libonnxruntime.so\""
+  LINK ${CMAKE_DL_LIBS})
+target_include_directories(tg_fake_ort_core SYSTEM PRIVATE ${TG_ORT_DIR}/include)
 
-add_custom_target(tg_fakegpu ALL DEPENDS
+add_custom_target(tg_fakegpu ALL DEPENDS tg_fake_ort_core
   tg_fake_nvml tg_fake_cuda tg_fake_cudart tg_fake_cublas tg_fake_cublaslt tg_fake_curand
   tg_fake_nccl tg_fake_cudnn tg_fake_nvinfer tg_fake_nvonnxparser tg_fake_provider_cuda
   tg_fake_provider_tensorrt tg_fake_cudnn_ops tg_fake_cudnn_cnn tg_fake_cudnn_adv

@@ -4,16 +4,19 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cli/command_areas.h"
+#include "cli/integrity_canary.h"
 #include "common/status.h"
 #include "policy/admission.h"
 #include "policy/logscan.h"
 #include "policy/matrix.h"
 #include "policy/snapshot_diff.h"
 #include "probe/probe.h"
+#include "runtime/ort_probe.h"
 
 namespace tg::cli {
 namespace {
@@ -33,6 +36,7 @@ struct AdmitFlags {
   std::string matrix;
   std::string snapshot;
   std::string root = "/";
+  CanaryFlags canary;  // doctor only
 };
 
 // The snapshot to judge: read from --snapshot, or taken live with the global --lib-path.
@@ -40,7 +44,7 @@ common::Result<probe::Snapshot> GetSnapshot(const AdmitFlags& f, const GlobalOpt
   if (!f.snapshot.empty()) return probe::LoadSnapshotFile(f.snapshot);
   probe::ProbeOptions o;
   o.root = f.root;
-  return probe::TakeSnapshot(g.Loader(), o);
+  return runtime::TakeSnapshot(g.Loader(), o);
 }
 
 // --matrix wins; otherwise the global --policy (production by default, dev, or a file).
@@ -83,14 +87,29 @@ int RunDoctor(const AdmitFlags& f, const GlobalOptions& g) {
   const policy::Matrix* m = &e->matrix;
   const probe::Snapshot* s = &e->snapshot;
   const policy::AdmissionReport& r = e->report;
+  // The op canary (--canary): a node is only ACCELERATED when its ops ran right on the GPU. A
+  // canary that could not run proves nothing, so it never leaves an ACCELERATED verdict standing.
+  std::optional<runtime::CanaryReport> canary;
+  if (f.canary.run) canary = RunDoctorCanary(g, f.canary, *s, r.matrix_fingerprint);
+  const bool canary_failed =
+      canary && canary->verdict != "PASS" && r.verdict == policy::Verdict::kAccelerated;
+  const int exit_code = canary_failed ? common::kExitIntegrity : r.exit_code;
+  const std::string verdict =
+      canary_failed ? "NOT ACCELERATED" : std::string(policy::VerdictName(r.verdict));
   if (g.json) {
     Json j = r.ToJson();
+    if (canary) {
+      j["canary"] = runtime::CanaryReportToJson(*canary);
+      j["verdict"] = verdict;
+      j["exit_code"] = exit_code;
+    }
     j["snapshot"] = probe::ToJson(*s);
     Print(j.dump(2) + "\n");
-    return r.exit_code;
+    return exit_code;
   }
   // Verdict first: the one line an operator needs, then why and what to do.
-  std::string o = std::string(policy::VerdictName(r.verdict)) + "\n";
+  std::string o = verdict + "\n";
+  if (canary) o += "  " + runtime::FormatCanaryReport(*canary);
   o += "  policy: " + (m->name.empty() ? m->source : m->name) + " (" + m->source + ")\n";
   if (s->onnxruntime.library.loaded && s->onnxruntime.library.version) {
     o += "  onnxruntime " + *s->onnxruntime.library.version + ", driver " +
@@ -109,7 +128,7 @@ int RunDoctor(const AdmitFlags& f, const GlobalOptions& g) {
   }
   o += "\nAll checks:\n" + r.ToText(isatty(STDOUT_FILENO) != 0);
   Print(o);
-  return r.exit_code;
+  return exit_code;
 }
 
 struct DiffFlags {
@@ -201,6 +220,7 @@ void RegisterPolicyCommands(CLI::App& app, GlobalOptions& g, CommandRegistry& r)
       ->type_name("FILE");
   doctor->add_option("--root", doctor_flags->root, "Root prefix for device nodes and /proc")
       ->type_name("DIR");
+  AddCanaryFlags(doctor, &doctor_flags->canary);
   r.Add(doctor, [doctor_flags, &g] { return RunDoctor(*doctor_flags, g); });
 
   auto diff_flags = std::make_shared<DiffFlags>();

@@ -8,6 +8,7 @@
 #include "cli/command_areas.h"
 #include "common/status.h"
 #include "probe/probe.h"
+#include "runtime/ort_probe.h"
 
 namespace tg::cli {
 namespace {
@@ -163,7 +164,7 @@ void RegisterProbeCommands(CLI::App& app, GlobalOptions& g, CommandRegistry& r) 
     probe::ProbeOptions options;
     options.root = flags->root;
     options.skip_init = flags->no_init;
-    probe::Snapshot s = probe::TakeSnapshot(g.Loader(), options);
+    probe::Snapshot s = runtime::TakeSnapshot(g.Loader(), options);
     if (g.json) {
       std::string text = probe::ToJson(s).dump(2);
       std::fwrite(text.data(), 1, text.size(), stdout);

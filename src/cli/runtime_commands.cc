@@ -14,6 +14,7 @@
 #include "common/log.h"
 #include "runtime/engines.h"
 #include "runtime/session.h"
+#include "runtime/startup.h"
 
 namespace tg::cli {
 namespace {
@@ -96,8 +97,11 @@ int RunCommand(const GlobalOptions& g, const RunArgs& a) {
   if (a.runs < 1 || a.warmup < 0) {
     return Fail(g, Status::InvalidArg("--runs must be >= 1 and --warmup >= 0"), "run");
   }
-  auto factory = runtime::SessionFactory::Create(*policy, g.Loader());
-  if (!factory.ok()) return Fail(g, factory.status(), "run");
+  // The startup chain: snapshot -> admit (production refuses drift, exit 4) -> factory.
+  runtime::StartupReport startup;
+  auto chain = runtime::StartupChain::Start(*policy, g.Loader(), {}, &startup);
+  if (!chain.ok()) return Fail(g, chain.status(), "run");
+  const runtime::SessionFactory* factory = &chain->factory();
   runtime::OpenOptions oo;
   oo.placement_from_log = a.placement_from_log;
   Status violation;
@@ -182,7 +186,8 @@ int RunCommand(const GlobalOptions& g, const RunArgs& a) {
               {"latency", latency},
               {"io", io},
               {"outputs", outs},
-              {"checksum", checksum}};
+              {"checksum", checksum},
+              {"startup", startup.ToJson()}};
     std::cout << j.dump(2) << "\n";
     return common::kExitOk;
   }

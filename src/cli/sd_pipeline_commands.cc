@@ -18,6 +18,7 @@
 #include "common/status.h"
 #include "runtime/runtime_policy.h"
 #include "runtime/session.h"
+#include "runtime/startup.h"
 #include "sd/model_loader.h"
 #include "sd/pipeline.h"
 
@@ -141,8 +142,11 @@ int RunGenerate(const GlobalOptions& g, const GenerateFlags& f) {
 
   auto policy = runtime::LoadRuntimePolicy(g.policy);
   if (!policy.ok()) return Fail(g, policy.status().WithPrefix("--policy"));
-  auto factory = runtime::SessionFactory::Create(*policy, g.Loader());
-  if (!factory.ok()) return Fail(g, factory.status());
+  // The startup chain: snapshot -> admit (production refuses drift, exit 4) -> factory.
+  runtime::StartupReport startup;
+  auto chain = runtime::StartupChain::Start(*policy, g.Loader(), {}, &startup);
+  if (!chain.ok()) return Fail(g, chain.status());
+  const runtime::SessionFactory* factory = &chain->factory();
   auto model = sd::LoadSdModel(f.model, *factory);
   if (!model.ok()) return Fail(g, model.status());
   const sd::SdModel& m = **model;

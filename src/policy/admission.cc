@@ -1,5 +1,7 @@
 #include "policy/admission.h"
 
+#include "policy/admission_internal.h"
+
 #include <algorithm>
 #include <cctype>
 #include <optional>
@@ -10,6 +12,13 @@ namespace tg::policy {
 namespace {
 
 using common::Json;
+using internal::DescribeLoaded;
+using internal::DescribeMissing;
+using internal::Evaluator;
+using internal::IsNotFoundError;
+using internal::Join;
+using internal::LibVersion;
+using internal::SonameMajor;
 using probe::LibInfo;
 using probe::Snapshot;
 
@@ -39,7 +48,54 @@ std::vector<std::string> SplitList(const std::string& s) {
   return out;
 }
 
-std::string Join(const std::vector<std::string>& v, std::string_view sep = ", ") {
+// The likely cause of a cuInit failure, by CUresult.
+std::string CuInitCause(int code) {
+  std::string cause;
+  switch (code) {
+    case 100:
+      cause =
+          "the driver is present but no GPU is visible to this process: check "
+          "CUDA_VISIBLE_DEVICES, NVIDIA_VISIBLE_DEVICES, the /dev/nvidiaN nodes, and that the pod "
+          "requests nvidia.com/gpu";
+      break;
+    case 803:
+      cause =
+          "the user-mode driver (libcuda.so.1) and the kernel module are different versions: a "
+          "libcuda from another driver is on the library path (baked into the image, or a "
+          "cuda-compat package), or the driver was upgraded without a reboot";
+      break;
+    case 804:
+      cause =
+          "a CUDA forward-compatibility package (cuda-compat) is in use on a GPU that does not "
+          "support it (only data-center GPUs do): remove cuda-compat from the library path or "
+          "upgrade the host driver";
+      break;
+    case 34:
+      cause =
+          "libcuda.so.1 is the CUDA toolkit's stub library: the real driver is not mounted into "
+          "this container";
+      break;
+    case 35:
+      cause = "the NVIDIA driver is too old for this CUDA version: upgrade the host driver";
+      break;
+    case 802:
+      cause = "the system is not ready for CUDA: on NVSwitch systems start nvidia-fabricmanager";
+      break;
+    case 999:
+    case 304:
+      cause = "the driver failed unexpectedly: check dmesg for Xid errors and device permissions";
+      break;
+    default:
+      cause = "CUDA cannot initialise: check dmesg, device permissions and the driver install";
+  }
+  return cause;
+}
+
+}  // namespace
+
+namespace internal {
+
+std::string Join(const std::vector<std::string>& v, std::string_view sep) {
   std::string out;
   for (const auto& s : v) {
     if (!out.empty()) out += sep;
@@ -87,61 +143,6 @@ std::optional<int> SonameMajor(const std::string& soname) {
   if (!v) return std::nullopt;
   return v->major();
 }
-
-class Evaluator {
- public:
-  Evaluator(const Snapshot& s, const Matrix& m) : s_(s), m_(m) {}
-
-  AdmissionReport Run();
-
- private:
-  void Add(CheckResult r, FailureKind k, std::string id, std::string title, std::string found,
-           std::string required, std::string cause) {
-    report_.checks.push_back({std::move(id), std::move(title), r, k, std::move(found),
-                              std::move(required), std::move(cause)});
-  }
-  void Pass(std::string id, std::string title, std::string found, std::string required = "") {
-    Add(CheckResult::kPass, FailureKind::kNone, std::move(id), std::move(title), std::move(found),
-        std::move(required), "");
-  }
-  void Warn(std::string id, std::string title, std::string found, std::string required,
-            std::string cause) {
-    Add(CheckResult::kWarn, FailureKind::kNone, std::move(id), std::move(title), std::move(found),
-        std::move(required), std::move(cause));
-  }
-  void Drift(std::string id, std::string title, std::string found, std::string required,
-             std::string cause) {
-    Add(CheckResult::kFail, FailureKind::kDrift, std::move(id), std::move(title), std::move(found),
-        std::move(required), std::move(cause));
-  }
-  // An integrity failure. A development matrix (require_gpu: false) downgrades it to WARN unless
-  // `hard` (ONNX Runtime itself missing: then nothing can run, CPU included).
-  void Integrity(std::string id, std::string title, std::string found, std::string required,
-                 std::string cause, bool hard = false) {
-    bool downgrade = !m_.require_gpu && !hard;
-    Add(downgrade ? CheckResult::kWarn : CheckResult::kFail, FailureKind::kIntegrity, std::move(id),
-        std::move(title), std::move(found), std::move(required),
-        downgrade ? "dev policy, CPU allowed: " + cause : std::move(cause));
-  }
-
-  void CheckEnvironment();
-  void CheckDeviceNodes();
-  void CheckDriver();
-  void CheckDriverVersions();
-  void CheckCudaLibraries();
-  void CheckOrt();
-  void CheckDevices();
-  void Finish();
-
-  int RuntimeCudaMajor() const;
-  std::optional<Version> DriverVersion() const;
-  std::optional<Version> DriverCudaVersion() const;
-  bool CudaInitOk() const { return s_.cuda_driver.init && s_.cuda_driver.init->code == 0; }
-
-  const Snapshot& s_;
-  const Matrix& m_;
-  AdmissionReport report_;
-};
 
 // ---------------------------------------------------------------------------------------------
 
@@ -259,6 +260,12 @@ void Evaluator::CheckDeviceNodes() {
 }
 
 void Evaluator::CheckDriver() {
+  CheckDriverLibrary();
+  CheckNvml();
+  CheckCuInit();
+}
+
+void Evaluator::CheckDriverLibrary() {
   const LibInfo& cu = s_.cuda_driver.library;
   const std::string title = "NVIDIA driver library (libcuda.so.1)";
   bool stub = cu.loaded && (cu.resolved_path.find("/stubs/") != std::string::npos ||
@@ -281,7 +288,9 @@ void Evaluator::CheckDriver() {
   } else {
     Pass("driver.library", title, DescribeLoaded(cu));
   }
+}
 
+void Evaluator::CheckNvml() {
   // NVML: needed for the driver version, memory and MIG; its init errors name driver problems
   // more precisely than cuInit does.
   const auto& nv = s_.nvml;
@@ -311,8 +320,10 @@ void Evaluator::CheckDriver() {
     if (nv.driver_version) f += ", driver " + *nv.driver_version;
     Pass("driver.nvml", ntitle, f);
   }
+}
 
-  if (!cu.loaded) return;  // cuInit was impossible; driver.library names the cause
+void Evaluator::CheckCuInit() {
+  if (!s_.cuda_driver.library.loaded) return;  // impossible; driver.library names the cause
   const std::string ititle = "CUDA driver initialisation (cuInit)";
   if (!s_.cuda_driver.init) {
     Warn("driver.init", ititle, "cuInit not called (probe ran without initialisation)",
@@ -326,45 +337,7 @@ void Evaluator::CheckDriver() {
     return;
   }
   std::string found = "cuInit failed: " + r.name + " (" + std::to_string(r.code) + ")";
-  std::string cause;
-  switch (r.code) {
-    case 100:
-      cause =
-          "the driver is present but no GPU is visible to this process: check "
-          "CUDA_VISIBLE_DEVICES, NVIDIA_VISIBLE_DEVICES, the /dev/nvidiaN nodes, and that the pod "
-          "requests nvidia.com/gpu";
-      break;
-    case 803:
-      cause =
-          "the user-mode driver (libcuda.so.1) and the kernel module are different versions: a "
-          "libcuda from another driver is on the library path (baked into the image, or a "
-          "cuda-compat package), or the driver was upgraded without a reboot";
-      break;
-    case 804:
-      cause =
-          "a CUDA forward-compatibility package (cuda-compat) is in use on a GPU that does not "
-          "support it (only data-center GPUs do): remove cuda-compat from the library path or "
-          "upgrade the host driver";
-      break;
-    case 34:
-      cause =
-          "libcuda.so.1 is the CUDA toolkit's stub library: the real driver is not mounted into "
-          "this container";
-      break;
-    case 35:
-      cause = "the NVIDIA driver is too old for this CUDA version: upgrade the host driver";
-      break;
-    case 802:
-      cause = "the system is not ready for CUDA: on NVSwitch systems start nvidia-fabricmanager";
-      break;
-    case 999:
-    case 304:
-      cause = "the driver failed unexpectedly: check dmesg for Xid errors and device permissions";
-      break;
-    default:
-      cause = "CUDA cannot initialise: check dmesg, device permissions and the driver install";
-  }
-  Integrity("driver.init", ititle, found, "CUDA_SUCCESS", cause);
+  Integrity("driver.init", ititle, found, "CUDA_SUCCESS", CuInitCause(r.code));
 }
 
 std::optional<Version> Evaluator::DriverVersion() const {
@@ -466,6 +439,12 @@ void Evaluator::CheckDriverVersions() {
 }
 
 void Evaluator::CheckCudaLibraries() {
+  CheckCudaVersions();
+  CheckCudnnPairing();
+  CheckTensorRt();
+}
+
+void Evaluator::CheckCudaVersions() {
   struct Lib {
     const char* id;
     const char* title;
@@ -501,8 +480,10 @@ void Evaluator::CheckCudaLibraries() {
       Pass(l.id, l.title, DescribeLoaded(*l.info), *l.spec ? required : "");
     }
   }
+}
 
-  // cuDNN: the providers link one exact major (libcudnn.so.9); 8 and 9 are not interchangeable.
+// cuDNN: the providers link one exact major (libcudnn.so.9); 8 and 9 are not interchangeable.
+void Evaluator::CheckCudnnPairing() {
   if (s_.cudnn.library.loaded) {
     std::optional<int> have = LibVersion(s_.cudnn.library)
                                   ? std::optional<int>(LibVersion(s_.cudnn.library)->major())
@@ -536,8 +517,10 @@ void Evaluator::CheckCudaLibraries() {
            std::to_string(s_.cudnn.sub_libraries.size()) + " loaded");
     }
   }
+}
 
-  // TensorRT: required when its provider is required or its version is pinned.
+// TensorRT: required when its provider is required or its version is pinned.
+void Evaluator::CheckTensorRt() {
   const auto& provs = m_.onnxruntime.providers;
   bool trt_needed =
       m_.tensorrt.has_value() ||
@@ -572,115 +555,15 @@ void Evaluator::CheckCudaLibraries() {
   }
 }
 
-void Evaluator::CheckOrt() {
-  const auto& o = s_.onnxruntime;
-  const std::string title = "ONNX Runtime (libonnxruntime.so)";
-  std::string required =
-      m_.onnxruntime.version ? "version " + m_.onnxruntime.version->text() : "loadable";
-  if (!o.library.loaded) {
-    Integrity("onnxruntime.library", title, DescribeMissing(o.library), required,
-              "ONNX Runtime cannot be loaded, so no inference can run at all: install it or "
-              "point --lib-path at its directory",
-              /*hard=*/true);
-  } else {
-    std::optional<Version> v = LibVersion(o.library);
-    if (m_.onnxruntime.version && (!v || !m_.onnxruntime.version->Matches(*v))) {
-      Drift("onnxruntime.library", title, DescribeLoaded(o.library), required,
-            "the ONNX Runtime release differs from the matrix: rebuild the image with the pinned "
-            "release or update the matrix");
-    } else {
-      Pass("onnxruntime.library", title, DescribeLoaded(o.library),
-           m_.onnxruntime.version ? required : "");
-    }
-  }
-
-  auto find_lib = [&](const std::string& provider) -> const probe::ProviderLibrary* {
-    for (const auto& p : o.provider_libraries) {
-      if (p.provider == provider) return &p;
-    }
-    return nullptr;
-  };
-  auto compiled = [&](const std::string& provider) {
-    return std::find(o.compiled_providers.begin(), o.compiled_providers.end(), provider) !=
-           o.compiled_providers.end();
-  };
-
-  std::vector<std::string> checked;
-  int priority = 0;
-  for (const std::string& want : m_.onnxruntime.providers) {
-    ++priority;
-    checked.push_back(want);
-    std::string id = "onnxruntime.provider." + want;
-    std::string t = want + " (priority " + std::to_string(priority) + ")";
-    const probe::ProviderLibrary* lib = find_lib(want);
-    bool hard = want == "CPUExecutionProvider";
-    if (lib == nullptr) {
-      if (o.library.loaded && compiled(want)) {
-        Pass(id, t, "compiled into libonnxruntime.so", "usable");
-      } else {
-        Integrity(id, t,
-                  o.library.loaded ? "not compiled into libonnxruntime.so and no provider "
-                                     "library was found"
-                                   : "ONNX Runtime not loaded",
-                  "usable",
-                  "this ONNX Runtime build does not offer " + want +
-                      ": install the package that ships it",
-                  hard);
-      }
-      continue;
-    }
-    if (!lib->library.loaded) {
-      std::string explain = ExplainLoadError(lib->library.error);
-      Integrity(id, t, DescribeMissing(lib->library), "the provider library loads",
-                explain.empty() ? "the provider library cannot be loaded: see the loader error"
-                                : explain);
-      continue;
-    }
-    std::string found = "loaded " + lib->library.resolved_path;
-    if (lib->cuda_major) found += " (built for CUDA " + std::to_string(*lib->cuda_major) + ")";
-    Pass(id, t, found, "the provider library loads");
-  }
-  // Providers the node has but the matrix does not require: informational.
-  for (const auto& p : o.provider_libraries) {
-    if (std::find(checked.begin(), checked.end(), p.provider) != checked.end()) continue;
-    std::string id = "onnxruntime.provider." + p.provider;
-    if (p.library.loaded) {
-      Pass(id, p.provider + " (not required)", "loaded " + p.library.resolved_path);
-    } else {
-      std::string explain = ExplainLoadError(p.library.error);
-      Warn(id, p.provider + " (not required)", DescribeMissing(p.library), "optional",
-           explain.empty() ? "this provider is unavailable" : explain);
-    }
-  }
-
-  // Compatibility: each GPU provider's CUDA major equals the runtime's, and the matrix's pin.
-  std::optional<Version> rt = LibVersion(s_.cuda_runtime.library);
-  for (const auto& p : o.provider_libraries) {
-    if (!p.cuda_major) continue;
-    std::string id = "onnxruntime.provider_cuda_major." + p.provider;
-    std::string t = p.provider + " CUDA major";
-    std::string found = "built for CUDA " + std::to_string(*p.cuda_major);
-    if (rt) found += ", runtime is CUDA " + rt->ToString();
-    if (rt && rt->major() != *p.cuda_major) {
-      Integrity(id, t, found, "CUDA " + std::to_string(rt->major()),
-                "the provider library was built for CUDA " + std::to_string(*p.cuda_major) +
-                    " but the image ships the CUDA " + std::to_string(rt->major()) +
-                    " runtime: use the ONNX Runtime GPU package built for CUDA " +
-                    std::to_string(rt->major()) + " (or the matching CUDA runtime)");
-    } else if (m_.onnxruntime.provider_cuda_major &&
-               *m_.onnxruntime.provider_cuda_major != *p.cuda_major) {
-      Drift(id, t, found, "CUDA " + std::to_string(*m_.onnxruntime.provider_cuda_major),
-            "the ONNX Runtime GPU package targets another CUDA major than the matrix pins");
-    } else {
-      Pass(id, t, found,
-           m_.onnxruntime.provider_cuda_major
-               ? "CUDA " + std::to_string(*m_.onnxruntime.provider_cuda_major)
-               : "");
-    }
-  }
+void Evaluator::CheckDevices() {
+  CheckDeviceCount();
+  const std::vector<DeviceFact> devs = DeviceFacts();
+  CheckComputeCapability(devs);
+  CheckDeviceMemory(devs);
+  CheckMig();
 }
 
-void Evaluator::CheckDevices() {
+void Evaluator::CheckDeviceCount() {
   const auto& dv = m_.devices;
   int usable = 0;
   std::string why;
@@ -704,15 +587,11 @@ void Evaluator::CheckDevices() {
   } else {
     Pass("devices.count", "CUDA devices", found, required);
   }
+}
 
-  // Per-device facts: libcuda's view when it initialised, else NVML's.
-  struct Dev {
-    int index;
-    std::string name;
-    std::optional<std::string> cc;
-    std::optional<std::uint64_t> mem;
-  };
-  std::vector<Dev> devs;
+// Per-device facts: libcuda's view when it initialised, else NVML's.
+std::vector<Evaluator::DeviceFact> Evaluator::DeviceFacts() const {
+  std::vector<DeviceFact> devs;
   if (!s_.cuda_driver.devices.empty()) {
     for (const auto& d : s_.cuda_driver.devices) {
       devs.push_back({d.index, d.name.value_or("?"), d.compute_capability, d.memory_total_bytes});
@@ -722,9 +601,14 @@ void Evaluator::CheckDevices() {
       devs.push_back({d.index, d.name.value_or("?"), d.compute_capability, d.memory_total_bytes});
     }
   }
+  return devs;
+}
+
+void Evaluator::CheckComputeCapability(const std::vector<DeviceFact>& devs) {
+  const auto& dv = m_.devices;
   if (dv.min_compute_capability && !devs.empty()) {
     std::vector<std::string> low, seen;
-    for (const Dev& d : devs) {
+    for (const DeviceFact& d : devs) {
       std::optional<Version> cc = d.cc ? Version::Parse(*d.cc) : std::nullopt;
       std::string desc = "device " + std::to_string(d.index) + " (" + d.name + ") " +
                          (d.cc ? *d.cc : std::string("unknown"));
@@ -740,9 +624,13 @@ void Evaluator::CheckDevices() {
       Pass("devices.compute_capability", "compute capability", Join(seen), required);
     }
   }
+}
+
+void Evaluator::CheckDeviceMemory(const std::vector<DeviceFact>& devs) {
+  const auto& dv = m_.devices;
   if (dv.min_memory_mib && !devs.empty()) {
     std::vector<std::string> low, seen;
-    for (const Dev& d : devs) {
+    for (const DeviceFact& d : devs) {
       std::string desc = "device " + std::to_string(d.index) + " " +
                          (d.mem ? MiB(*d.mem) : std::string("unknown"));
       seen.push_back(desc);
@@ -759,6 +647,10 @@ void Evaluator::CheckDevices() {
       Pass("devices.memory", "device memory", Join(seen), required);
     }
   }
+}
+
+void Evaluator::CheckMig() {
+  const auto& dv = m_.devices;
   if (dv.mig != MigExpectation::kAny && !s_.nvml.devices.empty()) {
     bool want = dv.mig == MigExpectation::kEnabled;
     std::vector<std::string> bad, seen;
@@ -820,7 +712,7 @@ AdmissionReport Evaluator::Run() {
   return std::move(report_);
 }
 
-}  // namespace
+}  // namespace internal
 
 // ---------------------------------------------------------------------------------------------
 

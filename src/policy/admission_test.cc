@@ -73,7 +73,10 @@ Snapshot GoodSnapshot() {
                            Lib("libcudnn_cnn.so.9", "9.13.0", cuda)};
   s.tensorrt.library = Lib("libnvinfer.so.10", "10.13.0", sys);
   s.onnxruntime.library = Lib("libonnxruntime.so", "1.29.0", "/opt/ort/lib");
-  s.onnxruntime.compiled_providers = {"CPUExecutionProvider"};
+  // A core from the GPU release archive: it lists the GPU providers it can host.
+  s.onnxruntime.compiled_providers = {"TensorrtExecutionProvider", "CUDAExecutionProvider",
+                                      "CPUExecutionProvider"};
+  s.onnxruntime.core_flavor = "gpu";
   probe::ProviderLibrary trt;
   trt.provider = "TensorrtExecutionProvider";
   trt.library = Lib("libonnxruntime_providers_tensorrt.so", "", "/opt/ort/gpu");
@@ -261,6 +264,13 @@ TEST(AdmissionTest, Table) {
       {"CUDA_VISIBLE_DEVICES hides all",
        [](Snapshot& s, Matrix&) { SetEnv(s, "CUDA_VISIBLE_DEVICES", "-1"); },
        Verdict::kNotAccelerated, 3, "env.cuda_visible_devices", "hides every GPU"},
+      {"CPU-built core with the GPU providers (the npm core)",
+       [](Snapshot& s, Matrix&) {
+         s.onnxruntime.compiled_providers = {"CPUExecutionProvider"};
+         s.onnxruntime.core_flavor = "cpu";
+       },
+       Verdict::kNotAccelerated, 3, "onnxruntime.core_flavor.TensorrtExecutionProvider",
+       "core and providers from one GPU release archive of the same version"},
       {"integrity dominates drift",
        [](Snapshot& s, Matrix&) {
          s.onnxruntime.library.version = "1.28.1";
@@ -301,12 +311,26 @@ TEST(AdmissionTest, AllGoodReportHasOnlyPassesAndStableJson) {
     EXPECT_EQ(c.result, CheckResult::kPass) << c.id << ": " << c.found << " " << c.cause;
   }
   // Every matrix requirement produced a line.
-  for (const char* id : {"env.driver_capabilities", "devices.nodes", "driver.library",
-                         "driver.init", "driver.version", "driver.cuda_floor",
-                         "driver.cuda_version", "cuda.runtime", "cuda.cublas", "cudnn", "tensorrt",
-                         "onnxruntime.library", "onnxruntime.provider.TensorrtExecutionProvider",
-                         "onnxruntime.provider.CUDAExecutionProvider", "devices.count",
-                         "devices.compute_capability", "devices.memory", "devices.mig"}) {
+  for (const char* id : {"env.driver_capabilities",
+                         "devices.nodes",
+                         "driver.library",
+                         "driver.init",
+                         "driver.version",
+                         "driver.cuda_floor",
+                         "driver.cuda_version",
+                         "cuda.runtime",
+                         "cuda.cublas",
+                         "cudnn",
+                         "tensorrt",
+                         "onnxruntime.library",
+                         "onnxruntime.provider.TensorrtExecutionProvider",
+                         "onnxruntime.core_flavor.TensorrtExecutionProvider",
+                         "onnxruntime.core_flavor.CUDAExecutionProvider",
+                         "onnxruntime.provider.CUDAExecutionProvider",
+                         "devices.count",
+                         "devices.compute_capability",
+                         "devices.memory",
+                         "devices.mig"}) {
     EXPECT_NE(r.Find(id), nullptr) << id;
   }
   common::Json j = r.ToJson();

@@ -174,46 +174,10 @@ common::DynamicLibrary LoadFirst(const common::LibraryLoader& loader, const std:
 
 }  // namespace
 
-common::DynamicLibrary LoadInto(const common::LibraryLoader& loader, const std::string& soname,
-                                LibInfo* out) {
-  out->soname = soname;
-  auto lib = loader.Load(soname);
-  if (!lib.ok()) {
-    out->loaded = false;
-    // The loader prefixes NOT_FOUND messages with the soname, and dlerror() already starts with
-    // it: keep the dynamic linker's text verbatim ("libcuda.so.1: cannot open shared object
-    // file: No such file or directory").
-    std::string msg = lib.status().message();
-    std::string twice = soname + ": " + soname + ":";
-    if (msg.rfind(twice, 0) == 0) msg = msg.substr(soname.size() + 2);
-    out->error = msg;
-    return {};
-  }
-  out->loaded = true;
-  out->resolved_path = lib->resolved_path();
-  return std::move(lib).value();
-}
+namespace {
 
-void ProbeNvml(const common::LibraryLoader& loader, bool init, NvmlInfo* n) {
-  common::DynamicLibrary lib = LoadInto(loader, "libnvidia-ml.so.1", &n->library);
-  if (!lib.loaded()) return;
-  auto f_init = lib.Function<VoidIntFn>("nvmlInit_v2");
-  auto f_shutdown = lib.Function<VoidIntFn>("nvmlShutdown");
-  if (f_init == nullptr) {
-    n->errors["init"] = MissingSymbol(lib, "nvmlInit_v2");
-    return;
-  }
-  // The CUDA version query works without nvmlInit on real NVML; ask after init like nvidia-smi.
-  if (!init) {
-    n->errors["init"] = "skipped (--no-init)";
-    return;
-  }
-  int r = f_init();
-  n->init = ApiResult{r, NvmlErrorName(r)};
-  if (r != 0) {
-    n->errors["init"] = Describe(NvmlErrorName(r), r);
-    return;
-  }
+// NVML's system-wide facts: driver version and the CUDA version the driver supports.
+void ProbeNvmlSystem(const common::DynamicLibrary& lib, NvmlInfo* n) {
   auto record = [&](const char* field, int code) {
     n->errors[field] = Describe(NvmlErrorName(code), code);
   };
@@ -243,101 +207,142 @@ void ProbeNvml(const common::LibraryLoader& loader, bool init, NvmlInfo* n) {
   } else {
     n->errors["cuda_driver_version"] = MissingSymbol(lib, "nvmlSystemGetCudaDriverVersion");
   }
+}
+
+// The per-device NVML entry points, resolved once (null when the library lacks one).
+struct NvmlDeviceFns {
+  explicit NvmlDeviceFns(const common::DynamicLibrary& lib)
+      : name(lib.Function<NvmlDevStrFn>("nvmlDeviceGetName")),
+        uuid(lib.Function<NvmlDevStrFn>("nvmlDeviceGetUUID")),
+        cc(lib.Function<NvmlDevCcFn>("nvmlDeviceGetCudaComputeCapability")),
+        mem(lib.Function<NvmlDevMemFn>("nvmlDeviceGetMemoryInfo")),
+        mig(lib.Function<NvmlDevUUFn>("nvmlDeviceGetMigMode")),
+        gen(lib.Function<NvmlDevUFn>("nvmlDeviceGetCurrPcieLinkGeneration")),
+        gen_max(lib.Function<NvmlDevUFn>("nvmlDeviceGetMaxPcieLinkGeneration")),
+        width(lib.Function<NvmlDevUFn>("nvmlDeviceGetCurrPcieLinkWidth")),
+        width_max(lib.Function<NvmlDevUFn>("nvmlDeviceGetMaxPcieLinkWidth")) {}
+  NvmlDevStrFn name, uuid;
+  NvmlDevCcFn cc;
+  NvmlDevMemFn mem;
+  NvmlDevUUFn mig;
+  NvmlDevUFn gen, gen_max, width, width_max;
+};
+
+// One device's facts from its NVML handle; each failing query is recorded under its field.
+void ProbeNvmlDevice(const NvmlDeviceFns& f, void* h, NvmlDevice* d) {
+  auto err = [&](const char* field, int code) {
+    d->errors[field] = Describe(NvmlErrorName(code), code);
+  };
+  auto str_field = [&](NvmlDevStrFn fn, const char* field, std::optional<std::string>* out) {
+    if (fn == nullptr) return;
+    char buf[96] = {};
+    int rc = fn(h, buf, sizeof buf);
+    if (rc == 0) {
+      *out = buf;
+    } else {
+      err(field, rc);
+    }
+  };
+  str_field(f.name, "name", &d->name);
+  str_field(f.uuid, "uuid", &d->uuid);
+  if (f.cc != nullptr) {
+    int ma = 0, mi = 0;
+    int rc = f.cc(h, &ma, &mi);
+    if (rc == 0) {
+      d->compute_capability = std::to_string(ma) + "." + std::to_string(mi);
+    } else {
+      err("compute_capability", rc);
+    }
+  }
+  if (f.mem != nullptr) {
+    NvmlMemory m{};
+    int rc = f.mem(h, &m);
+    if (rc == 0) {
+      d->memory_total_bytes = m.total;
+    } else {
+      err("memory_total_bytes", rc);
+    }
+  }
+  if (f.mig != nullptr) {
+    unsigned cur = 0, pending = 0;
+    int rc = f.mig(h, &cur, &pending);
+    if (rc == 0) {
+      d->mig_enabled = cur != 0;
+      d->mig_pending = pending != 0;
+    } else {
+      err("mig_enabled", rc);
+    }
+  }
+  auto uint_field = [&](NvmlDevUFn fn, const char* field, std::optional<int>* out) {
+    if (fn == nullptr) return;
+    unsigned v = 0;
+    int rc = fn(h, &v);
+    if (rc == 0) {
+      *out = static_cast<int>(v);
+    } else {
+      err(field, rc);
+    }
+  };
+  uint_field(f.gen, "pcie_generation", &d->pcie_generation);
+  uint_field(f.gen_max, "pcie_generation_max", &d->pcie_generation_max);
+  uint_field(f.width, "pcie_width", &d->pcie_width);
+  uint_field(f.width_max, "pcie_width_max", &d->pcie_width_max);
+}
+
+// Device count, then each device (at most 64: a broken library must not make us loop for ever).
+void ProbeNvmlDevices(const common::DynamicLibrary& lib, NvmlInfo* n) {
   auto f_count = lib.Function<UIntFn>("nvmlDeviceGetCount_v2");
   auto f_handle = lib.Function<NvmlHandleFn>("nvmlDeviceGetHandleByIndex_v2");
   if (f_count == nullptr || f_handle == nullptr) {
     n->errors["device_count"] = MissingSymbol(lib, "nvmlDeviceGetCount_v2");
-  } else {
-    unsigned count = 0;
-    int rc = f_count(&count);
-    if (rc != 0) {
-      record("device_count", rc);
-    } else {
-      n->device_count = static_cast<int>(count);
-      auto f_name = lib.Function<NvmlDevStrFn>("nvmlDeviceGetName");
-      auto f_uuid = lib.Function<NvmlDevStrFn>("nvmlDeviceGetUUID");
-      auto f_cc = lib.Function<NvmlDevCcFn>("nvmlDeviceGetCudaComputeCapability");
-      auto f_mem = lib.Function<NvmlDevMemFn>("nvmlDeviceGetMemoryInfo");
-      auto f_mig = lib.Function<NvmlDevUUFn>("nvmlDeviceGetMigMode");
-      auto f_gen = lib.Function<NvmlDevUFn>("nvmlDeviceGetCurrPcieLinkGeneration");
-      auto f_gen_max = lib.Function<NvmlDevUFn>("nvmlDeviceGetMaxPcieLinkGeneration");
-      auto f_width = lib.Function<NvmlDevUFn>("nvmlDeviceGetCurrPcieLinkWidth");
-      auto f_width_max = lib.Function<NvmlDevUFn>("nvmlDeviceGetMaxPcieLinkWidth");
-      // A hostile or broken library must not make us allocate without bound.
-      for (unsigned i = 0; i < count && i < 64; ++i) {
-        NvmlDevice d;
-        d.index = static_cast<int>(i);
-        auto err = [&](const char* field, int code) {
-          d.errors[field] = Describe(NvmlErrorName(code), code);
-        };
-        void* h = nullptr;
-        int hr = f_handle(i, &h);
-        if (hr != 0) {
-          err("handle", hr);
-          n->devices.push_back(std::move(d));
-          continue;
-        }
-        char buf[96];
-        if (f_name != nullptr) {
-          buf[0] = '\0';
-          int rc2 = f_name(h, buf, sizeof buf);
-          if (rc2 == 0)
-            d.name = buf;
-          else
-            err("name", rc2);
-        }
-        if (f_uuid != nullptr) {
-          buf[0] = '\0';
-          int rc2 = f_uuid(h, buf, sizeof buf);
-          if (rc2 == 0)
-            d.uuid = buf;
-          else
-            err("uuid", rc2);
-        }
-        if (f_cc != nullptr) {
-          int ma = 0, mi = 0;
-          int rc2 = f_cc(h, &ma, &mi);
-          if (rc2 == 0) {
-            d.compute_capability = std::to_string(ma) + "." + std::to_string(mi);
-          } else {
-            err("compute_capability", rc2);
-          }
-        }
-        if (f_mem != nullptr) {
-          NvmlMemory m{};
-          int rc2 = f_mem(h, &m);
-          if (rc2 == 0)
-            d.memory_total_bytes = m.total;
-          else
-            err("memory_total_bytes", rc2);
-        }
-        if (f_mig != nullptr) {
-          unsigned cur = 0, pending = 0;
-          int rc2 = f_mig(h, &cur, &pending);
-          if (rc2 == 0) {
-            d.mig_enabled = cur != 0;
-            d.mig_pending = pending != 0;
-          } else {
-            err("mig_enabled", rc2);
-          }
-        }
-        auto uint_field = [&](NvmlDevUFn f, const char* field, std::optional<int>* out) {
-          if (f == nullptr) return;
-          unsigned v = 0;
-          int rc2 = f(h, &v);
-          if (rc2 == 0)
-            *out = static_cast<int>(v);
-          else
-            err(field, rc2);
-        };
-        uint_field(f_gen, "pcie_generation", &d.pcie_generation);
-        uint_field(f_gen_max, "pcie_generation_max", &d.pcie_generation_max);
-        uint_field(f_width, "pcie_width", &d.pcie_width);
-        uint_field(f_width_max, "pcie_width_max", &d.pcie_width_max);
-        n->devices.push_back(std::move(d));
-      }
-    }
+    return;
   }
+  unsigned count = 0;
+  int rc = f_count(&count);
+  if (rc != 0) {
+    n->errors["device_count"] = Describe(NvmlErrorName(rc), rc);
+    return;
+  }
+  n->device_count = static_cast<int>(count);
+  const NvmlDeviceFns fns(lib);
+  for (unsigned i = 0; i < count && i < 64; ++i) {
+    NvmlDevice d;
+    d.index = static_cast<int>(i);
+    void* h = nullptr;
+    int hr = f_handle(i, &h);
+    if (hr != 0) {
+      d.errors["handle"] = Describe(NvmlErrorName(hr), hr);
+    } else {
+      ProbeNvmlDevice(fns, h, &d);
+    }
+    n->devices.push_back(std::move(d));
+  }
+}
+
+}  // namespace
+
+void ProbeNvml(const common::LibraryLoader& loader, bool init, NvmlInfo* n) {
+  common::DynamicLibrary lib = LoadInto(loader, "libnvidia-ml.so.1", &n->library);
+  if (!lib.loaded()) return;
+  auto f_init = lib.Function<VoidIntFn>("nvmlInit_v2");
+  auto f_shutdown = lib.Function<VoidIntFn>("nvmlShutdown");
+  if (f_init == nullptr) {
+    n->errors["init"] = MissingSymbol(lib, "nvmlInit_v2");
+    return;
+  }
+  // The CUDA version query works without nvmlInit on real NVML; ask after init like nvidia-smi.
+  if (!init) {
+    n->errors["init"] = "skipped (--no-init)";
+    return;
+  }
+  int r = f_init();
+  n->init = ApiResult{r, NvmlErrorName(r)};
+  if (r != 0) {
+    n->errors["init"] = Describe(NvmlErrorName(r), r);
+    return;
+  }
+  ProbeNvmlSystem(lib, n);
+  ProbeNvmlDevices(lib, n);
   if (f_shutdown != nullptr) f_shutdown();
 }
 

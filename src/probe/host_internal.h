@@ -8,6 +8,7 @@
 
 #include "common/dynlib.h"
 #include "probe/probe.h"
+#include "probe/provider_libs.h"
 #include "probe/snapshot.h"
 
 namespace tg::probe::internal {
@@ -28,9 +29,10 @@ void ProbeCudnn(const common::LibraryLoader& loader, int major, CudnnInfo* c);
 void ProbeTensorRt(const common::LibraryLoader& loader, int major, TensorRtInfo* t);
 void ProbeNccl(const common::LibraryLoader& loader, LibInfo* l);
 
-// Loads `soname` and fills the loading part of `out` (soname, loaded, resolved_path, error).
-// Returns the library (unloaded on failure).
-common::DynamicLibrary LoadInto(const common::LibraryLoader& loader, const std::string& soname,
-                                LibInfo* out);
+// The probe-internal spelling of probe::LoadLibraryInto (provider_libs.h).
+inline common::DynamicLibrary LoadInto(const common::LibraryLoader& loader,
+                                       const std::string& soname, LibInfo* out) {
+  return LoadLibraryInto(loader, soname, out);
+}
 
 }  // namespace tg::probe::internal

@@ -3,7 +3,7 @@
 #include <ctime>
 
 #include "probe/host_internal.h"
-#include "runtime/ort_probe.h"
+#include "probe/provider_libs.h"
 
 #ifndef TG_VERSION
 #define TG_VERSION "0.0.0"
@@ -41,11 +41,11 @@ Snapshot TakeSnapshot(const common::LibraryLoader& loader, const ProbeOptions& o
   std::vector<ProviderLibrary> providers;
   std::vector<int> cuda_majors;
   int cudnn_major = 9, trt_major = 10;
-  for (const auto& spec : runtime::kGpuProviderLibraries) {
+  for (const auto& spec : kGpuProviderLibraries) {
     ProviderLibrary p;
     p.provider = spec.provider;
     p.library.soname = spec.file;
-    runtime::ReadProviderElf(loader, &p);
+    ReadProviderElf(loader, &p);
     if (p.cuda_major) cuda_majors.push_back(*p.cuda_major);
     if (p.cudnn_major) cudnn_major = *p.cudnn_major;
     if (p.tensorrt_major) trt_major = *p.tensorrt_major;
@@ -63,8 +63,9 @@ Snapshot TakeSnapshot(const common::LibraryLoader& loader, const ProbeOptions& o
   internal::ProbeTensorRt(loader, trt_major, &s.tensorrt);
   internal::ProbeNccl(loader, &s.nccl);
 
+  // The ONNX Runtime section itself (loading the core, registering the providers) is filled by
+  // runtime::TakeSnapshot: only the runtime module talks to ORT.
   s.onnxruntime.provider_libraries = std::move(providers);
-  runtime::ProbeOrt(loader, &s.onnxruntime);
   return s;
 }
 

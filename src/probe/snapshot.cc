@@ -413,13 +413,15 @@ Status ReadProvider(Reader& r, ProviderLibrary* p) {
   TG_RETURN_IF_ERROR(r.Get("cuda_major", &p->cuda_major));
   TG_RETURN_IF_ERROR(r.Get("cudnn_major", &p->cudnn_major));
   TG_RETURN_IF_ERROR(r.Get("tensorrt_major", &p->tensorrt_major));
-  return r.Get("elf_error", &p->elf_error);
+  TG_RETURN_IF_ERROR(r.Get("elf_error", &p->elf_error));
+  return r.Get("origin", &p->origin);
 }
 
 Status ReadOrt(Reader& r, OrtInfo* o) {
   TG_RETURN_IF_ERROR(ReadLib(r, "library", &o->library));
   TG_RETURN_IF_ERROR(r.Get("build_info", &o->build_info));
   TG_RETURN_IF_ERROR(r.Get("compiled_providers", &o->compiled_providers));
+  TG_RETURN_IF_ERROR(r.Get("core_flavor", &o->core_flavor));
   TG_RETURN_IF_ERROR(ReadLib(r, "providers_shared", &o->providers_shared));
   return ReadArray(r, "provider_libraries", &o->provider_libraries, ReadProvider);
 }
@@ -540,11 +542,13 @@ Json ToJson(const Snapshot& s) {
                              {"cuda_major", Opt(p.cuda_major)},
                              {"cudnn_major", Opt(p.cudnn_major)},
                              {"tensorrt_major", Opt(p.tensorrt_major)},
-                             {"elf_error", p.elf_error}});
+                             {"elf_error", p.elf_error},
+                             {"origin", p.origin}});
   }
   Json ort{{"library", LibJson(s.onnxruntime.library)},
            {"build_info", s.onnxruntime.build_info},
            {"compiled_providers", s.onnxruntime.compiled_providers},
+           {"core_flavor", s.onnxruntime.core_flavor},
            {"providers_shared", LibJson(s.onnxruntime.providers_shared)},
            {"provider_libraries", providers}};
 

@@ -168,13 +168,22 @@ struct ProviderLibrary {
   std::optional<int> cudnn_major;     // from libcudnn.so.N
   std::optional<int> tensorrt_major;  // from libnvinfer.so.N
   std::string elf_error;              // why DT_NEEDED could not be read
+  // Where the provider file came from relative to the core: "beside_core" (same directory as the
+  // loaded libonnxruntime.so, as one release archive lays them out), "elsewhere", or "" when
+  // either file is unknown.
+  std::string origin;
 };
 
 struct OrtInfo {
   LibInfo library;                              // libonnxruntime.so; version = GetVersionString()
   std::string build_info;                       // GetBuildInfoString()
   std::vector<std::string> compiled_providers;  // GetAvailableProviders()
-  LibInfo providers_shared;                     // libonnxruntime_providers_shared.so
+  // The core's build flavor: "gpu" when GetAvailableProviders lists CUDAExecutionProvider (the
+  // core was compiled with USE_CUDA and carries the provider-host entries the CUDA/TensorRT
+  // provider libraries call back into), "cpu" when it is loaded and lists no GPU provider (the
+  // npm core: a GPU provider paired with it crashes inside the core), "" when not loaded.
+  std::string core_flavor;
+  LibInfo providers_shared;  // libonnxruntime_providers_shared.so
   std::vector<ProviderLibrary> provider_libraries;
 };
 

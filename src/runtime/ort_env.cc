@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 
 #include "common/log.h"
 #include "runtime/elf_deps.h"
@@ -170,27 +171,8 @@ common::Result<PreparedProvider> OrtEnvironment::PrepareClassic(const std::strin
   p.info.name = provider;
   p.info.path = AttachPath::kClassic;
   p.info.device = "device_id=" + std::to_string(device_id);
-  const OrtApi& api = Ort::GetApi();
   Ort::SessionOptions so;
-  common::Status st;
-  if (provider == "CUDAExecutionProvider") {
-    OrtCUDAProviderOptionsV2* opts = nullptr;
-    st = FromOrtStatus(&api, api.CreateCUDAProviderOptions(&opts), provider + " (classic V2 API)");
-    if (st.ok()) {
-      st = FromOrtStatus(&api, api.SessionOptionsAppendExecutionProvider_CUDA_V2(so, opts),
-                         provider + " (classic V2 API)");
-      api.ReleaseCUDAProviderOptions(opts);
-    }
-  } else {
-    OrtTensorRTProviderOptionsV2* opts = nullptr;
-    st = FromOrtStatus(&api, api.CreateTensorRTProviderOptions(&opts),
-                       provider + " (classic V2 API)");
-    if (st.ok()) {
-      st = FromOrtStatus(&api, api.SessionOptionsAppendExecutionProvider_TensorRT_V2(so, opts),
-                         provider + " (classic V2 API)");
-      api.ReleaseTensorRTProviderOptions(opts);
-    }
-  }
+  common::Status st = AppendClassicProvider(so, provider, {}, nullptr);
   if (!st.ok()) return common::Status::Unavailable(st.message());
   p.info.attached = true;
   return p;
@@ -273,6 +255,9 @@ common::Result<PreparedProvider> OrtEnvironment::PreparePlugin(
                                        " requested but only " + std::to_string(gpus.size()) +
                                        " GPU EP device(s) offered");
   }
+  // Only now, with a GPU to run on, does the core's flavor matter: a CPU-built core would let the
+  // provider crash the process inside the core on its first Slice/Einsum/Tile/Resize.
+  TG_RETURN_IF_ERROR(CoreCanHost(load_.providers, load_.library_path, provider, library));
   const Ort::ConstEpDevice chosen = gpus[static_cast<std::size_t>(device_id)];
   p.ep_devices.push_back(chosen);
   p.info.device = Describe(chosen);
@@ -281,6 +266,97 @@ common::Result<PreparedProvider> OrtEnvironment::PreparePlugin(
   p.pinned_memory = api.EpDevice_MemoryInfo(chosen, OrtDeviceMemoryType_HOST_ACCESSIBLE);
   p.info.attached = true;
   return p;
+}
+
+namespace {
+
+// Keys and values as the C API wants them (pointers into `options`, which must outlive them).
+void CStrings(const std::map<std::string, std::string>& options, std::vector<const char*>* keys,
+              std::vector<const char*>* vals) {
+  for (const auto& [k, v] : options) {
+    keys->push_back(k.c_str());
+    vals->push_back(v.c_str());
+  }
+}
+
+// The CUDA arena config from the policy's `arena:` keys (CreateArenaCfgV2). Null when none set.
+common::Result<OrtArenaCfg*> MakeArenaCfg(const ArenaOptions& arena) {
+  if (!arena.any()) return static_cast<OrtArenaCfg*>(nullptr);
+  std::vector<const char*> ak;
+  std::vector<size_t> av;
+  auto add = [&](const char* k, const std::optional<std::int64_t>& v) {
+    if (v) {
+      ak.push_back(k);
+      av.push_back(static_cast<size_t>(*v));
+    }
+  };
+  add("max_mem", arena.max_mem);
+  add("arena_extend_strategy", arena.arena_extend_strategy);
+  add("initial_chunk_size_bytes", arena.initial_chunk_size_bytes);
+  add("max_dead_bytes_per_chunk", arena.max_dead_bytes_per_chunk);
+  add("initial_growth_chunk_size_bytes", arena.initial_growth_chunk_size_bytes);
+  add("max_power_of_two_extend_bytes", arena.max_power_of_two_extend_bytes);
+  const OrtApi& api = Ort::GetApi();
+  OrtArenaCfg* cfg = nullptr;
+  TG_RETURN_IF_ERROR(FromOrtStatus(
+      &api, api.CreateArenaCfgV2(ak.data(), av.data(), ak.size(), &cfg), "arena config"));
+  return cfg;
+}
+
+common::Status AppendClassicCuda(OrtSessionOptions* so, const std::vector<const char*>& keys,
+                                 const std::vector<const char*>& vals, const ArenaOptions* arena,
+                                 const std::string& what) {
+  const OrtApi& api = Ort::GetApi();
+  OrtCUDAProviderOptionsV2* o = nullptr;
+  TG_RETURN_IF_ERROR(FromOrtStatus(&api, api.CreateCUDAProviderOptions(&o), what));
+  std::unique_ptr<OrtCUDAProviderOptionsV2, void (*)(OrtCUDAProviderOptionsV2*)> owner(
+      o, api.ReleaseCUDAProviderOptions);
+  TG_RETURN_IF_ERROR(FromOrtStatus(
+      &api, api.UpdateCUDAProviderOptions(o, keys.data(), vals.data(), keys.size()), what));
+  common::Result<OrtArenaCfg*> cfg =
+      arena != nullptr ? MakeArenaCfg(*arena)
+                       : common::Result<OrtArenaCfg*>(static_cast<OrtArenaCfg*>(nullptr));
+  if (!cfg.ok()) return cfg.status();
+  std::unique_ptr<OrtArenaCfg, void (*)(OrtArenaCfg*)> cfg_owner(*cfg, api.ReleaseArenaCfg);
+  if (*cfg != nullptr) {
+    TG_RETURN_IF_ERROR(FromOrtStatus(
+        &api, api.UpdateCUDAProviderOptionsWithValue(o, "default_memory_arena_cfg", *cfg), what));
+  }
+  // The arena config is copied into the provider's factory at append time: released after.
+  return FromOrtStatus(&api, api.SessionOptionsAppendExecutionProvider_CUDA_V2(so, o), what);
+}
+
+}  // namespace
+
+common::Status AppendClassicProvider(OrtSessionOptions* so, const std::string& provider,
+                                     const std::map<std::string, std::string>& options,
+                                     const ArenaOptions* arena) {
+  std::vector<const char*> keys, vals;
+  CStrings(options, &keys, &vals);
+  const std::string what = provider + " (classic V2 API)";
+  if (provider == "CUDAExecutionProvider") return AppendClassicCuda(so, keys, vals, arena, what);
+  const OrtApi& api = Ort::GetApi();
+  OrtTensorRTProviderOptionsV2* o = nullptr;
+  TG_RETURN_IF_ERROR(FromOrtStatus(&api, api.CreateTensorRTProviderOptions(&o), what));
+  std::unique_ptr<OrtTensorRTProviderOptionsV2, void (*)(OrtTensorRTProviderOptionsV2*)> owner(
+      o, api.ReleaseTensorRTProviderOptions);
+  TG_RETURN_IF_ERROR(FromOrtStatus(
+      &api, api.UpdateTensorRTProviderOptions(o, keys.data(), vals.data(), keys.size()), what));
+  return FromOrtStatus(&api, api.SessionOptionsAppendExecutionProvider_TensorRT_V2(so, o), what);
+}
+
+common::Status CoreCanHost(const std::vector<std::string>& compiled, const std::string& core_path,
+                           const std::string& provider, const std::string& provider_library) {
+  if (std::find(compiled.begin(), compiled.end(), provider) != compiled.end()) {
+    return common::Status::Ok();
+  }
+  return common::Status::Unavailable(
+      provider + ": the ONNX Runtime core " + core_path +
+      " is a CPU build (GetAvailableProviders does not list " + provider +
+      ") and cannot host the provider library " + provider_library +
+      ": it would crash inside the core on ops such as Slice, Einsum, Tile and Resize. Use core "
+      "and providers from one GPU release archive of the same version, given with --lib-path or "
+      "baked into the image");
 }
 
 }  // namespace tg::runtime::internal

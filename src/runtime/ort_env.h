@@ -75,6 +75,20 @@ class OrtEnvironment {
   std::uint64_t next_logid_ = 0;
 };
 
+// Appends `provider` (CUDA or TensorRT, canonical name) to `so` through the classic V2 options
+// API, with `options` (provider option keys) and, for CUDA, the arena config (`arena` may be
+// null). The one builder of classic provider options: PrepareClassic probes with it on throwaway
+// options, Open attaches with it. Errors: ORT's own text ("... not enabled in this build").
+common::Status AppendClassicProvider(OrtSessionOptions* so, const std::string& provider,
+                                     const std::map<std::string, std::string>& options,
+                                     const ArenaOptions* arena);
+
+// Whether a core whose GetAvailableProviders lists `compiled` can host the GPU provider library
+// `provider`: the CUDA/TensorRT provider calls back into CUDA-only entries of the core's provider
+// host, which a CPU-built core lacks (issue 14). Returns OK or UNAVAILABLE naming both files.
+common::Status CoreCanHost(const std::vector<std::string>& compiled, const std::string& core_path,
+                           const std::string& provider, const std::string& provider_library);
+
 // Provider library file for a canonical provider name ("libonnxruntime_providers_cuda.so").
 std::string ProviderLibraryName(const std::string& provider);
 

@@ -7,8 +7,7 @@
 
 #include <mutex>
 
-#include "probe/elf.h"
-#include "probe/host_internal.h"
+#include "probe/provider_libs.h"
 #include "runtime/ort_api.h"
 
 namespace tg::runtime {
@@ -60,11 +59,13 @@ bool FileExists(const std::string& p) {
   return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
-// Directory of the libonnxruntime.so that `api` lives in, as the dynamic linker knows it (the
+// Directory of the library whose code implements `api`, as the dynamic linker knows it (the
 // path it was opened by, not symlink-resolved: that is where ORT itself looks for its siblings).
+// A function's address, not the table's: a wrapper core may hand out a copied table.
 std::string OrtDirectory(const OrtApi* api) {
   Dl_info info{};
-  if (::dladdr(static_cast<const void*>(api), &info) == 0 || info.dli_fname == nullptr) return "";
+  const void* fn = reinterpret_cast<const void*>(api->GetBuildInfoString);
+  if (::dladdr(fn, &info) == 0 || info.dli_fname == nullptr) return "";
   std::string f = info.dli_fname;
   auto slash = f.rfind('/');
   return slash == std::string::npos ? "" : f.substr(0, slash);
@@ -117,24 +118,29 @@ void RegisterWithOrt(const OrtApi* api, OrtEnv* env, probe::ProviderLibrary* p) 
   p->ep_devices = std::move(offered);
 }
 
-}  // namespace
-
-void ReadProviderElf(const common::LibraryLoader& loader, probe::ProviderLibrary* p) {
-  p->file = loader.FindInSearchDirs(p->library.soname);
-  if (p->file.empty()) {
-    p->elf_error = p->library.soname + " not found in the search dirs";
-    return;
+// The core's build flavor from what it says it compiled in (see OrtInfo::core_flavor). The CUDA
+// provider bridge is compiled into the core exactly when USE_CUDA was set, and only then does the
+// core carry the provider-host entries the GPU provider libraries call back into.
+std::string CoreFlavor(const std::vector<std::string>& providers) {
+  for (const auto& p : providers) {
+    if (p == "CUDAExecutionProvider") return "gpu";
   }
-  auto info = probe::ReadElfDynamic(p->file);
-  if (!info.ok()) {
-    p->elf_error = info.status().message();
-    return;
-  }
-  p->needed = info->needed;
-  p->cuda_major = probe::MajorFromNeeded(p->needed, {"libcudart", "libcublas", "libcublasLt"});
-  p->cudnn_major = probe::MajorFromNeeded(p->needed, {"libcudnn"});
-  p->tensorrt_major = probe::MajorFromNeeded(p->needed, {"libnvinfer"});
+  return "cpu";
 }
+
+std::string Directory(const std::string& path) {
+  std::string real = RealPath(path);
+  auto slash = real.rfind('/');
+  return slash == std::string::npos ? "" : real.substr(0, slash);
+}
+
+// "beside_core" when the provider file sits in the core's directory (one release archive).
+std::string Origin(const std::string& core_path, const std::string& provider_file) {
+  if (core_path.empty() || provider_file.empty()) return "";
+  return Directory(core_path) == Directory(provider_file) ? "beside_core" : "elsewhere";
+}
+
+}  // namespace
 
 void ProbeOrt(const common::LibraryLoader& loader, probe::OrtInfo* out) {
   out->library.soname = kOrtLibraryName;
@@ -147,12 +153,13 @@ void ProbeOrt(const common::LibraryLoader& loader, probe::OrtInfo* out) {
     out->library.version = ort->version;
     out->build_info = ort->build_info;
     out->compiled_providers = ort->providers;
+    out->core_flavor = CoreFlavor(ort->providers);
   } else {
     out->library.error = ort.status().message();
   }
 
   if (out->provider_libraries.empty()) {
-    for (const auto& spec : kGpuProviderLibraries) {
+    for (const auto& spec : probe::kGpuProviderLibraries) {
       probe::ProviderLibrary p;
       p.provider = spec.provider;
       p.library.soname = spec.file;
@@ -168,26 +175,27 @@ void ProbeOrt(const common::LibraryLoader& loader, probe::OrtInfo* out) {
   // host library, which fails safely — on a missing dependency, or on the unresolved
   // Provider_GetHost symbol once every CUDA dependency resolved.
   std::string ort_dir = api != nullptr ? OrtDirectory(api) : "";
-  std::string shared_path = ort_dir.empty() ? "" : ort_dir + "/" + kProvidersSharedLibrary;
+  std::string shared_path = ort_dir.empty() ? "" : ort_dir + "/" + probe::kProvidersSharedLibrary;
   bool layout_ok = !shared_path.empty() && FileExists(shared_path);
   std::string env_error;
   OrtEnv* env = layout_ok ? ProbeEnv(api, &env_error) : nullptr;
   if (env != nullptr) {
-    probe::internal::LoadInto(loader, shared_path, &out->providers_shared);
-    out->providers_shared.soname = kProvidersSharedLibrary;
+    probe::LoadLibraryInto(loader, shared_path, &out->providers_shared);
+    out->providers_shared.soname = probe::kProvidersSharedLibrary;
   } else {
-    out->providers_shared.soname = kProvidersSharedLibrary;
+    out->providers_shared.soname = probe::kProvidersSharedLibrary;
     out->providers_shared.error =
         api == nullptr ? "not loaded: ONNX Runtime unavailable"
         : layout_ok    ? "not loaded: no ONNX Runtime environment (" + env_error + ")"
                        : "not found next to libonnxruntime.so in " + ort_dir +
                           ": ONNX Runtime cannot load its GPU provider libraries from this "
                           "layout (put " +
-                          kProvidersSharedLibrary + " beside libonnxruntime.so)";
+                          probe::kProvidersSharedLibrary + " beside libonnxruntime.so)";
   }
 
   for (auto& p : out->provider_libraries) {
-    if (p.file.empty() && p.elf_error.empty()) ReadProviderElf(loader, &p);
+    if (p.file.empty() && p.elf_error.empty()) probe::ReadProviderElf(loader, &p);
+    p.origin = Origin(out->library.resolved_path, p.file);
     std::string soname = p.library.soname;
     p.library = probe::LibInfo{};
     p.library.soname = soname;
@@ -202,11 +210,18 @@ void ProbeOrt(const common::LibraryLoader& loader, probe::OrtInfo* out) {
       RegisterWithOrt(api, env, &p);
     } else {
       p.load_method = "dlopen";
-      probe::internal::LoadInto(loader, p.file, &p.library);
+      probe::LoadLibraryInto(loader, p.file, &p.library);
       p.library.soname = soname;
       if (!env_error.empty()) p.library.error += " (ORT environment: " + env_error + ")";
     }
   }
+}
+
+probe::Snapshot TakeSnapshot(const common::LibraryLoader& loader,
+                             const probe::ProbeOptions& options) {
+  probe::Snapshot s = probe::TakeSnapshot(loader, options);
+  ProbeOrt(loader, &s.onnxruntime);
+  return s;
 }
 
 }  // namespace tg::runtime

@@ -10,29 +10,23 @@
 // ORT environments or sessions.
 //
 // Never fails: every problem is recorded in `out`. Call after the CUDA libraries were probed
-// (probe::TakeSnapshot does). Thread safety: as LoadOrt (idempotent, thread-safe).
+// (runtime::TakeSnapshot does). Thread safety: as LoadOrt (idempotent, thread-safe).
 #pragma once
 
 #include "common/dynlib.h"
+#include "probe/probe.h"
 #include "probe/snapshot.h"
 
 namespace tg::runtime {
 
-// Provider libraries probed, with the execution-provider name each implements.
-struct ProviderLibrarySpec {
-  const char* file;
-  const char* provider;
-};
-inline constexpr ProviderLibrarySpec kGpuProviderLibraries[] = {
-    {"libonnxruntime_providers_tensorrt.so", "TensorrtExecutionProvider"},
-    {"libonnxruntime_providers_cuda.so", "CUDAExecutionProvider"},
-};
-inline constexpr const char* kProvidersSharedLibrary = "libonnxruntime_providers_shared.so";
-
+// Fills the ONNX Runtime section of a snapshot whose provider_libraries may already carry their
+// ELF facts (probe::TakeSnapshot leaves them there).
 void ProbeOrt(const common::LibraryLoader& loader, probe::OrtInfo* out);
 
-// Reads a provider library's ELF facts (file, needed, majors) without loading it; used by the
-// probe to choose which CUDA sonames to look for before anything is loaded.
-void ReadProviderElf(const common::LibraryLoader& loader, probe::ProviderLibrary* p);
+// The whole capability snapshot: probe::TakeSnapshot (host, devices, driver, CUDA libraries,
+// provider ELF facts: no ORT), then ProbeOrt. The CUDA libraries are loaded first so the provider
+// libraries bind to the copies the loader chose. Never fails (errors are recorded inside).
+probe::Snapshot TakeSnapshot(const common::LibraryLoader& loader,
+                             const probe::ProbeOptions& options = {});
 
 }  // namespace tg::runtime

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "probe/provider_libs.h"
 #include "tests/support/test_util.h"
 
 namespace tg::runtime {
@@ -14,7 +15,7 @@ TEST(OrtProbe, ReadsProviderElfWithoutLoading) {
   common::LibraryLoader loader({testing::OrtDir() + "/gpu"});
   probe::ProviderLibrary p;
   p.library.soname = "libonnxruntime_providers_tensorrt.so";
-  ReadProviderElf(loader, &p);
+  probe::ReadProviderElf(loader, &p);
   EXPECT_EQ(p.file, testing::OrtDir() + "/gpu/libonnxruntime_providers_tensorrt.so");
   EXPECT_EQ(p.cuda_major, 13);
   EXPECT_EQ(p.cudnn_major, 9);
@@ -23,7 +24,7 @@ TEST(OrtProbe, ReadsProviderElfWithoutLoading) {
 
   probe::ProviderLibrary missing;
   missing.library.soname = "libonnxruntime_providers_nothing.so";
-  ReadProviderElf(loader, &missing);
+  probe::ReadProviderElf(loader, &missing);
   EXPECT_THAT(missing.elf_error, HasSubstr("not found"));
 }
 
@@ -35,7 +36,7 @@ TEST(OrtProbe, RealOrtVersionAndProviderOutcomes) {
   EXPECT_EQ(info.library.version, "1.29.0");
   EXPECT_THAT(info.build_info, HasSubstr("ORT Build Info"));
   EXPECT_FALSE(info.compiled_providers.empty());
-  ASSERT_EQ(info.provider_libraries.size(), std::size(kGpuProviderLibraries));
+  ASSERT_EQ(info.provider_libraries.size(), std::size(probe::kGpuProviderLibraries));
   for (const auto& p : info.provider_libraries) {
     SCOPED_TRACE(p.provider);
     EXPECT_EQ(p.cuda_major, 13);

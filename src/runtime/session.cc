@@ -107,63 +107,6 @@ std::map<std::string, std::string> TrtProviderOptions(const TensorRtOptions& t, 
   return o;
 }
 
-Status AppendClassic(Ort::SessionOptions& so, const std::string& provider,
-                     const std::map<std::string, std::string>& options, const ArenaOptions& arena,
-                     std::vector<std::string>* notes) {
-  const OrtApi& api = Ort::GetApi();
-  std::vector<const char*> keys, vals;
-  for (const auto& [k, v] : options) {
-    keys.push_back(k.c_str());
-    vals.push_back(v.c_str());
-  }
-  const std::string what = provider + " (classic V2 API)";
-  if (provider == "CUDAExecutionProvider") {
-    OrtCUDAProviderOptionsV2* o = nullptr;
-    TG_RETURN_IF_ERROR(FromOrtStatus(&api, api.CreateCUDAProviderOptions(&o), what));
-    std::unique_ptr<OrtCUDAProviderOptionsV2, void (*)(OrtCUDAProviderOptionsV2*)> owner(
-        o, api.ReleaseCUDAProviderOptions);
-    TG_RETURN_IF_ERROR(FromOrtStatus(
-        &api, api.UpdateCUDAProviderOptions(o, keys.data(), vals.data(), keys.size()), what));
-    OrtArenaCfg* cfg = nullptr;
-    if (arena.any()) {
-      std::vector<const char*> ak;
-      std::vector<size_t> av;
-      auto add = [&](const char* k, const std::optional<std::int64_t>& v) {
-        if (v) {
-          ak.push_back(k);
-          av.push_back(static_cast<size_t>(*v));
-        }
-      };
-      add("max_mem", arena.max_mem);
-      add("arena_extend_strategy", arena.arena_extend_strategy);
-      add("initial_chunk_size_bytes", arena.initial_chunk_size_bytes);
-      add("max_dead_bytes_per_chunk", arena.max_dead_bytes_per_chunk);
-      add("initial_growth_chunk_size_bytes", arena.initial_growth_chunk_size_bytes);
-      add("max_power_of_two_extend_bytes", arena.max_power_of_two_extend_bytes);
-      TG_RETURN_IF_ERROR(FromOrtStatus(
-          &api, api.CreateArenaCfgV2(ak.data(), av.data(), ak.size(), &cfg), "arena config"));
-      Status st = FromOrtStatus(
-          &api, api.UpdateCUDAProviderOptionsWithValue(o, "default_memory_arena_cfg", cfg), what);
-      if (!st.ok()) {
-        api.ReleaseArenaCfg(cfg);
-        return st;
-      }
-    }
-    Status st = FromOrtStatus(&api, api.SessionOptionsAppendExecutionProvider_CUDA_V2(so, o), what);
-    // The arena config is copied into the provider options' factory at append time.
-    if (cfg) api.ReleaseArenaCfg(cfg);
-    return st;
-  }
-  OrtTensorRTProviderOptionsV2* o = nullptr;
-  TG_RETURN_IF_ERROR(FromOrtStatus(&api, api.CreateTensorRTProviderOptions(&o), what));
-  std::unique_ptr<OrtTensorRTProviderOptionsV2, void (*)(OrtTensorRTProviderOptionsV2*)> owner(
-      o, api.ReleaseTensorRTProviderOptions);
-  TG_RETURN_IF_ERROR(FromOrtStatus(
-      &api, api.UpdateTensorRTProviderOptions(o, keys.data(), vals.data(), keys.size()), what));
-  (void)notes;
-  return FromOrtStatus(&api, api.SessionOptionsAppendExecutionProvider_TensorRT_V2(so, o), what);
-}
-
 std::vector<NodePlacement> PlacementFromApi(const Ort::Session& session) {
   std::vector<NodePlacement> nodes;
   for (const auto& sub : session.GetEpGraphAssignmentInfo()) {
@@ -252,13 +195,13 @@ Result<SessionFactory> SessionFactory::Create(const RuntimePolicy& policy,
                                "\nThe CPU provider is never a production fallback (use --policy "
                                "dev for a degraded CPU session).");
   }
-  if (!production) {
+  // Degraded means: work that production requires on the GPU runs on the CPU. A dev factory with
+  // no GPU provider is degraded from the start; one with a GPU provider is judged per session
+  // from its placement (MarkDegraded).
+  if (!production && impl->prepared.empty()) {
     impl->degraded = true;
-    impl->degraded_reason = "dev profile: CPU execution allowed";
-    if (impl->prepared.empty()) {
-      impl->degraded_reason += "; no GPU provider attached";
-      if (!failures.empty()) impl->degraded_reason += " (" + failures.front() + ")";
-    }
+    impl->degraded_reason = "dev profile: no GPU provider attached, running on the CPU";
+    if (!failures.empty()) impl->degraded_reason += " (" + failures.front() + ")";
     spdlog::warn("runtime: DEGRADED session factory: {}", impl->degraded_reason);
   }
   SessionFactory f;
@@ -282,12 +225,243 @@ Result<Session> SessionFactory::Open(const std::string& model_path,
   return s;
 }
 
+namespace {
+
+// Step 1 of Open: session options from the policy (threads, graph level, placement recording).
+Status ApplySessionOptions(const RuntimePolicy& pol, const OpenOptions& options,
+                           const std::string& logid, Ort::SessionOptions* so) {
+  try {
+    if (pol.session.intra_op_threads > 0) so->SetIntraOpNumThreads(pol.session.intra_op_threads);
+    if (pol.session.inter_op_threads > 0) so->SetInterOpNumThreads(pol.session.inter_op_threads);
+    so->SetGraphOptimizationLevel(OptLevel(pol.session.graph_optimization_level));
+    so->SetExecutionMode(pol.session.sequential_execution ? ORT_SEQUENTIAL : ORT_PARALLEL);
+    so->SetLogId(logid.c_str());
+    if (options.placement_proof) {
+      so->AddConfigEntry(kOrtSessionOptionsRecordEpGraphAssignmentInfo, "1");
+    }
+    if (options.placement_from_log) so->SetLogSeverityLevel(ORT_LOGGING_LEVEL_VERBOSE);
+    if (pol.placement.disable_cpu_ep_fallback) {
+      so->AddConfigEntry(kOrtSessionOptionsDisableCPUEPFallback, "1");
+    }
+  } catch (const Ort::Exception& ex) {
+    return FromOrtException(ex, "session options");
+  }
+  return Status::Ok();
+}
+
+// The CUDA provider's options for one attach path. On the plugin path the EP device already
+// names the GPU, and ORT writes its ep.cuda.device_id from it: passing device_id again made ORT
+// log "Config with key [ep.cuda.device_id] already exists ... overwritten" on every session.
+// The policy's arena: keys reach the allocator only through the classic options (an OrtArenaCfg);
+// ORT 1.29's plugin path has no per-session arena config, so there they are refused, never
+// silently dropped.
+Result<std::map<std::string, std::string>> CudaOptionsFor(const RuntimePolicy& pol,
+                                                          AttachPath path) {
+  std::map<std::string, std::string> opts = pol.cuda.ToProviderOptions();
+  if (path != AttachPath::kPlugin) return opts;
+  opts.erase("device_id");
+  if (pol.arena.any()) {
+    return Status::InvalidArg(
+        "runtime policy " + pol.source +
+        ": arena: options (max_mem, initial_chunk_size_bytes, ...) cannot take effect on the "
+        "plugin CUDA provider path of ONNX Runtime 1.29; remove them and size the arena with "
+        "cuda.gpu_mem_limit / cuda.arena_extend_strategy, or use attach: classic with a GPU "
+        "build of the core");
+  }
+  return opts;
+}
+
+// TensorRT's options for this model: precision (INT8 only behind its gate), engine key and
+// directory; refuses a missing engine artifact in production unless on-node builds are allowed.
+Result<std::map<std::string, std::string>> TrtOptionsFor(SessionFactory::Impl& f,
+                                                         const std::string& model_path,
+                                                         const OpenOptions& options,
+                                                         SessionReport* rep) {
+  const RuntimePolicy& pol = f.policy;
+  std::string precision = pol.tensorrt.fp16 ? "fp16" : "fp32";
+  if (pol.tensorrt.int8) {
+    if (options.int8_gate_passed) {
+      precision = "int8";
+    } else {
+      rep->notes.push_back(
+          "tensorrt.int8 requested but the INT8 accuracy gate has not passed for this model: "
+          "running " +
+          precision);
+    }
+  }
+  GpuIdentity gpu;
+  {
+    std::lock_guard<std::mutex> lock(f.gpu_mu);
+    if (!f.gpu) f.gpu = QueryGpuIdentity(f.loader, pol.cuda.device_id);
+    if (!f.gpu->ok()) return Status::Unavailable(f.gpu->status().message());
+    gpu = f.gpu->value();
+  }
+  auto sha = common::Sha256File(model_path);
+  if (!sha.ok()) return sha.status();
+  rep->model_sha256 = *sha;
+  const EngineKeyInputs key =
+      MakeEngineKeyInputs(f.matrix_fingerprint, gpu, *sha, precision, options.profile_min,
+                          options.profile_opt, options.profile_max);
+  rep->engine_key = EngineKey(key);
+  rep->precision = precision;
+  const std::string root = ResolveEngineDir(pol.tensorrt.engine_dir);
+  rep->engine_dir = root + "/" + rep->engine_key;
+  if (!EngineArtifactPresent(root, rep->engine_key) && !options.build_engines) {
+    if (pol.profile == Profile::kProduction && !pol.tensorrt.allow_on_node_build) {
+      return Status::Unavailable(
+          "TensorRT engine artifact missing for " + model_path + ": no " + rep->engine_dir +
+          "/manifest.json for key " + rep->engine_key +
+          " (an on-node build would hide drift and inflate cold start); run `truegreen "
+          "engines build` for this matrix, GPU, model, precision and shapes, or set "
+          "tensorrt.allow_on_node_build: true");
+    }
+    rep->notes.push_back("TensorRT engine artifact missing: building on node into " +
+                         rep->engine_dir);
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(rep->engine_dir, ec);
+  return TrtProviderOptions(pol.tensorrt, pol.cuda.device_id, precision, rep->engine_dir, options);
+}
+
+// Step 2 of Open: attach the GPU providers in policy order (TensorRT before CUDA, so what
+// TensorRT cannot take goes to CUDA, not to the CPU), then list what did not attach (dev) and the
+// CPU provider when the policy allows it.
+Status AttachProviders(SessionFactory::Impl& f, const std::string& model_path,
+                       const OpenOptions& options, Ort::SessionOptions* so, Session::Impl* impl) {
+  const RuntimePolicy& pol = f.policy;
+  SessionReport& rep = impl->report;
+  for (const auto& p : f.prepared) {
+    if (options.cpu_reference) break;
+    ProviderAttachment att = p.info;
+    auto opts = p.info.name == "TensorrtExecutionProvider"
+                    ? TrtOptionsFor(f, model_path, options, &rep)
+                    : CudaOptionsFor(pol, p.info.path);
+    if (!opts.ok()) return opts.status();
+    att.options = *opts;
+    try {
+      if (p.info.path == AttachPath::kPlugin) {
+        std::vector<Ort::ConstEpDevice> devs;
+        for (const OrtEpDevice* d : p.ep_devices) devs.emplace_back(d);
+        std::unordered_map<std::string, std::string> o(opts->begin(), opts->end());
+        so->AppendExecutionProvider_V2(f.env->env(), devs, o);
+      } else {
+        Status st = internal::AppendClassicProvider(*so, p.info.name, *opts, &pol.arena);
+        if (!st.ok()) return Status::Unavailable(st.message());
+      }
+    } catch (const Ort::Exception& ex) {
+      return Status::Unavailable(p.info.name + ": appending provider failed: " + ex.what());
+    }
+    rep.providers.push_back(att);
+    if (p.info.path == AttachPath::kPlugin && !impl->device_memory) {
+      impl->device_memory = p.device_memory;
+      impl->pinned_memory = p.pinned_memory;
+    }
+    impl->gpu_path = p.info.path;
+    impl->device_id = pol.cuda.device_id;
+  }
+  for (const auto& a : f.attachments) {
+    if (!a.attached) rep.providers.push_back(a);  // dev: what could not attach, and why
+  }
+  if (pol.allow_cpu || options.cpu_reference) {
+    ProviderAttachment cpu;
+    cpu.name = "CPUExecutionProvider";
+    cpu.path = AttachPath::kCpu;
+    cpu.attached = true;
+    rep.providers.push_back(cpu);
+  }
+  return Status::Ok();
+}
+
+// The nodes and their providers, from the assignment API or, failing that (older ORT, or asked
+// for), from the verbose "Node placements" log block; `source` says which.
+std::vector<NodePlacement> ReadPlacement(const Ort::Session& session, const OpenOptions& options,
+                                         const std::optional<OnnxGraphSummary>& graph,
+                                         const std::vector<std::string>& logs,
+                                         std::string* source) {
+  std::vector<NodePlacement> nodes;
+  *source = "unavailable";
+  if (!options.placement_from_log) {
+    try {
+      nodes = PlacementFromApi(session);
+      *source = "ep_graph_assignment_info";
+      return nodes;
+    } catch (const Ort::Exception& ex) {
+      spdlog::warn("runtime: placement API unavailable ({}); using the verbose log", ex.what());
+    }
+  }
+  nodes = ParseNodePlacementLog(logs);
+  if (!nodes.empty()) *source = "verbose_log";
+  // "All nodes placed on [X]" carries a count but no node list: every node of the model is on X,
+  // so take names and op types from the model itself.
+  const bool anonymous = std::any_of(nodes.begin(), nodes.end(),
+                                     [](const NodePlacement& n) { return n.op_type.empty(); });
+  const bool one_provider =
+      !nodes.empty() && std::all_of(nodes.begin(), nodes.end(), [&](const NodePlacement& n) {
+        return n.provider == nodes.front().provider;
+      });
+  if (anonymous && one_provider && graph) {
+    const std::string provider = nodes.front().provider;
+    nodes.clear();
+    for (const auto& n : graph->nodes) nodes.push_back({n.name, n.op_type, provider});
+  }
+  return nodes;
+}
+
+// Step 3 of Open: the placement proof, judged against the policy. Fills rep->placement and
+// rep->gpu_active.
+void ProvePlacement(const RuntimePolicy& pol, const std::vector<NodePlacement>& nodes,
+                    const std::string& source, const std::vector<std::string>& logs,
+                    SessionReport* rep) {
+  PlacementReport& pl = rep->placement;
+  pl = EvaluatePlacement(nodes, pol.placement, pol.placement.enforce);
+  pl.source = source;
+  pl.memcpy_nodes = std::max(pl.memcpy_nodes, CountMemcpyFromLog(logs));
+  if (pl.memcpy_nodes > pol.placement.max_memcpy_nodes &&
+      std::none_of(pl.violations.begin(), pl.violations.end(),
+                   [](const std::string& v) { return v.find("Memcpy") != std::string::npos; })) {
+    pl.violations.push_back(std::to_string(pl.memcpy_nodes) +
+                            " Memcpy nodes were inserted between providers; the policy allows " +
+                            std::to_string(pol.placement.max_memcpy_nodes));
+  }
+  if (source == "unavailable") {
+    pl.violations.push_back("ONNX Runtime reported no node placement: placement cannot be proven");
+  }
+  for (const auto& [prov, count] : pl.nodes_per_provider) {
+    if (prov != "CPUExecutionProvider" && count > 0) rep->gpu_active = true;
+  }
+  if (pol.profile == Profile::kProduction && !rep->gpu_active &&
+      pl.total_nodes > pl.cpu_shape_nodes) {
+    pl.violations.push_back("no node was assigned to a GPU provider");
+  }
+  pl.ok = !pol.placement.enforce || pl.violations.empty();
+}
+
+// The one definition of degraded (see SessionReport::degraded): work that production requires on
+// the GPU ran on the CPU. Judged with the production placement rules whatever the profile, so a dev
+// session entirely on the GPU is not degraded, and one whose Conv fell back to the CPU is.
+void MarkDegraded(bool placement_known, const std::vector<NodePlacement>& nodes,
+                  SessionReport* rep) {
+  if (rep->degraded || rep->profile == "production" || !placement_known) return;
+  const PlacementReport prod =
+      EvaluatePlacement(nodes, ProductionPolicy().placement, /*enforce=*/true);
+  if (!rep->gpu_active) {
+    rep->degraded = true;
+    rep->degraded_reason = "dev profile: no node ran on a GPU provider";
+  } else if (!prod.cpu_compute_ops.empty()) {
+    rep->degraded = true;
+    rep->degraded_reason = "dev profile: " + std::to_string(prod.cpu_compute_ops.size()) +
+                           " node(s) that production requires on the GPU ran on the CPU (first: " +
+                           prod.cpu_compute_ops.front() + ")";
+  }
+}
+
+}  // namespace
+
 Result<Session> SessionFactory::OpenForDiagnosis(const std::string& model_path,
                                                  const OpenOptions& options,
                                                  Status* violation) const {
   const auto t0 = std::chrono::steady_clock::now();
   const RuntimePolicy& pol = impl_->policy;
-  const bool production = pol.profile == Profile::kProduction;
   *violation = Status::Ok();
   std::error_code ec;
   if (!std::filesystem::is_regular_file(model_path, ec)) {
@@ -313,112 +487,8 @@ Result<Session> SessionFactory::OpenForDiagnosis(const std::string& model_path,
 
   Ort::SessionOptions so;
   const std::string logid = impl_->env->NewLogId();
-  try {
-    if (pol.session.intra_op_threads > 0) so.SetIntraOpNumThreads(pol.session.intra_op_threads);
-    if (pol.session.inter_op_threads > 0) so.SetInterOpNumThreads(pol.session.inter_op_threads);
-    so.SetGraphOptimizationLevel(OptLevel(pol.session.graph_optimization_level));
-    so.SetExecutionMode(pol.session.sequential_execution ? ORT_SEQUENTIAL : ORT_PARALLEL);
-    so.SetLogId(logid.c_str());
-    if (options.placement_proof) {
-      so.AddConfigEntry(kOrtSessionOptionsRecordEpGraphAssignmentInfo, "1");
-    }
-    if (options.placement_from_log) so.SetLogSeverityLevel(ORT_LOGGING_LEVEL_VERBOSE);
-    if (pol.placement.disable_cpu_ep_fallback) {
-      so.AddConfigEntry(kOrtSessionOptionsDisableCPUEPFallback, "1");
-    }
-  } catch (const Ort::Exception& ex) {
-    return FromOrtException(ex, "session options");
-  }
-
-  // Attach the GPU providers in policy order (TensorRT before CUDA, so what TensorRT cannot take
-  // goes to CUDA, not to the CPU).
-  for (const auto& p : impl_->prepared) {
-    ProviderAttachment att = p.info;
-    std::map<std::string, std::string> opts;
-    if (p.info.name == "TensorrtExecutionProvider") {
-      std::string precision = pol.tensorrt.fp16 ? "fp16" : "fp32";
-      if (pol.tensorrt.int8) {
-        if (options.int8_gate_passed) {
-          precision = "int8";
-        } else {
-          rep.notes.push_back(
-              "tensorrt.int8 requested but the INT8 accuracy gate has not passed for this model: "
-              "running " +
-              precision);
-        }
-      }
-      GpuIdentity gpu;
-      {
-        std::lock_guard<std::mutex> lock(impl_->gpu_mu);
-        if (!impl_->gpu) impl_->gpu = QueryGpuIdentity(impl_->loader, pol.cuda.device_id);
-        if (!impl_->gpu->ok()) return Status::Unavailable(impl_->gpu->status().message());
-        gpu = impl_->gpu->value();
-      }
-      auto sha = common::Sha256File(model_path);
-      if (!sha.ok()) return sha.status();
-      rep.model_sha256 = *sha;
-      const EngineKeyInputs key =
-          MakeEngineKeyInputs(impl_->matrix_fingerprint, gpu, *sha, precision, options.profile_min,
-                              options.profile_opt, options.profile_max);
-      rep.engine_key = EngineKey(key);
-      rep.precision = precision;
-      const std::string root = ResolveEngineDir(pol.tensorrt.engine_dir);
-      rep.engine_dir = root + "/" + rep.engine_key;
-      if (!EngineArtifactPresent(root, rep.engine_key) && !options.build_engines) {
-        if (production && !pol.tensorrt.allow_on_node_build) {
-          return Status::Unavailable(
-              "TensorRT engine artifact missing for " + model_path + ": no " + rep.engine_dir +
-              "/manifest.json for key " + rep.engine_key +
-              " (an on-node build would hide drift and inflate cold start); run `truegreen "
-              "engines build` for this matrix, GPU, model, precision and shapes, or set "
-              "tensorrt.allow_on_node_build: true");
-        }
-        rep.notes.push_back("TensorRT engine artifact missing: building on node into " +
-                            rep.engine_dir);
-      }
-      std::filesystem::create_directories(rep.engine_dir, ec);
-      opts =
-          TrtProviderOptions(pol.tensorrt, pol.cuda.device_id, precision, rep.engine_dir, options);
-    } else {
-      opts = pol.cuda.ToProviderOptions();
-      if (pol.arena.any() && p.info.path == AttachPath::kPlugin) {
-        rep.notes.push_back(
-            "arena options are applied through the classic CUDA options only; the plugin CUDA "
-            "provider uses gpu_mem_limit/arena_extend_strategy from cuda:");
-      }
-    }
-    att.options = opts;
-    try {
-      if (p.info.path == AttachPath::kPlugin) {
-        std::vector<Ort::ConstEpDevice> devs;
-        for (const OrtEpDevice* d : p.ep_devices) devs.emplace_back(d);
-        std::unordered_map<std::string, std::string> o(opts.begin(), opts.end());
-        so.AppendExecutionProvider_V2(impl_->env->env(), devs, o);
-      } else {
-        Status st = AppendClassic(so, p.info.name, opts, pol.arena, &rep.notes);
-        if (!st.ok()) return Status::Unavailable(st.message());
-      }
-    } catch (const Ort::Exception& ex) {
-      return Status::Unavailable(p.info.name + ": appending provider failed: " + ex.what());
-    }
-    rep.providers.push_back(att);
-    if (p.info.path == AttachPath::kPlugin && !impl->device_memory) {
-      impl->device_memory = p.device_memory;
-      impl->pinned_memory = p.pinned_memory;
-    }
-    impl->gpu_path = p.info.path;
-    impl->device_id = pol.cuda.device_id;
-  }
-  for (const auto& a : impl_->attachments) {
-    if (!a.attached) rep.providers.push_back(a);  // dev: what could not attach, and why
-  }
-  if (pol.allow_cpu) {
-    ProviderAttachment cpu;
-    cpu.name = "CPUExecutionProvider";
-    cpu.path = AttachPath::kCpu;
-    cpu.attached = true;
-    rep.providers.push_back(cpu);
-  }
+  TG_RETURN_IF_ERROR(ApplySessionOptions(pol, options, logid, &so));
+  TG_RETURN_IF_ERROR(AttachProviders(*impl_, model_path, options, &so, impl.get()));
 
   impl_->env->BeginCapture(logid);
   try {
@@ -433,60 +503,15 @@ Result<Session> SessionFactory::OpenForDiagnosis(const std::string& model_path,
   }
   const std::vector<std::string> logs = impl_->env->EndCapture(logid);
 
-  // Placement proof.
-  PlacementReport& pl = rep.placement;
+  std::vector<NodePlacement> nodes;
+  std::string source = "unavailable";
   if (options.placement_proof) {
-    std::vector<NodePlacement> nodes;
-    std::string source = "unavailable";
-    if (!options.placement_from_log) {
-      try {
-        nodes = PlacementFromApi(*impl->session);
-        source = "ep_graph_assignment_info";
-      } catch (const Ort::Exception& ex) {
-        spdlog::warn("runtime: placement API unavailable ({}); using the verbose log", ex.what());
-      }
-    }
-    if (source == "unavailable") {
-      nodes = ParseNodePlacementLog(logs);
-      if (!nodes.empty()) source = "verbose_log";
-      // "All nodes placed on [X]" carries a count but no node list: every node of the model is
-      // on X, so take names and op types from the model itself.
-      const bool anonymous = std::any_of(nodes.begin(), nodes.end(),
-                                         [](const NodePlacement& n) { return n.op_type.empty(); });
-      const bool one_provider =
-          !nodes.empty() && std::all_of(nodes.begin(), nodes.end(), [&](const NodePlacement& n) {
-            return n.provider == nodes.front().provider;
-          });
-      if (anonymous && one_provider && graph) {
-        const std::string provider = nodes.front().provider;
-        nodes.clear();
-        for (const auto& n : graph->nodes) nodes.push_back({n.name, n.op_type, provider});
-      }
-    }
-    pl = EvaluatePlacement(nodes, pol.placement, pol.placement.enforce);
-    pl.source = source;
-    pl.memcpy_nodes = std::max(pl.memcpy_nodes, CountMemcpyFromLog(logs));
-    if (pl.memcpy_nodes > pol.placement.max_memcpy_nodes &&
-        std::none_of(pl.violations.begin(), pl.violations.end(),
-                     [](const std::string& v) { return v.find("Memcpy") != std::string::npos; })) {
-      pl.violations.push_back(std::to_string(pl.memcpy_nodes) +
-                              " Memcpy nodes were inserted between providers; the policy allows " +
-                              std::to_string(pol.placement.max_memcpy_nodes));
-    }
-    if (source == "unavailable") {
-      pl.violations.push_back(
-          "ONNX Runtime reported no node placement: placement cannot be proven");
-    }
-    for (const auto& [prov, count] : pl.nodes_per_provider) {
-      if (prov != "CPUExecutionProvider" && count > 0) rep.gpu_active = true;
-    }
-    if (production && !rep.gpu_active && pl.total_nodes > pl.cpu_shape_nodes) {
-      pl.violations.push_back("no node was assigned to a GPU provider");
-    }
-    pl.ok = !pol.placement.enforce || pl.violations.empty();
+    nodes = ReadPlacement(*impl->session, options, graph, logs, &source);
+    ProvePlacement(pol, nodes, source, logs, &rep);
   } else {
-    rep.gpu_active = !impl_->prepared.empty();
+    rep.gpu_active = !impl_->prepared.empty() && !options.cpu_reference;
   }
+  MarkDegraded(source != "unavailable", nodes, &rep);
 
   TG_RETURN_IF_ERROR(ReadModelIo(*impl->session, &rep.inputs, &rep.outputs));
   impl->io_binding = pol.session.io_binding;
@@ -499,6 +524,7 @@ Result<Session> SessionFactory::OpenForDiagnosis(const std::string& model_path,
   if (rep.degraded) {
     spdlog::warn("runtime: DEGRADED session for {}: {}", model_path, rep.degraded_reason);
   }
+  const PlacementReport& pl = rep.placement;
   if (!pl.ok) {
     std::string v;
     for (const auto& x : pl.violations) v += "\n  - " + x;

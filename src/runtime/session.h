@@ -75,8 +75,12 @@ struct SessionReport {
   std::string model_path;
   std::string model_sha256;
   std::string profile;  // "production" | "dev"
+  // Degraded iff work that production requires on the GPU ran on the CPU (judged with the
+  // production placement rules): always false in production (which fails instead), true for a
+  // dev session without a GPU provider or with GPU-required ops on the CPU, false for a dev
+  // session entirely on the GPU.
   bool degraded = false;
-  std::string degraded_reason;  // why (CPU provider in use, provider missing ...)
+  std::string degraded_reason;  // why (no GPU provider, which op ran on the CPU ...)
   std::string ort_version;
   std::vector<ProviderAttachment> providers;  // in attach order (CPU last when used)
   bool gpu_active = false;                    // a GPU provider got at least one node
@@ -108,6 +112,9 @@ struct OpenOptions {
   bool build_engines = false;
   // The INT8 accuracy gate passed for this model (CheckInt8Gate); only then is trt_int8 enabled.
   bool int8_gate_passed = false;
+  // A CPU reference session (the op canary's baseline): no GPU provider is attached, whatever the
+  // policy; use with placement_proof = false.
+  bool cpu_reference = false;
 };
 
 class Session {

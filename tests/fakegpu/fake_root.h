@@ -19,7 +19,8 @@ namespace tg::testing {
 
 // Every library file the fake stack provides (names as found in FakeGpuDir()).
 inline std::vector<std::string> FakeGpuLibraries() {
-  return {"libnvidia-ml.so.1",
+  return {"libonnxruntime.so",  // GPU-flavor core wrapping the real one (fake_ort_core.c)
+          "libnvidia-ml.so.1",
           "libcuda.so.1",
           "libcudart.so.13",
           "libcublas.so.13",

@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# The GPU verification kit: run on a GPU node (after scripts/gpu_pack.sh + unpack.sh, or in a
+# build tree) and get ONE JSON summary of what truegreen sees and does there:
+#   probe; doctor in production (the bundled npm pair: must be refused by the build-flavor rule)
+#   and CUDA-only with the GPU release libraries (--gpu-ort), each with the op canary; run on every
+#   runtime model; generate on every tiny pipeline on the GPU and on the CPU (image sha256 per
+#   scheduler); the `gpu` tests; the fault cases (CUDA_VISIBLE_DEVICES=, provider not beside the
+#   core, CPU core + GPU provider); wall time of every step.
+# Without a GPU (no nvidia-smi / no libcuda) it still writes the JSON, with "gpu": false and why,
+# and runs only the steps that need none.
+#
+# Usage: scripts/gpu_check.sh [--build DIR] [--gpu-ort DIR] [--out FILE]
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="$root/build"
+gpu_ort=""
+out="$root/gpu-check.json"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --build) build="$2"; shift 2 ;;
+    --gpu-ort) gpu_ort="$2"; shift 2 ;;
+    --out) out="$2"; shift 2 ;;
+    -h|--help) sed -n 2,13p "$0"; exit 0 ;;
+    *) echo "gpu_check: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+tg="$build/bin/truegreen"
+[ -x "$tg" ] || { echo "gpu_check: no $tg" >&2; exit 2; }
+[ -d "$build/gpu-pack-libs" ] && export LD_LIBRARY_PATH="$build/gpu-pack-libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+steps="$work/steps"
+mkdir -p "$steps"
+n=0
+
+# step NAME [ENV=V ...] -- CMD ARGS: runs it, keeps stdout/stderr/exit code/wall seconds.
+step() {
+  local name="$1"; shift
+  local envs=()
+  while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+  shift
+  n=$((n + 1))
+  local d="$steps/$(printf %03d $n)"
+  mkdir -p "$d"
+  echo "$name" > "$d/name"
+  printf '%q ' "${envs[@]}" "$@" > "$d/cmd"
+  local t0 t1
+  t0=$(date +%s.%N)
+  env "${envs[@]}" timeout 900 "$@" > "$d/out" 2> "$d/err"
+  echo $? > "$d/rc"
+  t1=$(date +%s.%N)
+  echo "$t0 $t1" | awk '{printf "%.3f", $2 - $1}' > "$d/wall"
+  echo "gpu_check: $name -> exit $(cat "$d/rc") ($(cat "$d/wall") s)" >&2
+}
+
+gpu=true
+why=""
+if ! command -v nvidia-smi >/dev/null 2>&1; then gpu=false; why="nvidia-smi not found"; fi
+if $gpu && ! nvidia-smi -L >/dev/null 2>&1; then gpu=false; why="nvidia-smi -L failed (no driver or no GPU)"; fi
+
+step probe -- "$tg" --json probe
+step "doctor production (bundled npm pair)" -- "$tg" --json doctor --canary --canary-no-cache
+step "doctor dev (bundled npm pair) with canary" -- "$tg" --policy dev --json doctor --canary --canary-no-cache
+
+cuda_matrix="$work/cuda_only.yaml"
+sed -e 's/^tensorrt:.*$//' -e 's/providers: \[TensorrtExecutionProvider, CUDAExecutionProvider\]/providers: [CUDAExecutionProvider]/' \
+  "$root/deploy/matrix.production.yaml" > "$cuda_matrix"
+printf 'profile: production\nproviders: [CUDA]\nmatrix: %s\n' "$cuda_matrix" > "$work/cuda_policy.yaml"
+
+if $gpu; then
+  if [ -n "$gpu_ort" ]; then
+    step "doctor CUDA-only (GPU release pair)" -- "$tg" --lib-path "$gpu_ort" --json doctor --matrix "$cuda_matrix" --canary --canary-no-cache
+    for m in "$build"/models/runtime/*.onnx; do
+      step "run $(basename "$m") (GPU release pair)" -- "$tg" --lib-path "$gpu_ort" --policy "$work/cuda_policy.yaml" --json run --model "$m" --runs 20
+    done
+    for p in "$build"/models/sd-tiny/*/; do
+      for s in pndm euler_a dpmpp_2m ddim; do
+        pn=$(basename "$p")
+        step "generate $pn $s gpu" -- "$tg" --lib-path "$gpu_ort" --policy "$work/cuda_policy.yaml" --json generate --model "$p" --prompt "a photo of a cat" --steps 4 --size 256x256 --scheduler "$s" -o "$work/$pn-$s-gpu.png"
+        step "generate $pn $s cpu" -- "$tg" --policy dev --json generate --model "$p" --prompt "a photo of a cat" --steps 4 --size 256x256 --scheduler "$s" -o "$work/$pn-$s-cpu.png"
+      done
+    done
+    step "gpu tests" TRUEGREEN_GPU_ORT_DIR="$gpu_ort" -- "$build/bin/runtime_session_gpu_test"
+    # Fault: the provider libraries not beside the core.
+    mkdir -p "$work/split/core"
+    ln -sf "$gpu_ort"/libonnxruntime.so* "$work/split/core/"
+    step "fault: provider not beside the core" -- "$tg" --lib-path "$work/split/core" --json doctor --matrix "$cuda_matrix"
+  else
+    echo "gpu_check: no --gpu-ort: skipping the GPU release pair steps" >&2
+  fi
+  step "fault: CUDA_VISIBLE_DEVICES=" CUDA_VISIBLE_DEVICES= -- "$tg" --json doctor --matrix "$cuda_matrix"
+  step "fault: CPU core + GPU provider (npm pair), CUDA-only" -- "$tg" --json doctor --matrix "$cuda_matrix"
+fi
+
+python3 - "$steps" "$out" "$gpu" "$why" "$gpu_ort" <<'PY'
+import hashlib, json, os, sys
+steps_dir, out, gpu, why, gpu_ort = sys.argv[1:6]
+steps = []
+for d in sorted(os.listdir(steps_dir)):
+    p = os.path.join(steps_dir, d)
+    rd = lambda f: open(os.path.join(p, f), errors="replace").read()
+    s = {"name": rd("name").strip(), "command": rd("cmd").strip(),
+         "exit_code": int(rd("rc").strip() or -1), "wall_s": float(rd("wall") or 0)}
+    text = rd("out")
+    try:
+        j = json.loads(text)
+        if "verdict" in j:
+            s["verdict"] = j["verdict"]
+            s["causes"] = j.get("causes", [])
+        if "canary" in j:
+            c = j["canary"]
+            s["canary"] = {"verdict": c["verdict"], "reason": c["reason"], "wall_ms": c["wall_ms"],
+                           "failed": [{k: x[k] for k in ("name", "status", "provider", "detail")}
+                                      for x in c["cases"] if x["status"] != "ok"]}
+        if "session" in j:
+            s["placement"] = j["session"].get("placement")
+            s["latency"] = j.get("latency")
+            s["io"] = j.get("io")
+        if "onnxruntime" in j:
+            o = j["onnxruntime"]
+            s["ort"] = {"version": o["library"].get("version"), "core_flavor": o.get("core_flavor"),
+                        "compiled_providers": o.get("compiled_providers")}
+    except ValueError:
+        s["stdout_tail"] = text[-2000:]
+    s["stderr_tail"] = rd("err")[-2000:]
+    steps.append(s)
+images = {}
+for s in steps:
+    if s["name"].startswith("generate "):
+        png = s["command"].split("-o ")[-1].strip().strip("'")
+        if os.path.exists(png):
+            images[s["name"]] = hashlib.sha256(open(png, "rb").read()).hexdigest()
+summary = {"schema": "truegreen.gpu_check/v1", "gpu": gpu == "true", "reason": why or None,
+           "gpu_ort": gpu_ort or None, "steps": steps, "image_sha256": images,
+           "total_wall_s": round(sum(s["wall_s"] for s in steps), 3)}
+with open(out, "w") as f:
+    json.dump(summary, f, indent=2)
+print(f"gpu_check: {len(steps)} step(s), gpu={summary['gpu']}, summary in {out}", file=sys.stderr)
+PY

@@ -1,0 +1,31 @@
+// The op canary's command-line side (integrity area): `doctor --canary` runs it, and the hidden
+// `__canary-child` subcommand is the child process it runs (runtime/canary.h).
+#pragma once
+
+#include <string>
+
+#include "cli/command.h"
+#include "probe/snapshot.h"
+#include "runtime/canary.h"
+
+namespace tg::cli {
+
+struct CanaryFlags {
+  bool run = false;        // doctor --canary
+  std::string cache_dir;   // "" = $TRUEGREEN_CACHE_DIR, $XDG_CACHE_HOME/truegreen, ~/.cache/...
+  bool no_cache = false;   // --canary-no-cache
+  int timeout_ms = 60000;  // per child process
+};
+
+// Adds --canary, --canary-cache-dir, --canary-no-cache and --canary-timeout-ms to `doctor`.
+void AddCanaryFlags(CLI::App* doctor, CanaryFlags* flags);
+
+// Runs the canary for this node: the child is this binary with the same --lib-path/--policy.
+runtime::CanaryReport RunDoctorCanary(const GlobalOptions& g, const CanaryFlags& f,
+                                      const probe::Snapshot& s,
+                                      const std::string& matrix_fingerprint);
+
+// The hidden `__canary-child --cases LIST` subcommand.
+void RegisterCanaryChildCommand(CLI::App& app, GlobalOptions& g, CommandRegistry& r);
+
+}  // namespace tg::cli

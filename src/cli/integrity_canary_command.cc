@@ -1,0 +1,128 @@
+// `doctor --canary` and the hidden `__canary-child` subcommand (see runtime/canary.h).
+#include <limits.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+
+#include "cli/integrity_canary.h"
+#include "common/status.h"
+#include "runtime/runtime_policy.h"
+#include "runtime/session.h"
+
+namespace tg::cli {
+namespace {
+
+std::string SelfExe() {
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : "truegreen";
+}
+
+std::string DefaultCacheDir() {
+  if (const char* d = std::getenv("TRUEGREEN_CACHE_DIR"); d != nullptr && *d) return d;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x != nullptr && *x) {
+    return std::string(x) + "/truegreen";
+  }
+  if (const char* h = std::getenv("HOME"); h != nullptr && *h) {
+    return std::string(h) + "/.cache/truegreen";
+  }
+  return "";
+}
+
+// The GPU part of the cache key: every visible device's name and UUID.
+std::string GpuIdentity(const probe::Snapshot& s) {
+  std::string id;
+  for (const auto& d : s.nvml.devices) {
+    id += d.name.value_or("?") + " " + d.uuid.value_or("?") + ";";
+  }
+  if (id.empty()) {
+    for (const auto& d : s.cuda_driver.devices) id += d.name.value_or("?") + ";";
+  }
+  return id;
+}
+
+std::vector<std::string> SplitCommas(const std::string& s) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= s.size()) {
+    std::size_t comma = s.find(',', start);
+    std::string item =
+        s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (!item.empty()) out.push_back(item);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+int RunChild(const GlobalOptions& g, const std::string& cases) {
+  auto fatal = [](const std::string& msg, int code) {
+    std::string line = common::Json{{"event", "fatal"}, {"message", msg}}.dump() + "\n";
+    std::fwrite(line.data(), 1, line.size(), stdout);
+    std::fflush(stdout);
+    return code;
+  };
+  auto policy = runtime::LoadRuntimePolicy(g.policy);
+  if (!policy.ok()) return fatal(policy.status().message(), common::kExitUsage);
+  auto factory = runtime::SessionFactory::Create(*policy, g.Loader());
+  if (!factory.ok()) {
+    return fatal(factory.status().message(), common::ExitCodeFromStatus(factory.status()));
+  }
+  return runtime::RunCanaryChild(*factory, SplitCommas(cases), stdout);
+}
+
+}  // namespace
+
+void AddCanaryFlags(CLI::App* doctor, CanaryFlags* flags) {
+  doctor->add_flag("--canary", flags->run,
+                   "Also run every op of the built-in canary set on the attached GPU providers in "
+                   "a child process and compare with the CPU (cached per node)");
+  doctor
+      ->add_option("--canary-cache-dir", flags->cache_dir,
+                   "Canary verdict cache (default $TRUEGREEN_CACHE_DIR, else "
+                   "$XDG_CACHE_HOME/truegreen or ~/.cache/truegreen)")
+      ->type_name("DIR");
+  doctor->add_flag("--canary-no-cache", flags->no_cache, "Neither read nor write a cached verdict");
+  doctor
+      ->add_option("--canary-timeout-ms", flags->timeout_ms,
+                   "Time limit per canary child process (default 60000)")
+      ->check(CLI::Range(100, 3600000))
+      ->type_name("MS");
+}
+
+runtime::CanaryReport RunDoctorCanary(const GlobalOptions& g, const CanaryFlags& f,
+                                      const probe::Snapshot& s,
+                                      const std::string& matrix_fingerprint) {
+  runtime::CanaryOptions o;
+  o.child_argv = {SelfExe()};
+  for (const auto& d : g.lib_paths) {
+    o.child_argv.push_back("--lib-path");
+    o.child_argv.push_back(d);
+  }
+  o.child_argv.insert(o.child_argv.end(), {"--policy", g.policy, "--log-level", g.log_level});
+  o.timeout = std::chrono::milliseconds(f.timeout_ms);
+  o.cache_dir = f.no_cache ? "" : (f.cache_dir.empty() ? DefaultCacheDir() : f.cache_dir);
+  o.key.matrix_fingerprint = matrix_fingerprint;
+  o.key.policy = g.policy;
+  o.key.gpu = GpuIdentity(s);
+  if (!s.onnxruntime.library.resolved_path.empty()) {
+    o.key.library_files.push_back(s.onnxruntime.library.resolved_path);
+  }
+  for (const auto& p : s.onnxruntime.provider_libraries) {
+    if (!p.file.empty()) o.key.library_files.push_back(p.file);
+  }
+  return runtime::RunCanary(o);
+}
+
+void RegisterCanaryChildCommand(CLI::App& app, GlobalOptions& g, CommandRegistry& r) {
+  auto cases = std::make_shared<std::string>();
+  CLI::App* child = app.add_subcommand(
+      "__canary-child", "Internal: the op canary's child process (prints JSON lines)");
+  child->group("");  // hidden from help
+  child->add_option("--cases", *cases, "Comma-separated case names (default: all)");
+  r.Add(child, [cases, &g] { return RunChild(g, *cases); });
+}
+
+}  // namespace tg::cli

@@ -1,0 +1,76 @@
+// One startup chain for every command that serves inference (run, generate, and next the server's
+// readiness): snapshot -> admit -> factory (locked providers) -> open (placement proof) -> op
+// canary -> warm-up, each step timed and recorded in a StartupReport.
+//
+// What each step enforces in production (dev records the same findings as advisories):
+//   snapshot  the node's capability snapshot without registering providers (probe::TakeSnapshot
+//             plus the ORT core facts of the process-wide load, so no second provider
+//             registration happens in the serving process);
+//   admit     policy::Admit against the policy's matrix: version drift refuses the node
+//             (FAILED_PRECONDITION, exit 4); integrity findings are left to the factory step,
+//             which proves them by attaching and names the exact cause (exit 3);
+//   factory   SessionFactory::Create (GPU providers locked in policy order, never the CPU);
+//   open      each model opened with placement proof (violation: UNAVAILABLE, exit 3);
+//   canary    the op canary (runtime/canary.h) when asked for: anything but PASS is UNAVAILABLE;
+//   warmup    `warmup_runs` runs of each opened model on random inputs (cuDNN's algorithm search
+//             and TensorRT's first-call costs are paid here, not by the first request).
+//
+// Thread safety: Start is safe to call concurrently; the chain object is then used like a
+// SessionFactory (see session.h).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/config.h"
+#include "common/dynlib.h"
+#include "common/status.h"
+#include "policy/admission.h"
+#include "runtime/canary.h"
+#include "runtime/runtime_policy.h"
+#include "runtime/session.h"
+
+namespace tg::runtime {
+
+struct StartupStep {
+  std::string name;     // "snapshot" "admit" "factory" "open" "canary" "warmup"
+  std::string outcome;  // "ok" | "refused" | "advisory" | "skipped"
+  double ms = 0.0;
+  std::string detail;
+};
+
+struct StartupReport {
+  std::vector<StartupStep> steps;
+  std::optional<policy::AdmissionReport> admission;
+  std::optional<CanaryReport> canary;
+  double total_ms = 0.0;
+  common::Json ToJson() const;
+};
+
+struct StartupOptions {
+  std::string root = "/";           // device-node root for the snapshot (tests, chroots)
+  std::vector<std::string> models;  // opened with placement proof in step "open"
+  OpenOptions open;
+  std::optional<CanaryOptions> canary;  // step "canary"; skipped when absent
+  int warmup_runs = 0;                  // step "warmup"; per opened model
+};
+
+class StartupChain {
+ public:
+  // Runs the steps in order and stops at the first refusal, whose Status is returned (the report
+  // says which step and why). `report` must not be null.
+  static common::Result<StartupChain> Start(const RuntimePolicy& policy,
+                                            const common::LibraryLoader& loader,
+                                            const StartupOptions& options, StartupReport* report);
+
+  const SessionFactory& factory() const { return factory_; }
+  // The sessions of StartupOptions::models, in that order.
+  std::vector<Session>& sessions() { return sessions_; }
+
+ private:
+  SessionFactory factory_;
+  std::vector<Session> sessions_;
+};
+
+}  // namespace tg::runtime
