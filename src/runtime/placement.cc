@@ -294,7 +294,7 @@ common::Status CheckInt8Gate(const std::vector<Tensor>& reference,
     for (std::size_t k = 0; k < a.size(); ++k) {
       const double d = static_cast<double>(b[k]) - a[k];
       if (!std::isfinite(d)) {
-        return common::Status::FailedPrecondition(
+        return common::Status::Unsupported(
             "INT8 gate: " + which + " has a non-finite value at element " + std::to_string(k));
       }
       max_abs = std::max(max_abs, std::fabs(d));
@@ -304,12 +304,12 @@ common::Status CheckInt8Gate(const std::vector<Tensor>& reference,
     const double rel_rms =
         sum_sq_ref > 0 ? std::sqrt(sum_sq_diff / sum_sq_ref) : (sum_sq_diff > 0 ? INFINITY : 0.0);
     if (max_abs > gate.max_abs_error) {
-      return common::Status::FailedPrecondition(
+      return common::Status::Unsupported(
           "INT8 gate: " + which + " max abs error " + std::to_string(max_abs) +
           " exceeds tolerance " + std::to_string(gate.max_abs_error) + "; INT8 stays disabled");
     }
     if (rel_rms > gate.max_rel_rms_error) {
-      return common::Status::FailedPrecondition(
+      return common::Status::Unsupported(
           "INT8 gate: " + which + " relative RMS error " + std::to_string(rel_rms) +
           " exceeds tolerance " + std::to_string(gate.max_rel_rms_error) + "; INT8 stays disabled");
     }
