@@ -123,7 +123,7 @@ int RunDiff(const DiffFlags& f, const GlobalOptions& g) {
     j["equal"] = d->empty();
     PrintJson(j);
   } else if (d->empty()) {
-    Print(Paint("EQUAL", Tone::kPass) + ": " + f.a + " and " + f.b + "\n");
+    Print(Paint("EQUAL", Tone::kPass) + ": " + f.a + " and " + f.b + " are equal\n");
   } else {
     Print(Paint("DIFFERENT", Tone::kFail) + ": " + std::to_string(d->size()) +
           " difference(s)\n--- " + f.a + "\n+++ " + f.b + "\n" + policy::DiffToText(*d));

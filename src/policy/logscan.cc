@@ -1,4 +1,5 @@
 #include "policy/logscan.h"
+#include "common/strings.h"
 
 #include <algorithm>
 #include <cctype>
@@ -160,11 +161,7 @@ constexpr LogPattern kPatterns[] = {
      "libpng16.so.16: cannot open shared object file: No such file or directory"},
 };
 
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
+using common::Lower;
 
 // Position of the first needle alternative in `lower`, or npos.
 std::size_t FindNeedle(std::string_view lower, std::string_view needles) {

@@ -7,6 +7,7 @@
 
 #include <mutex>
 
+#include "common/file_util.h"
 #include "probe/elf.h"
 #include "probe/host_internal.h"
 #include "runtime/ort_api.h"
@@ -53,11 +54,6 @@ const char* DeviceTypeName(OrtHardwareDeviceType t) {
       return "NPU";
   }
   return "unknown";
-}
-
-bool FileExists(const std::string& p) {
-  struct stat st {};
-  return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
 // Directory of the libonnxruntime.so that `api` lives in, as the dynamic linker knows it (the
@@ -169,7 +165,7 @@ void ProbeOrt(const common::LibraryLoader& loader, probe::OrtInfo* out) {
   // Provider_GetHost symbol once every CUDA dependency resolved.
   std::string ort_dir = api != nullptr ? OrtDirectory(api) : "";
   std::string shared_path = ort_dir.empty() ? "" : ort_dir + "/" + kProvidersSharedLibrary;
-  bool layout_ok = !shared_path.empty() && FileExists(shared_path);
+  bool layout_ok = !shared_path.empty() && common::IsRegularFile(shared_path);
   std::string env_error;
   OrtEnv* env = layout_ok ? ProbeEnv(api, &env_error) : nullptr;
   if (env != nullptr) {

@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/strings.h"
 #include "runtime/onnx_graph.h"
 #include "runtime/session.h"
 
@@ -18,11 +19,7 @@ bool IsMemcpy(const std::string& op) {
   return op == "MemcpyToHost" || op == "MemcpyFromHost" || op == "Memcpy";
 }
 
-std::string Trim(const std::string& s) {
-  std::size_t b = s.find_first_not_of(" \t\r");
-  std::size_t e = s.find_last_not_of(" \t\r");
-  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
-}
+std::string Trim(std::string_view s) { return std::string(common::Trim(s)); }
 
 std::string FormatShare(double share) {
   std::ostringstream os;
