@@ -1,5 +1,5 @@
 // `truegreen audit image` end to end: identical findings across the four image formats, exit
-// codes (0 clean, 6 rule/budget failure, 2 bad input), --json, --policy and --diff.
+// codes (0 clean, 6 rule/budget failure, 2 bad input), --json, --rules and --diff.
 #include <gtest/gtest.h>
 
 #include <sys/resource.h>
@@ -136,7 +136,7 @@ TEST(AuditImageCli, PolicyFile) {
                      "  highest_user_wasted_percent: 2.0\n"
                      "  disable: [image.build-tools, image.headers, image.caches]\n"
                      "  severity: {image.notebooks: warning}\n");
-  auto r = RunTruegreen({"audit", "image", img, "--policy", t / "policy.yaml", "--json"});
+  auto r = RunTruegreen({"audit", "image", img, "--rules", t / "policy.yaml", "--json"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   json j = ParseOut(r);
   ASSERT_EQ(j["findings"].size(), 1u) << j.dump(1);
@@ -144,7 +144,7 @@ TEST(AuditImageCli, PolicyFile) {
   EXPECT_EQ(j["findings"][0]["severity"], "warning");
 
   testing::WriteFile(t / "bad.yaml", "image:\n  budget: 1MiB\n  lowest_efficency: 0.5\n");
-  auto bad = RunTruegreen({"audit", "image", img, "--policy", t / "bad.yaml"});
+  auto bad = RunTruegreen({"audit", "image", img, "--rules", t / "bad.yaml"});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("bad.yaml"), std::string::npos) << bad.err;
   EXPECT_NE(bad.err.find("lowest_efficency"), std::string::npos) << bad.err;
@@ -226,7 +226,7 @@ TEST(AuditImageCli, LargeLayerIsStreamedWithBoundedMemory) {
   s.layers[1].files.push_back(Big("app/weights.bin", 48ull << 20, /*random=*/false));
   std::string img = Write(t, s, Format::kOciArchive, "large");
   testing::WriteFile(t / "p.yaml", "image:\n  limits: {max_ratio: 100000000}\n");
-  auto r = RunTruegreen({"audit", "image", img, "--policy", t / "p.yaml", "--json"});
+  auto r = RunTruegreen({"audit", "image", img, "--rules", t / "p.yaml", "--json"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   json j = ParseOut(r);
   EXPECT_GT(j["total_bytes"].get<std::uint64_t>(), 48ull << 20);

@@ -42,7 +42,7 @@ TEST(DiffCli, DifferencesByPath) {
   testing::WriteFile(dir / "a.json", kA);
   testing::WriteFile(dir / "b.json", kB);
   testing::ProcessResult r = testing::RunTruegreen({"diff", dir / "a.json", dir / "b.json"});
-  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.exit_code, 4) << r.err;  // differ: drift between the two
   EXPECT_THAT(r.out, HasSubstr("~ nvml.driver_version: \"580.65.06\" -> \"570.86.15\""));
   EXPECT_THAT(r.out, HasSubstr("+ env.CUDA_VISIBLE_DEVICES: \"0\""));
   EXPECT_THAT(r.out, HasSubstr("- nvml.devices[0]:"));
@@ -53,7 +53,7 @@ TEST(DiffCli, DifferencesByPath) {
 
   testing::ProcessResult j =
       testing::RunTruegreen({"--json", "diff", dir / "a.json", dir / "b.json"});
-  EXPECT_EQ(j.exit_code, 1);
+  EXPECT_EQ(j.exit_code, 4);
   auto doc = common::ParseJson(j.out, "stdout");
   ASSERT_TRUE(doc.ok());
   EXPECT_EQ((*doc)["equal"], false);
@@ -92,7 +92,7 @@ TEST(DiffCli, RealProbeSnapshotDiffsCleanAgainstItself) {
   (*j)["nvml"]["driver_version"] = "999.1.1";
   testing::WriteFile(dir / "b.json", j->dump());
   testing::ProcessResult d = testing::RunTruegreen({"diff", dir / "a.json", dir / "b.json"});
-  EXPECT_EQ(d.exit_code, 1);
+  EXPECT_EQ(d.exit_code, 4);
   EXPECT_THAT(d.out, HasSubstr("nvml.driver_version"));
   EXPECT_THAT(d.out, HasSubstr("1 difference(s)"));
 }

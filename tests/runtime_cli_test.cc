@@ -77,7 +77,7 @@ TEST(RuntimeCliTest, ProductionWithoutDriverExits3NamingProviderAndLoaderError) 
   EXPECT_NE(r.err.find("never a production fallback"), std::string::npos);
   auto j = RunTruegreen({"--json", "run", "--model", Model("unet_tiny.onnx")});
   EXPECT_EQ(j.exit_code, 3);
-  EXPECT_NE(ParseOut(j)["error"].get<std::string>().find("libcuda.so.1"), std::string::npos);
+  EXPECT_NE(ParseOut(j)["error"]["message"].get<std::string>().find("libcuda.so.1"), std::string::npos);
 }
 
 TEST(RuntimeCliTest, ProductionWithStubDriverRegistersButFindsNoDevice) {
@@ -95,7 +95,7 @@ TEST(RuntimeCliTest, ProductionWithStubDriverRegistersButFindsNoDevice) {
   auto c = RunTruegreen({"--lib-path", dir / "ort", "--policy", dir / "cuda_only.yaml", "--json",
                          "run", "--model", Model("matmul_softmax.onnx")});
   EXPECT_EQ(c.exit_code, 3);
-  const std::string err = ParseOut(c)["error"].get<std::string>();
+  const std::string err = ParseOut(c)["error"]["message"].get<std::string>();
   EXPECT_NE(err.find("no GPU device"), std::string::npos) << err;
   EXPECT_EQ(err.find("Tensorrt"), std::string::npos) << err;
 }
@@ -106,7 +106,7 @@ TEST(RuntimeCliTest, ClassicPathOnCpuBuildNamesOrtsError) {
   auto r = RunTruegreen(
       {"--policy", dir / "classic.yaml", "--json", "run", "--model", Model("unet_tiny.onnx")});
   EXPECT_EQ(r.exit_code, 3) << r.err;
-  const std::string err = ParseOut(r)["error"].get<std::string>();
+  const std::string err = ParseOut(r)["error"]["message"].get<std::string>();
   EXPECT_NE(err.find("CUDAExecutionProvider (classic V2 API)"), std::string::npos) << err;
   EXPECT_NE(err.find("not enabled in this build"), std::string::npos) << err;
   // Dev: recorded with its path, session degraded on CPU.
@@ -148,7 +148,7 @@ TEST(RuntimeCliTest, DevWithStubDriverRecordsWhyAndRunsOnCpu) {
   for (const auto& p : j["session"]["providers"]) {
     if (p["name"] == "CUDAExecutionProvider") {
       cuda_recorded = !p["attached"].get<bool>() &&
-                      p["error"].get<std::string>().find("no GPU device") != std::string::npos;
+                      p["error"]["message"].get<std::string>().find("no GPU device") != std::string::npos;
     }
   }
   EXPECT_TRUE(cuda_recorded) << j["session"]["providers"].dump();
@@ -162,7 +162,7 @@ TEST(RuntimeCliTest, PlacementViolationExits3WithReport) {
   EXPECT_EQ(bad.exit_code, 3) << bad.err;
   auto j = ParseOut(bad);
   EXPECT_FALSE(j["session"]["placement"]["ok"].get<bool>());
-  EXPECT_NE(j["error"].get<std::string>().find("conv_in (Conv)"), std::string::npos) << j.dump();
+  EXPECT_NE(j["error"]["message"].get<std::string>().find("conv_in (Conv)"), std::string::npos) << j.dump();
   auto ok = RunTruegreen(
       {"--policy", dir / "strict.yaml", "run", "--model", Model("shape_ops.onnx"), "--runs", "1"});
   EXPECT_EQ(ok.exit_code, 0) << ok.err;

@@ -17,6 +17,7 @@
 
 #include "audit/dockerfile_ignore.h"
 #include "common/file_util.h"
+#include "common/strings.h"
 
 namespace tg::audit {
 namespace {
@@ -24,11 +25,7 @@ namespace {
 namespace fs = std::filesystem;
 using common::Result;
 
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
+using common::Lower;
 
 bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 bool EndsWith(std::string_view s, std::string_view p) {
@@ -50,16 +47,7 @@ bool IsEnvAssignment(std::string_view w) {
   return !std::isdigit(static_cast<unsigned char>(w[0]));
 }
 
-// name@sha256:<64 lowercase hex> (checked by hand: std::regex recursion is unbounded on long
-// input).
-bool IsPinnedByDigest(std::string_view image) {
-  std::size_t at = image.rfind("@sha256:");
-  if (at == std::string_view::npos || image.size() - at != 8 + 64) return false;
-  for (char c : image.substr(at + 8)) {
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  }
-  return true;
-}
+using common::IsPinnedByDigest;
 
 // What one RUN does to package caches and toolchains.
 struct RunFacts {

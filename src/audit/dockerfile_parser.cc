@@ -1,6 +1,7 @@
 // Dockerfile parsing. The structure mirrors BuildKit's two passes: first logical lines
 // (continuations, comments, heredocs), then instructions and stages.
 #include "audit/dockerfile_parser.h"
+#include "common/strings.h"
 
 #include <fmt/format.h>
 
@@ -15,17 +16,8 @@ namespace {
 using common::Result;
 using common::Status;
 
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-std::string Upper(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return out;
-}
+using common::Lower;
+using common::Upper;
 
 std::string_view TrimLeft(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);

@@ -16,6 +16,7 @@
 #include <set>
 
 #include "common/file_util.h"
+#include "common/strings.h"
 
 namespace tg::audit {
 namespace {
@@ -42,13 +43,7 @@ int LineOf(const YAML::Node& n) {
   return m.is_null() ? 0 : m.line + 1;
 }
 
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+using common::Lower;
 
 std::optional<long long> ToInt(std::string_view s) {
   long long v = 0;
@@ -57,16 +52,7 @@ std::optional<long long> ToInt(std::string_view s) {
   return v;
 }
 
-// name@sha256:<64 lowercase hex> (checked by hand: std::regex recursion is unbounded on long
-// input).
-bool IsPinnedByDigest(std::string_view image) {
-  std::size_t at = image.rfind("@sha256:");
-  if (at == std::string_view::npos || image.size() - at != 8 + 64) return false;
-  for (char c : image.substr(at + 8)) {
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  }
-  return true;
-}
+using common::IsPinnedByDigest;
 
 // Splits "name:tag@digest" into its parts (the tag colon is the one after the last '/').
 void SplitImage(const std::string& ref, std::string* name, std::string* tag, std::string* digest) {
@@ -136,7 +122,7 @@ bool IsTruegreen(const Container& c) {
   std::string name, tag, digest;
   SplitImage(Lower(c.image), &name, &tag, &digest);
   std::string base = name.substr(name.rfind('/') == std::string::npos ? 0 : name.rfind('/') + 1);
-  if (StartsWith(base, "truegreen")) return true;
+  if (base.starts_with("truegreen")) return true;
   YAML::Node cmd = Child(c.node, "command");
   if (cmd.IsDefined() && cmd.IsSequence() && cmd.size() > 0) {
     std::string c0 = Scalar(cmd[0]);
@@ -158,12 +144,12 @@ Container ReadContainer(const YAML::Node& node, const std::string& path, bool in
   if (limits.IsDefined() && limits.IsMap()) {
     for (auto it = limits.begin(); it != limits.end(); ++it) {
       std::string key = Scalar(it->first);
-      if (key != "nvidia.com/gpu" && !StartsWith(key, "nvidia.com/mig-")) continue;
+      if (key != "nvidia.com/gpu" && !key.starts_with("nvidia.com/mig-")) continue;
       std::optional<long long> n = ToInt(Scalar(it->second));
       if (n && *n >= 1) {
         c.gpu_limit = true;
         c.gpu_count += *n;
-        if (StartsWith(key, "nvidia.com/mig-")) c.mig_limit = true;
+        if (key.starts_with("nvidia.com/mig-")) c.mig_limit = true;
       }
     }
   }
@@ -172,7 +158,7 @@ Container ReadContainer(const YAML::Node& node, const std::string& path, bool in
   if (env.IsDefined() && env.IsSequence()) {
     for (const auto& e : env) {
       std::string n = Scalar(Child(e, "name"));
-      if (StartsWith(n, "NVIDIA_") || n == "CUDA_VISIBLE_DEVICES") c.looks_gpu = true;
+      if (n.starts_with("NVIDIA_") || n == "CUDA_VISIBLE_DEVICES") c.looks_gpu = true;
       if (n == "NVIDIA_VISIBLE_DEVICES" && Lower(Scalar(Child(e, "value"))) == "all") {
         c.visible_all = true;
         c.visible_line = LineOf(e);

@@ -2,7 +2,7 @@
 //
 // Exit codes: 0 clean, 6 (kExitAudit) when a rule fails, 2 (kExitUsage) for unreadable or
 // malformed input (the message names the file and line). Results go to stdout (text or --json),
-// errors to stderr.
+// verdict first; errors through cli::ReportError.
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -15,7 +15,10 @@
 #include "audit/k8s_audit.h"
 #include "audit/k8s_render.h"
 #include "cli/command_areas.h"
+#include "cli/output.h"
+#include "cli/policy_option.h"
 #include "common/file_util.h"
+#include "common/strings.h"
 #include "policy/matrix.h"
 
 namespace tg::cli {
@@ -24,17 +27,10 @@ namespace {
 namespace fs = std::filesystem;
 using common::kExitAudit;
 using common::kExitOk;
-using common::kExitUsage;
+using common::Status;
 
 // A Dockerfile larger than this is not a Dockerfile.
 constexpr std::uint64_t kMaxDockerfileBytes = 4ull << 20;
-
-int UsageError(std::string_view command, const std::string& message) {
-  std::fprintf(stderr, "truegreen %s: %s\n", std::string(command).c_str(), message.c_str());
-  return kExitUsage;
-}
-
-void Print(const std::string& s) { std::fwrite(s.data(), 1, s.size(), stdout); }
 
 struct DockerfileArgs {
   std::string file;
@@ -43,25 +39,26 @@ struct DockerfileArgs {
 };
 
 int RunAuditDockerfile(const DockerfileArgs& a, const GlobalOptions& g) {
-  constexpr std::string_view kCmd = "audit dockerfile";
   std::map<std::string, std::string> build_args;
   for (const auto& kv : a.build_args) {
     std::size_t eq = kv.find('=');
     if (eq == std::string::npos || eq == 0) {
-      return UsageError(kCmd, fmt::format("--build-arg '{}': expected NAME=VALUE", kv));
+      return ReportError(
+          Status::InvalidArg(fmt::format("--build-arg '{}': expected NAME=VALUE", kv)));
     }
     build_args[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
   std::error_code ec;
   if (!a.context.empty() && !fs::is_directory(a.context, ec)) {
-    return UsageError(kCmd, fmt::format("--context '{}' is not a directory", a.context));
+    return ReportError(
+        Status::InvalidArg(fmt::format("--context '{}' is not a directory", a.context)));
   }
   auto text = common::ReadFileLimited(a.file, kMaxDockerfileBytes);
-  if (!text.ok()) return UsageError(kCmd, text.status().message());
+  if (!text.ok()) return ReportError(text.status());
   auto df = audit::ParseDockerfile(*text, a.file, build_args);
-  if (!df.ok()) return UsageError(kCmd, df.status().message());
+  if (!df.ok()) return ReportError(df.status());
   auto rep = audit::AuditDockerfile(*df, {a.file, a.context});
-  if (!rep.ok()) return UsageError(kCmd, rep.status().message());
+  if (!rep.ok()) return ReportError(rep.status());
   bool fail = audit::AnyAtLeast(rep->findings, audit::Severity::kError);
 
   if (g.json) {
@@ -89,10 +86,12 @@ int RunAuditDockerfile(const DockerfileArgs& a, const GlobalOptions& g) {
       chain +=
           (chain.empty() ? "" : " <- ") + (st.name.empty() ? fmt::format("stage {}", i) : st.name);
     }
+    // Verdict first, like doctor.
+    Print(fail ? Paint("FAIL", Tone::kFail) + fmt::format(": {} finding(s)\n", rep->findings.size())
+               : Paint("PASS", Tone::kPass) + "\n");
     Print(fmt::format("{}: {} stage(s); runtime: {}; ignore file: {}\n", a.file, rep->stages, chain,
                       rep->dockerignore.empty() ? "none" : rep->dockerignore));
     Print(audit::RenderFindingsText(rep->findings));
-    Print(fail ? fmt::format("FAIL: {} finding(s)\n", rep->findings.size()) : "PASS\n");
   }
   return fail ? kExitAudit : kExitOk;
 }
@@ -103,32 +102,32 @@ struct K8sArgs {
 };
 
 int RunAuditK8s(const K8sArgs& a, const GlobalOptions& g) {
-  constexpr std::string_view kCmd = "audit k8s";
   audit::K8sAuditOptions opts;
-  if (!a.matrix.empty()) {
-    auto m = policy::LoadMatrix(a.matrix);
-    if (!m.ok()) return UsageError(kCmd, m.status().message());
-    opts.requirements = audit::NodeRequirementsFromMatrix(*m);
-  }
+  auto m = RequestedMatrix(a.matrix, g);
+  if (!m.ok()) return ReportError(m.status());
+  if (*m) opts.requirements = audit::NodeRequirementsFromMatrix(**m);
+  const std::string matrix_name =
+      !a.matrix.empty() ? a.matrix : (*m ? "of --policy " + g.policy : std::string());
   audit::K8sAuditReport rep;
   for (const auto& f : a.files) {
     common::Status s = audit::AuditK8sPath(f, opts, &rep);
-    if (!s.ok()) return UsageError(kCmd, s.message());
+    if (!s.ok()) return ReportError(s);
   }
   bool fail = false;
   for (const auto& kf : rep.findings) fail = fail || kf.finding.severity == audit::Severity::kError;
   if (g.json) {
     common::Json j = audit::K8sReportToJson(rep);
-    j["matrix"] = a.matrix;
+    j["matrix"] = matrix_name;
     j["verdict"] = fail ? "fail" : "pass";
     Print(j.dump(2) + "\n");
   } else {
-    Print(fmt::format(
-        "{} document(s), {} workload(s), {} container(s){}\n", rep.documents, rep.workloads,
-        rep.containers,
-        a.matrix.empty() ? " (no --matrix: node affinity not checked)" : "; matrix " + a.matrix));
+    Print(fail ? Paint("FAIL", Tone::kFail) + fmt::format(": {} finding(s)\n", rep.findings.size())
+               : Paint("PASS", Tone::kPass) + "\n");
+    Print(fmt::format("{} document(s), {} workload(s), {} container(s){}\n", rep.documents,
+                      rep.workloads, rep.containers,
+                      matrix_name.empty() ? " (no --matrix: node affinity not checked)"
+                                          : "; matrix " + matrix_name));
     Print(audit::K8sReportToText(rep));
-    Print(fail ? fmt::format("FAIL: {} finding(s)\n", rep.findings.size()) : "PASS\n");
   }
   return fail ? kExitAudit : kExitOk;
 }
@@ -139,22 +138,22 @@ struct RenderArgs {
 };
 
 int RunK8sRender(RenderArgs a, const GlobalOptions& g) {
-  constexpr std::string_view kCmd = "k8s render";
   auto text = common::ReadFileLimited(a.matrix, common::kMaxConfigBytes);
-  if (!text.ok()) return UsageError(kCmd, text.status().message());
+  if (!text.ok()) return ReportError(text.status());
   auto m = policy::ParseMatrix(*text, a.matrix);
-  if (!m.ok()) return UsageError(kCmd, m.status().message());
+  if (!m.ok()) return ReportError(m.status());
   static const std::regex kName("^[a-z0-9]([-a-z0-9]{0,40}[a-z0-9])?$");
   if (!std::regex_match(a.opts.name, kName)) {
-    return UsageError(kCmd, fmt::format("--name '{}': must be a DNS label (lower case letters, "
-                                        "digits and '-', at most 42 characters)",
-                                        a.opts.name));
+    return ReportError(Status::InvalidArg(
+        fmt::format("--name '{}': must be a DNS label (lower case letters, digits and '-', at "
+                    "most 42 characters)",
+                    a.opts.name)));
   }
-  if (a.opts.image.find("@sha256:") == std::string::npos) {
-    std::fprintf(stderr,
-                 "truegreen k8s render: warning: image '%s' is not pinned by digest; "
-                 "`truegreen audit k8s` will report k8s.image-digest\n",
-                 a.opts.image.c_str());
+  if (!common::IsPinnedByDigest(a.opts.image)) {
+    Warn(
+        fmt::format("image '{}' is not pinned by digest; `truegreen audit k8s` will report "
+                    "k8s.image-digest",
+                    a.opts.image));
   }
   a.opts.matrix_text = *text;
   std::vector<audit::RenderJson> docs = audit::RenderK8sObjects(*m, a.opts);
@@ -175,7 +174,7 @@ void RegisterAuditConfigCommands(CLI::App& app, CLI::App& audit, GlobalOptions& 
       "dockerfile",
       "Audit a Dockerfile: multi-stage, runtime stage free of build tools, bases "
       "pinned by digest, caches removed, .dockerignore coverage");
-  df->add_option("DOCKERFILE", dfa->file, "Path of the Dockerfile")->required();
+  df->add_option("DOCKERFILE", dfa->file, "Path of the Dockerfile")->required()->type_name("FILE");
   df->add_option("--context", dfa->context,
                  "Build context directory (default: the Dockerfile's directory)")
       ->type_name("DIR");
@@ -189,7 +188,8 @@ void RegisterAuditConfigCommands(CLI::App& app, CLI::App& audit, GlobalOptions& 
       "Audit Kubernetes manifests (files or kustomize directories): GPU requests, "
       "probes, node affinity vs. the matrix, resources, image digests");
   k8s->add_option("FILE", ka->files, "Manifest files (multi-document YAML) or kustomize dirs")
-      ->required();
+      ->required()
+      ->type_name("FILE|DIR");
   k8s->add_option("--matrix", ka->matrix, "Version matrix: check node affinity against it")
       ->type_name("FILE");
   r.Add(k8s, [ka, &g] { return RunAuditK8s(*ka, g); });

@@ -1,12 +1,15 @@
-// `truegreen audit image IMAGE [IMAGE2] [--budget SIZE] [--matrix FILE] [--diff]
+// `truegreen audit image IMAGE [IMAGE2] [--budget SIZE] [--rules FILE] [--matrix FILE] [--diff]
 // [--verify-digests]`.
-// The global --policy is read as an audit policy file (its `image:` section) unless it is
-// "production"/"dev" (built-in defaults) or a version matrix (then used like --matrix).
+// --rules is the audit rule file (its `image:` section, docs/AUDIT_IMAGE.md). The matrix the
+// image's libraries are compared with is --matrix, or the one an explicit global --policy names.
+// Verdict first; errors through cli::ReportError.
 #include <cstdio>
 #include <iostream>
 
 #include "audit/image_audit.h"
 #include "cli/command_areas.h"
+#include "cli/output.h"
+#include "cli/policy_option.h"
 #include "common/log.h"
 #include "common/status.h"
 #include "policy/matrix.h"
@@ -19,20 +22,18 @@ struct AuditImageFlags {
   std::vector<std::string> images;
   std::string budget;
   std::string matrix;
+  std::string rules;
   bool diff = false;
   bool verify_digests = false;
 };
 
-int Fail(const common::Status& s) {
-  std::fprintf(stderr, "truegreen audit image: %s\n", s.message().c_str());
-  return common::ExitCodeFromStatus(s);  // INVALID_ARG / NOT_FOUND -> 2
-}
+int Fail(const common::Status& s) { return ReportError(s); }
 
 int RunAuditImage(const AuditImageFlags& f, const GlobalOptions& g) {
   audit::ImageAuditOptions opts;
-  if (g.policy != "production" && g.policy != "dev") {
-    auto lp = audit::LoadImagePolicy(g.policy);
-    if (!lp.ok()) return Fail(lp.status());
+  if (!f.rules.empty()) {
+    auto lp = audit::LoadImagePolicy(f.rules);
+    if (!lp.ok()) return Fail(lp.status().WithPrefix("--rules"));
     opts.policy = lp->image;
     if (lp->matrix) opts.matrix = lp->matrix;
   }
@@ -44,11 +45,9 @@ int RunAuditImage(const AuditImageFlags& f, const GlobalOptions& g) {
     }
     opts.budget = *b;
   }
-  if (!f.matrix.empty()) {
-    auto m = policy::LoadMatrix(f.matrix);
-    if (!m.ok()) return Fail(m.status());
-    opts.matrix = std::move(*m);
-  }
+  auto m = RequestedMatrix(f.matrix, g);
+  if (!m.ok()) return Fail(m.status());
+  if (*m) opts.matrix = std::move(**m);
   opts.verify_digests = f.verify_digests;
   if (f.diff && f.images.size() != 2) {
     return Fail(common::Status::InvalidArg("--diff needs exactly two images (A B)"));
@@ -59,12 +58,7 @@ int RunAuditImage(const AuditImageFlags& f, const GlobalOptions& g) {
   std::vector<audit::ImageAuditReport> reports;
   for (const auto& path : f.images) {
     auto r = audit::AuditImage(path, opts);
-    if (!r.ok()) {
-      // Reader errors are always bad input: the file is unreadable, corrupt or inconsistent.
-      std::fprintf(stderr, "truegreen audit image: %s\n", r.status().message().c_str());
-      return r.status().code() == common::StatusCode::kInternal ? common::kExitInternal
-                                                                : common::kExitUsage;
-    }
+    if (!r.ok()) return Fail(r.status());
     reports.push_back(std::move(*r));
   }
   if (f.diff) {
@@ -80,7 +74,10 @@ int RunAuditImage(const AuditImageFlags& f, const GlobalOptions& g) {
   if (g.json) {
     std::cout << audit::ReportToJson(r).dump(2) << "\n";
   } else {
-    std::cout << audit::ReportToText(r);
+    // Verdict first, like doctor; the report (ending in its own summary) follows.
+    std::cout << (r.failed ? Paint("FAIL", Tone::kFail) : Paint("PASS", Tone::kPass)) << ": "
+              << r.findings.size() << " finding(s)\n\n"
+              << audit::ReportToText(r);
   }
   return r.failed ? common::kExitAudit : common::kExitOk;
 }
@@ -93,10 +90,18 @@ void RegisterAuditImageCommands(CLI::App& audit, GlobalOptions& g, CommandRegist
       "image",
       "Audit a container image (docker save tar, OCI layout dir or OCI archive) without a "
       "daemon: size budgets, dive efficiency, hygiene and GPU rules; exit 6 on failure");
-  cmd->add_option("images", flags->images, "IMAGE, or A B with --diff")->required()->expected(1, 2);
+  cmd->add_option("images", flags->images,
+                  "Image file or directory (docker save tar, OCI layout dir or OCI archive), or A "
+                  "B with --diff")
+      ->required()
+      ->expected(1, 2)
+      ->type_name("IMAGE");
   cmd->add_option("--budget", flags->budget,
-                  "Uncompressed size budget (default 2GiB or the policy's image.budget)")
+                  "Uncompressed size budget (default 2GiB or the --rules file's image.budget)")
       ->type_name("SIZE");
+  cmd->add_option("--rules", flags->rules,
+                  "Audit rule file (its image: section: budget, limits, disable, severity)")
+      ->type_name("FILE");
   cmd->add_option("--matrix", flags->matrix,
                   "Version matrix to compare the image's CUDA/cuDNN/TensorRT/ORT libraries with")
       ->type_name("FILE");

@@ -24,6 +24,12 @@ struct GlobalOptions {
   std::string policy = "production";   // --policy production|dev|FILE (safe default: production)
   std::string log_format = "text";     // --log-format text|json
   std::string log_level = "warn";      // --log-level
+  std::string color = "auto";          // --color auto|always|never
+
+  // Filled in by main after parsing (runners read them).
+  bool policy_given = false;  // --policy was on the command line (not the production default)
+  bool use_color = false;     // ANSI colour on stdout: --color, NO_COLOR and whether it is a tty
+  std::string command;        // path of the selected command, e.g. "audit image"
 
   // The library loader every command uses (built from lib_paths after parsing).
   common::LibraryLoader Loader() const { return common::LibraryLoader::WithDefaults(lib_paths); }
@@ -37,12 +43,25 @@ class CommandRegistry {
   void Add(CLI::App* app, std::function<int()> runner) {
     commands_.push_back({app, std::move(runner)});
   }
+  // The selected leaf command's app, or nullptr when none was selected.
+  CLI::App* Selected() const {
+    for (const auto& c : commands_) {
+      if (c.app->parsed()) return c.app;
+    }
+    return nullptr;
+  }
   // Runs the selected command; returns its exit code, or -1 if none was selected.
   int RunSelected() const {
     for (const auto& c : commands_) {
       if (c.app->parsed()) return c.runner();
     }
     return -1;
+  }
+  // Every registered leaf command, in registration order.
+  std::vector<CLI::App*> Leaves() const {
+    std::vector<CLI::App*> out;
+    for (const auto& c : commands_) out.push_back(c.app);
+    return out;
   }
 
  private:

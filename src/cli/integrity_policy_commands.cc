@@ -1,8 +1,7 @@
 // admit, diff, logscan, doctor: the judging half of the integrity core (probe is the measuring
-// half). Each runner returns the shared exit codes: 0 pass, 1 internal, 2 usage/config,
-// 3 integrity (no usable GPU path), 4 version drift.
-#include <unistd.h>
-
+// half). Each runner returns the shared exit codes (README): 0 pass, 1 internal, 2 usage/config,
+// 3 integrity (no usable GPU path), 4 version drift (admit, doctor; diff: the snapshots differ),
+// 5 performance (logscan). Verdict first, then the evidence; errors through cli::ReportError.
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -10,6 +9,8 @@
 
 #include "cli/command_areas.h"
 #include "cli/integrity_canary.h"
+#include "cli/output.h"
+#include "cli/policy_option.h"
 #include "common/status.h"
 #include "policy/admission.h"
 #include "policy/logscan.h"
@@ -22,15 +23,6 @@ namespace tg::cli {
 namespace {
 
 using common::Json;
-
-int UsageError(const common::Status& s) {
-  std::fprintf(stderr, "truegreen: %s\n", s.message().c_str());
-  int rc = common::ExitCodeFromStatus(s);
-  // Everything that reaches here is about the user's input (files, flags).
-  return rc == common::kExitInternal ? common::kExitUsage : rc;
-}
-
-void Print(const std::string& s) { std::fwrite(s.data(), 1, s.size(), stdout); }
 
 struct AdmitFlags {
   std::string matrix;
@@ -47,10 +39,10 @@ common::Result<probe::Snapshot> GetSnapshot(const AdmitFlags& f, const GlobalOpt
   return runtime::TakeSnapshot(g.Loader(), o);
 }
 
-// --matrix wins; otherwise the global --policy (production by default, dev, or a file).
-common::Result<policy::Matrix> GetMatrix(const std::string& matrix, const GlobalOptions& g) {
-  if (!matrix.empty()) return policy::LoadMatrix(matrix);
-  return policy::ResolvePolicyMatrix(g.policy);
+Tone VerdictTone(policy::Verdict v) {
+  return v == policy::Verdict::kAccelerated ? Tone::kPass
+         : v == policy::Verdict::kDegraded  ? Tone::kWarn
+                                            : Tone::kFail;
 }
 
 // What admit and doctor both evaluate: the matrix, the snapshot and the report on the two.
@@ -61,7 +53,7 @@ struct Evaluation {
 };
 
 common::Result<Evaluation> Evaluate(const AdmitFlags& f, const GlobalOptions& g) {
-  auto m = GetMatrix(f.matrix, g);
+  auto m = ResolveMatrix(f.matrix, g);
   if (!m.ok()) return m.status();
   auto s = GetSnapshot(f, g);
   if (!s.ok()) return s.status();
@@ -71,19 +63,23 @@ common::Result<Evaluation> Evaluate(const AdmitFlags& f, const GlobalOptions& g)
 
 int RunAdmit(const AdmitFlags& f, const GlobalOptions& g) {
   auto e = Evaluate(f, g);
-  if (!e.ok()) return UsageError(e.status());
+  if (!e.ok()) return ReportError(e.status());
   const policy::AdmissionReport& r = e->report;
   if (g.json) {
-    Print(r.ToJson().dump(2) + "\n");
+    PrintJson(r.ToJson());
   } else {
-    Print(r.ToText(isatty(STDOUT_FILENO) != 0));
+    // Verdict first, like doctor; the per-check lines follow.
+    Print(Paint(policy::VerdictName(r.verdict), VerdictTone(r.verdict)) + " (exit " +
+          std::to_string(r.exit_code) + ", matrix " +
+          (r.matrix_name.empty() ? r.matrix_source : r.matrix_name) + ")\n\n" +
+          r.ToText(g.use_color));
   }
   return r.exit_code;
 }
 
 int RunDoctor(const AdmitFlags& f, const GlobalOptions& g) {
   auto e = Evaluate(f, g);
-  if (!e.ok()) return UsageError(e.status());
+  if (!e.ok()) return ReportError(e.status());
   const policy::Matrix* m = &e->matrix;
   const probe::Snapshot* s = &e->snapshot;
   const policy::AdmissionReport& r = e->report;
@@ -104,11 +100,12 @@ int RunDoctor(const AdmitFlags& f, const GlobalOptions& g) {
       j["exit_code"] = exit_code;
     }
     j["snapshot"] = probe::ToJson(*s);
-    Print(j.dump(2) + "\n");
+    PrintJson(j);
     return exit_code;
   }
   // Verdict first: the one line an operator needs, then why and what to do.
-  std::string o = verdict + "\n";
+  const Tone tone = canary_failed ? Tone::kFail : VerdictTone(r.verdict);
+  std::string o = Paint(verdict, tone) + "\n";
   if (canary) o += "  " + runtime::FormatCanaryReport(*canary);
   o += "  policy: " + (m->name.empty() ? m->source : m->name) + " (" + m->source + ")\n";
   if (s->onnxruntime.library.loaded && s->onnxruntime.library.version) {
@@ -126,7 +123,7 @@ int RunDoctor(const AdmitFlags& f, const GlobalOptions& g) {
       o += "     fix: " + c->cause + "\n";
     }
   }
-  o += "\nAll checks:\n" + r.ToText(isatty(STDOUT_FILENO) != 0);
+  o += "\nAll checks:\n" + r.ToText(g.use_color);
   Print(o);
   return exit_code;
 }
@@ -138,23 +135,44 @@ struct DiffFlags {
 
 int RunDiff(const DiffFlags& f, const GlobalOptions& g) {
   auto d = policy::DiffSnapshotFiles(f.a, f.b, f.ignore);
-  if (!d.ok()) return UsageError(d.status());
+  if (!d.ok()) return ReportError(d.status());
   if (g.json) {
     Json j = policy::DiffToJson(*d);
     j["a"] = f.a;
     j["b"] = f.b;
-    Print(j.dump(2) + "\n");
+    j["equal"] = d->empty();
+    PrintJson(j);
   } else if (d->empty()) {
-    Print("snapshots are equal: " + f.a + " and " + f.b + "\n");
+    Print(Paint("EQUAL", Tone::kPass) + ": " + f.a + " and " + f.b + " are equal\n");
   } else {
-    Print("--- " + f.a + "\n+++ " + f.b + "\n" + policy::DiffToText(*d) +
-          std::to_string(d->size()) + " difference(s)\n");
+    Print(Paint("DIFFERENT", Tone::kFail) + ": " + std::to_string(d->size()) +
+          " difference(s)\n--- " + f.a + "\n+++ " + f.b + "\n" + policy::DiffToText(*d));
   }
-  return d->empty() ? 0 : 1;
+  // Two nodes whose capabilities differ have drifted apart: exit 4, as admit does for drift.
+  return d->empty() ? common::kExitOk : common::kExitDrift;
+}
+
+// The verdict of a log scan, named after its exit code (policy::LogScanExitCode).
+std::string_view LogVerdict(int exit_code) {
+  switch (exit_code) {
+    case common::kExitOk:
+      return "CLEAN";
+    case common::kExitIntegrity:
+      return "NOT ACCELERATED";
+    case common::kExitDrift:
+      return "VERSION DRIFT";
+    case common::kExitPerformance:
+      return "SLOW PATH";
+    default:
+      return "INTERNAL ERROR";
+  }
 }
 
 int RunLogscan(const std::string& path, const GlobalOptions& g) {
+  // Findings are collected (not streamed) so the verdict can come first; the JSON form needs them
+  // all anyway. Each is at most one truncated line plus its explanation.
   Json matches = Json::array();
+  std::string text;
   auto on_match = [&](const policy::LogMatch& m) {
     if (g.json) {
       matches.push_back({{"line", m.line},
@@ -163,30 +181,33 @@ int RunLogscan(const std::string& path, const GlobalOptions& g) {
                          {"text", m.text},
                          {"explanation", m.pattern->explanation}});
     } else {
-      // Streamed: a match is printed as soon as it is found.
-      Print(path + ":" + std::to_string(m.line) + ": [" + m.pattern->category + "] " + m.text +
-            "\n    -> " + m.pattern->explanation + "\n");
+      text += path + ":" + std::to_string(m.line) + ": [" + m.pattern->category + "] " + m.text +
+              "\n    -> " + m.pattern->explanation + "\n";
     }
   };
   auto r = policy::ScanLogFile(path, on_match);
-  if (!r.ok()) return UsageError(r.status());
+  if (!r.ok()) return ReportError(r.status());
+  const int rc = policy::LogScanExitCode(*r);
+  const std::string_view verdict = LogVerdict(rc);
   if (g.json) {
     Json cats = Json::object();
     for (const auto& [c, n] : r->per_category) cats[c] = n;
-    Print(Json{{"file", path},
+    PrintJson({{"verdict", verdict},
+               {"exit_code", rc},
+               {"file", path},
                {"lines", r->lines},
                {"matches", r->matches},
                {"categories", cats},
-               {"findings", matches}}
-              .dump(2) +
-          "\n");
-  } else {
-    std::string summary = "logscan: " + std::to_string(r->lines) + " line(s), " +
-                          std::to_string(r->matches) + " finding(s)";
-    for (const auto& [c, n] : r->per_category) summary += "; " + c + " " + std::to_string(n);
-    Print(summary + (r->matches ? "" : " — no fallback or degradation language found") + "\n");
+               {"findings", matches}});
+    return rc;
   }
-  return r->matches > 0 ? common::kExitIntegrity : common::kExitOk;
+  std::string summary =
+      std::to_string(r->lines) + " line(s), " + std::to_string(r->matches) + " finding(s)";
+  for (const auto& [c, n] : r->per_category) summary += "; " + c + " " + std::to_string(n);
+  Print(Paint(verdict, rc == 0 ? Tone::kPass : Tone::kFail) + " (exit " + std::to_string(rc) +
+        "): " + summary + (r->matches ? "" : " — no fallback or degradation language found") +
+        "\n" + text);
+  return rc;
 }
 
 }  // namespace
@@ -199,7 +220,7 @@ void RegisterPolicyCommands(CLI::App& app, GlobalOptions& g, CommandRegistry& r)
       "4 version drift, 2 bad input)");
   admit
       ->add_option("--matrix", admit_flags->matrix,
-                   "Version matrix YAML (default: the --policy matrix, production)")
+                   "Version matrix YAML (default: the matrix the --policy names; production)")
       ->type_name("FILE");
   admit
       ->add_option("--snapshot", admit_flags->snapshot,
@@ -214,9 +235,13 @@ void RegisterPolicyCommands(CLI::App& app, GlobalOptions& g, CommandRegistry& r)
       "doctor",
       "Probe this node and judge it against the production expectations: ACCELERATED or NOT "
       "ACCELERATED, with causes and fixes (--policy dev: CPU allowed, reported as DEGRADED)");
-  doctor->add_option("--matrix", doctor_flags->matrix, "Version matrix YAML instead of --policy")
+  doctor
+      ->add_option("--matrix", doctor_flags->matrix,
+                   "Version matrix YAML instead of the one --policy names")
       ->type_name("FILE");
-  doctor->add_option("--snapshot", doctor_flags->snapshot, "Judge this snapshot instead")
+  doctor
+      ->add_option("--snapshot", doctor_flags->snapshot,
+                   "Snapshot JSON file to judge instead of probing this node")
       ->type_name("FILE");
   doctor->add_option("--root", doctor_flags->root, "Root prefix for device nodes and /proc")
       ->type_name("DIR");
@@ -225,9 +250,9 @@ void RegisterPolicyCommands(CLI::App& app, GlobalOptions& g, CommandRegistry& r)
 
   auto diff_flags = std::make_shared<DiffFlags>();
   CLI::App* diff = app.add_subcommand(
-      "diff", "Capability diff of two snapshots (exit 0 equal, 1 different, 2 bad input)");
-  diff->add_option("a", diff_flags->a, "First snapshot JSON")->required()->type_name("A.json");
-  diff->add_option("b", diff_flags->b, "Second snapshot JSON")->required()->type_name("B.json");
+      "diff", "Capability diff of two snapshots (exit 0 equal, 4 different, 2 bad input)");
+  diff->add_option("a", diff_flags->a, "First snapshot JSON file")->required()->type_name("FILE");
+  diff->add_option("b", diff_flags->b, "Second snapshot JSON file")->required()->type_name("FILE");
   diff->add_option("--ignore", diff_flags->ignore, "Dotted path to leave out (repeatable)")
       ->type_name("PATH");
   r.Add(diff, [diff_flags, &g] { return RunDiff(*diff_flags, g); });
@@ -235,8 +260,8 @@ void RegisterPolicyCommands(CLI::App& app, GlobalOptions& g, CommandRegistry& r)
   auto log_path = std::make_shared<std::string>("-");
   CLI::App* logscan = app.add_subcommand(
       "logscan",
-      "Find ONNX Runtime/TensorRT/cuDNN/CUDA fallback and degradation language in a log (exit 3 "
-      "when anything matched, 0 when clean)");
+      "Find ONNX Runtime/TensorRT/cuDNN/CUDA fallback and degradation language in a log (exit 0 "
+      "clean, 3 no GPU path, 4 version drift, 5 slow path: the most severe finding decides)");
   logscan->add_option("file", *log_path, "Log file, or - for standard input (default)")
       ->type_name("FILE|-");
   r.Add(logscan, [log_path, &g] { return RunLogscan(*log_path, g); });

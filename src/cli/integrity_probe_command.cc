@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cli/command_areas.h"
+#include "cli/output.h"
 #include "common/status.h"
 #include "probe/probe.h"
 #include "runtime/ort_probe.h"
@@ -173,7 +174,10 @@ void RegisterProbeCommands(CLI::App& app, GlobalOptions& g, CommandRegistry& r) 
       std::string text = Human(s);
       std::fwrite(text.data(), 1, text.size(), stdout);
     }
-    return std::fflush(stdout) == 0 ? common::kExitOk : common::kExitInternal;
+    if (std::fflush(stdout) != 0) {
+      return ReportError(common::Status::Internal("cannot write the snapshot to stdout"));
+    }
+    return common::kExitOk;
   });
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/command_areas.h"
+#include "cli/output.h"
 #include "common/status.h"
 #include "sd/scheduler.h"
 #include "sd/tokenizer.h"
@@ -32,20 +33,15 @@ struct ScheduleOptions {
   int steps = 50;
 };
 
-int Fail(const Status& s) {
-  std::fprintf(stderr, "truegreen: %s\n", s.message().c_str());
-  return common::ExitCodeFromStatus(s);
-}
-
 int RunTokenize(const TokenizeOptions& o, const GlobalOptions& g) {
   auto tok = sd::ClipTokenizer::Load(o.dir);
-  if (!tok.ok()) return Fail(tok.status());
+  if (!tok.ok()) return ReportError(tok.status());
   const int max_len = o.max_length > 0 ? o.max_length : tok->model_max_length();
   nlohmann::json results = nlohmann::json::array();
   std::string text_out;
   for (const std::string& text : o.texts) {
     auto ids = o.unpadded ? tok->EncodeUnpadded(text, max_len) : tok->Encode(text, max_len);
-    if (!ids.ok()) return Fail(ids.status());
+    if (!ids.ok()) return ReportError(ids.status());
     nlohmann::json r;
     r["text"] = text;
     r["ids"] = *ids;
@@ -86,12 +82,12 @@ int RunTokenize(const TokenizeOptions& o, const GlobalOptions& g) {
 
 int RunSchedule(const ScheduleOptions& o, const GlobalOptions& g) {
   auto cfg = sd::LoadSchedulerConfig(o.config);
-  if (!cfg.ok()) return Fail(cfg.status());
+  if (!cfg.ok()) return ReportError(cfg.status());
   auto sched = sd::CreateScheduler(o.scheduler, *cfg);
-  if (!sched.ok()) return Fail(sched.status());
+  if (!sched.ok()) return ReportError(sched.status());
   sd::Scheduler& s = **sched;
   Status st = s.SetTimesteps(o.steps);
-  if (!st.ok()) return Fail(st);
+  if (!st.ok()) return ReportError(st);
   std::vector<double> scales;
   for (int i = 0; i < s.num_steps(); ++i) scales.push_back(s.ModelInputScale(i));
   if (g.json) {

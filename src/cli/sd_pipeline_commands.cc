@@ -13,6 +13,7 @@
 #include <string>
 
 #include "cli/command_areas.h"
+#include "cli/output.h"
 #include "common/config.h"
 #include "common/file_util.h"
 #include "common/status.h"
@@ -47,18 +48,8 @@ struct GenerateFlags {
 std::atomic<bool> g_interrupted{false};
 extern "C" void OnSigint(int) { g_interrupted.store(true); }
 
-int Fail(const GlobalOptions& g, const Status& s) {
-  const int code = common::ExitCodeFromStatus(s);
-  if (g.json) {
-    Json j = {{"ok", false},
-              {"error",
-               {{"code", std::string(common::StatusCodeName(s.code()))}, {"message", s.message()}}},
-              {"exit_code", code}};
-    std::printf("%s\n", j.dump(2).c_str());
-  }
-  std::fprintf(stderr, "truegreen generate: %s\n", s.message().c_str());
-  return code;
-}
+// Every error leaves through the one error path (cli/output.h).
+int Fail(const GlobalOptions& /*g*/, const Status& s) { return ReportError(s); }
 
 common::Status ParseSize(const std::string& text, int* w, int* h) {
   const auto x = text.find_first_of("xX");
@@ -151,11 +142,13 @@ int RunGenerate(const GlobalOptions& g, const GenerateFlags& f) {
   if (!model.ok()) return Fail(g, model.status());
   const sd::SdModel& m = **model;
   if (m.degraded()) {
-    std::fprintf(stderr, "truegreen generate: DEGRADED: %s\n", m.degraded_reason().c_str());
+    Warn("DEGRADED: " + m.degraded_reason());
   }
 
   sd::Pipeline pipeline(m);
-  ProgressBar bar(!g.json && !f.no_progress && isatty(STDERR_FILENO) == 1);
+  // No bar under --log-format json: every stderr line must then be a JSON object.
+  ProgressBar bar(!g.json && !f.no_progress && g.log_format != "json" &&
+                  isatty(STDERR_FILENO) == 1);
   g_interrupted.store(false);
   auto previous = std::signal(SIGINT, OnSigint);
   auto result = pipeline.Generate(
@@ -277,7 +270,8 @@ void RegisterSdPipelineCommands(CLI::App& app, GlobalOptions& g, CommandRegistry
   cmd->add_option("--rng", f->rng,
                   "numpy (diffusers' ONNX pipeline: RandomState(seed).randn) | philox")
       ->capture_default_str();
-  cmd->add_option("-o,--output", f->output, "Output PNG (batch: NAME-0.png, NAME-1.png, ...)")
+  cmd->add_option("-o,--output", f->output, "Output PNG file (batch: NAME-0.png, NAME-1.png, ...)")
+      ->type_name("FILE")
       ->capture_default_str();
   cmd->add_flag("--no-progress", f->no_progress, "No progress bar on stderr");
   r.Add(cmd, [&g, f] { return RunGenerate(g, *f); });

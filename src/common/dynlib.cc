@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <utility>
 
+#include "common/file_util.h"
+
 #ifndef TG_BUNDLED_LIB_DIRS
 #define TG_BUNDLED_LIB_DIRS ""
 #endif
@@ -17,11 +19,6 @@ namespace tg::common {
 namespace {
 
 constexpr int kOpenFlags = RTLD_NOW | RTLD_GLOBAL | RTLD_NODELETE;
-
-bool FileExists(const std::string& p) {
-  struct stat st {};
-  return ::stat(p.c_str(), &st) == 0 && !S_ISDIR(st.st_mode);
-}
 
 std::string RealPath(const std::string& p) {
   char buf[PATH_MAX];
@@ -93,10 +90,10 @@ LibraryLoader LibraryLoader::WithDefaults(const std::vector<std::string>& user_d
 }
 
 std::string LibraryLoader::FindInSearchDirs(const std::string& soname) const {
-  if (!soname.empty() && soname[0] == '/') return FileExists(soname) ? soname : "";
+  if (!soname.empty() && soname[0] == '/') return IsRegularFile(soname) ? soname : "";
   for (const auto& d : search_dirs_) {
     std::string p = d + "/" + soname;
-    if (FileExists(p)) return p;
+    if (IsRegularFile(p)) return p;
   }
   return "";
 }

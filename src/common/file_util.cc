@@ -137,4 +137,9 @@ Result<std::string> Sha256File(const std::string& path) {
   return HexOf(md, len);
 }
 
+bool IsRegularFile(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
 }  // namespace tg::common

@@ -32,4 +32,8 @@ TextPosition PositionOfOffset(const std::string& text, std::size_t offset);
 Result<std::string> Sha256File(const std::string& path);
 std::string Sha256Hex(const void* data, std::size_t size);
 
+// True when `path` names a regular file (symbolic links followed): what a library or model path
+// must be. A directory, device or missing path is false. Never fails.
+bool IsRegularFile(const std::string& path);
+
 }  // namespace tg::common

@@ -17,4 +17,14 @@ enum class LogFormat { kText, kJson };
 // Returns INVALID_ARG for an unknown level or format name.
 Status InitLogging(std::string_view format, std::string_view level);
 
+// Chooses how WriteStderrLine formats (InitLogging sets it too). The CLI calls this before parsing
+// its options, so even a command-line parse error follows --log-format json.
+void SetStderrFormat(LogFormat format);
+LogFormat StderrFormat();
+
+// Writes one line to stderr whatever the log level (errors and warnings of the command itself):
+// with LogFormat::kJson one object {"ts","level","msg"} per line, else `text` as it is.
+// Thread-safe (one fwrite per line).
+void WriteStderrLine(std::string_view level, std::string_view text);
+
 }  // namespace tg::common

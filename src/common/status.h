@@ -21,9 +21,11 @@ enum class StatusCode {
   kNotFound,            // a named file, model, library or field does not exist
   kUnavailable,         // the thing exists but cannot be used now (no GPU path, not ready)
   kUnsupported,         // valid request that this build or node cannot serve
-  kFailedPrecondition,  // the environment violates a required invariant (version drift, ...)
-  kInternal,            // a bug or an unexpected library failure
+  kFailedPrecondition,  // version drift against the pinned matrix, and nothing else
+  kInternal,            // a bug (including API misuse by a caller) or an unexpected library failure
 };
+// The last enumerator (tests walk every code up to it).
+inline constexpr StatusCode kLastStatusCode = StatusCode::kInternal;
 
 std::string_view StatusCodeName(StatusCode code);
 
@@ -98,8 +100,9 @@ enum ExitCode : int {
   kExitAudit = 6,        // an image/Dockerfile/Kubernetes audit failed a rule or budget
 };
 
-// Maps a Status from configuration/IO handling to an exit code: INVALID_ARG and NOT_FOUND are
-// usage errors (2), UNAVAILABLE is integrity (3), FAILED_PRECONDITION drift (4), others 1.
+// The one mapping from Status to a process exit code (every command's error path uses it):
+// INVALID_ARG and NOT_FOUND are usage errors (2), UNAVAILABLE and UNSUPPORTED integrity (3),
+// FAILED_PRECONDITION drift (4), INTERNAL 1 (OK is 0).
 int ExitCodeFromStatus(const Status& status);
 
 }  // namespace tg::common

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <iterator>
+
 namespace tg::common {
 namespace {
 
@@ -33,17 +35,47 @@ TEST(StatusTest, ResultPropagation) {
   EXPECT_EQ(s.message(), "odd value 7");
 }
 
-TEST(StatusTest, HttpAndExitMappings) {
-  EXPECT_EQ(HttpStatusFromStatus(Status::Ok()), 200);
-  EXPECT_EQ(HttpStatusFromStatus(Status::InvalidArg("x")), 400);
-  EXPECT_EQ(HttpStatusFromStatus(Status::NotFound("x")), 404);
-  EXPECT_EQ(HttpStatusFromStatus(Status::Unavailable("x")), 503);
-  EXPECT_EQ(HttpStatusFromStatus(Status::Unsupported("x")), 501);
-  EXPECT_EQ(HttpStatusFromStatus(Status::Internal("x")), 500);
-  EXPECT_EQ(ExitCodeFromStatus(Status::InvalidArg("x")), kExitUsage);
-  EXPECT_EQ(ExitCodeFromStatus(Status::Unavailable("x")), kExitIntegrity);
-  EXPECT_EQ(ExitCodeFromStatus(Status::FailedPrecondition("x")), kExitDrift);
-  EXPECT_EQ(ExitCodeFromStatus(Status::Internal("x")), kExitInternal);
+// Every code, its name, its HTTP status and its process exit code (README's table): one row each.
+struct Mapping {
+  StatusCode code;
+  const char* name;
+  int http;
+  int exit_code;
+};
+constexpr Mapping kMappings[] = {
+    {StatusCode::kOk, "OK", 200, kExitOk},
+    {StatusCode::kInvalidArg, "INVALID_ARG", 400, kExitUsage},
+    {StatusCode::kNotFound, "NOT_FOUND", 404, kExitUsage},
+    {StatusCode::kUnavailable, "UNAVAILABLE", 503, kExitIntegrity},
+    {StatusCode::kUnsupported, "UNSUPPORTED", 501, kExitIntegrity},
+    {StatusCode::kFailedPrecondition, "FAILED_PRECONDITION", 503, kExitDrift},
+    {StatusCode::kInternal, "INTERNAL", 500, kExitInternal},
+};
+
+TEST(StatusTest, EveryCodeHasANameAnHttpStatusAndAnExitCode) {
+  for (const Mapping& m : kMappings) {
+    const Status s = m.code == StatusCode::kOk ? Status::Ok() : Status(m.code, "x");
+    EXPECT_EQ(StatusCodeName(m.code), m.name);
+    EXPECT_EQ(HttpStatusFromStatus(s), m.http) << m.name;
+    EXPECT_EQ(ExitCodeFromStatus(s), m.exit_code) << m.name;
+  }
+}
+
+TEST(StatusTest, TheMappingTableCoversEveryCode) {
+  // A new code must get a row above (and so a decided HTTP status and exit code).
+  for (int c = 0; c <= static_cast<int>(kLastStatusCode); ++c) {
+    bool found = false;
+    for (const Mapping& m : kMappings) found = found || static_cast<int>(m.code) == c;
+    EXPECT_TRUE(found) << "StatusCode " << c << " has no row in kMappings";
+    EXPECT_NE(StatusCodeName(static_cast<StatusCode>(c)), "UNKNOWN") << c;
+  }
+  EXPECT_EQ(std::size(kMappings), static_cast<std::size_t>(kLastStatusCode) + 1);
+}
+
+TEST(StatusTest, OnlyFailedPreconditionMeansDrift) {
+  for (const Mapping& m : kMappings) {
+    EXPECT_EQ(m.exit_code == kExitDrift, m.code == StatusCode::kFailedPrecondition) << m.name;
+  }
 }
 
 }  // namespace

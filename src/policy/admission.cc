@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "common/status.h"
+#include "common/strings.h"
 
 namespace tg::policy {
 namespace {
@@ -22,17 +23,8 @@ using internal::SonameMajor;
 using probe::LibInfo;
 using probe::Snapshot;
 
-std::string Lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-std::string Trimmed(std::string s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
-  std::size_t i = 0;
-  while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
-  return s.substr(i);
-}
+using common::Lower;
+std::string Trimmed(std::string_view s) { return std::string(common::Trim(s)); }
 
 std::vector<std::string> SplitList(const std::string& s) {
   std::vector<std::string> out;

@@ -1,4 +1,5 @@
 #include "policy/logscan.h"
+#include "common/strings.h"
 
 #include <algorithm>
 #include <cctype>
@@ -50,7 +51,7 @@ constexpr LogPattern kPatterns[] = {
     {"ort.nodes_not_assigned", "node-assignment", "not assigned to the preferred execution",
      R"(nodes were not assigned to the preferred execution providers)",
      "some graph nodes run on the CPU instead of the GPU provider (shape ops are expected; "
-     "compute-heavy ops are not): check placement with `truegreen run --placement`",
+     "compute-heavy ops are not): check placement with `truegreen run --model MODEL.onnx`",
      "[W:onnxruntime:, session_state.cc:1280 VerifyEachNodeIsAssignedToAnEp] Some nodes were not "
      "assigned to the preferred execution providers which may or may not have an negative impact "
      "on performance.",
@@ -160,11 +161,7 @@ constexpr LogPattern kPatterns[] = {
      "libpng16.so.16: cannot open shared object file: No such file or directory"},
 };
 
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
+using common::Lower;
 
 // Position of the first needle alternative in `lower`, or npos.
 std::size_t FindNeedle(std::string_view lower, std::string_view needles) {
@@ -288,6 +285,45 @@ Result<LogScanSummary> ScanLogFile(const std::string& path,
   std::fclose(f);
   if (failed) return Status::InvalidArg(path + ": read error while scanning the log");
   return s;
+}
+
+int LogCategoryExitCode(std::string_view category) {
+  // The README's exit codes: what a finding of each category says about the replica.
+  static constexpr std::pair<std::string_view, int> kCodes[] = {
+      {"provider-load-failure", common::kExitIntegrity},
+      {"cpu-fallback", common::kExitIntegrity},
+      {"node-assignment", common::kExitIntegrity},
+      {"no-device", common::kExitIntegrity},
+      {"library-missing", common::kExitIntegrity},
+      {"driver-too-old", common::kExitDrift},
+      {"driver-library-mismatch", common::kExitDrift},
+      {"tensorrt-version-mismatch", common::kExitDrift},
+      {"cudnn-version-mismatch", common::kExitDrift},
+      {"memcpy", common::kExitPerformance},
+      {"tensorrt-engine", common::kExitPerformance},
+      {"tensorrt-engine-rebuild", common::kExitPerformance},
+  };
+  for (const auto& [name, code] : kCodes) {
+    if (name == category) return code;
+  }
+  return common::kExitInternal;  // a pattern whose category has no code: a table bug
+}
+
+int LogScanExitCode(const LogScanSummary& summary) {
+  // The most severe finding decides: no GPU path (3) before drift (4) before performance (5).
+  int worst = common::kExitOk;
+  auto rank = [](int code) {
+    return code == common::kExitInternal      ? 4
+           : code == common::kExitIntegrity   ? 3
+           : code == common::kExitDrift       ? 2
+           : code == common::kExitPerformance ? 1
+                                              : 0;
+  };
+  for (const auto& [category, count] : summary.per_category) {
+    const int code = count > 0 ? LogCategoryExitCode(category) : common::kExitOk;
+    if (rank(code) > rank(worst)) worst = code;
+  }
+  return worst;
 }
 
 }  // namespace tg::policy

@@ -74,6 +74,15 @@ struct LogScanSummary {
   std::vector<std::pair<std::string, std::int64_t>> per_category;  // in table order, non-zero
 };
 
+// The exit code (README) a finding of `category` calls for: 3 no usable GPU path (provider load
+// failure, CPU fallback, node assignment, no device, missing library), 4 version drift (driver,
+// library, TensorRT or cuDNN mismatch), 5 performance (Memcpy nodes, TensorRT engine rebuilt or
+// not loadable). 1 for a category without a code (a table bug; a test covers every category).
+int LogCategoryExitCode(std::string_view category);
+// The exit code of a whole scan: 0 without findings, else the most severe category's code
+// (3 before 4 before 5).
+int LogScanExitCode(const LogScanSummary& summary);
+
 // Scans `path` ("-" = stdin) line by line, calling `on_match` for every match in order.
 common::Result<LogScanSummary> ScanLogFile(const std::string& path,
                                            const std::function<void(const LogMatch&)>& on_match);

@@ -73,5 +73,26 @@ TEST(LogScanTest, StreamCountsLinesAndHandlesHugeLines) {
   EXPECT_EQ(sum.matches, 2);
 }
 
+TEST(LogScanTest, EveryCategoryMapsToADocumentedExitCode) {
+  for (const LogPattern& p : LogPatterns()) {
+    const int code = LogCategoryExitCode(p.category);
+    EXPECT_TRUE(code == common::kExitIntegrity || code == common::kExitDrift ||
+                code == common::kExitPerformance)
+        << p.id << " (" << p.category << ") -> " << code;
+  }
+  EXPECT_EQ(LogCategoryExitCode("no-such-category"), common::kExitInternal);
+}
+
+TEST(LogScanTest, ScanExitCodeIsTheMostSevereFinding) {
+  LogScanSummary s;
+  EXPECT_EQ(LogScanExitCode(s), common::kExitOk);
+  s.per_category = {{"memcpy", 3}};
+  EXPECT_EQ(LogScanExitCode(s), common::kExitPerformance);
+  s.per_category.emplace_back("cudnn-version-mismatch", 1);
+  EXPECT_EQ(LogScanExitCode(s), common::kExitDrift);
+  s.per_category.emplace_back("cpu-fallback", 1);
+  EXPECT_EQ(LogScanExitCode(s), common::kExitIntegrity);
+}
+
 }  // namespace
 }  // namespace tg::policy

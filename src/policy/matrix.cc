@@ -4,6 +4,8 @@
 #include <cctype>
 #include <charconv>
 
+#include "common/strings.h"
+
 namespace tg::policy {
 namespace {
 
@@ -12,11 +14,7 @@ using common::Result;
 using common::Status;
 using common::YamlMap;
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
+using common::Trim;
 
 }  // namespace
 

@@ -12,6 +12,7 @@
 #include <regex>
 #include <sstream>
 
+#include "common/strings.h"
 #include "probe/host_internal.h"
 
 extern char** environ;  // POSIX: the process environment
@@ -36,12 +37,7 @@ std::optional<std::string> ReadSmall(const std::string& path, std::size_t max = 
   return out;
 }
 
-std::string Trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\t')) s.pop_back();
-  std::size_t i = 0;
-  while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
-  return s.substr(i);
-}
+std::string Trim(std::string_view s) { return std::string(common::Trim(s)); }
 
 PathCheck Check(const std::string& root, const std::string& path) {
   PathCheck c;

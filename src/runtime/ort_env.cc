@@ -223,8 +223,8 @@ common::Result<PreparedProvider> OrtEnvironment::PreparePlugin(
     std::lock_guard<std::mutex> lock(reg_mu_);
     registered_[provider] = library;
   } else if (registered != library) {
-    return common::Status::FailedPrecondition(provider + ": already registered from " + registered +
-                                              " in this process; cannot also use " + library);
+    return common::Status::InvalidArg(provider + ": already registered from " + registered +
+                                      " in this process; cannot also use " + library);
   }
 
   std::vector<Ort::ConstEpDevice> devices;

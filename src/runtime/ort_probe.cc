@@ -7,6 +7,7 @@
 
 #include <mutex>
 
+#include "common/file_util.h"
 #include "probe/provider_libs.h"
 #include "runtime/ort_api.h"
 
@@ -52,11 +53,6 @@ const char* DeviceTypeName(OrtHardwareDeviceType t) {
       return "NPU";
   }
   return "unknown";
-}
-
-bool FileExists(const std::string& p) {
-  struct stat st {};
-  return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
 // Directory of the library whose code implements `api`, as the dynamic linker knows it (the
@@ -176,7 +172,7 @@ void ProbeOrt(const common::LibraryLoader& loader, probe::OrtInfo* out) {
   // Provider_GetHost symbol once every CUDA dependency resolved.
   std::string ort_dir = api != nullptr ? OrtDirectory(api) : "";
   std::string shared_path = ort_dir.empty() ? "" : ort_dir + "/" + probe::kProvidersSharedLibrary;
-  bool layout_ok = !shared_path.empty() && FileExists(shared_path);
+  bool layout_ok = !shared_path.empty() && common::IsRegularFile(shared_path);
   std::string env_error;
   OrtEnv* env = layout_ok ? ProbeEnv(api, &env_error) : nullptr;
   if (env != nullptr) {

@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/strings.h"
 #include "runtime/onnx_graph.h"
 #include "runtime/session.h"
 
@@ -18,11 +19,7 @@ bool IsMemcpy(const std::string& op) {
   return op == "MemcpyToHost" || op == "MemcpyFromHost" || op == "Memcpy";
 }
 
-std::string Trim(const std::string& s) {
-  std::size_t b = s.find_first_not_of(" \t\r");
-  std::size_t e = s.find_last_not_of(" \t\r");
-  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
-}
+std::string Trim(std::string_view s) { return std::string(common::Trim(s)); }
 
 std::string FormatShare(double share) {
   std::ostringstream os;
@@ -294,7 +291,7 @@ common::Status CheckInt8Gate(const std::vector<Tensor>& reference,
     for (std::size_t k = 0; k < a.size(); ++k) {
       const double d = static_cast<double>(b[k]) - a[k];
       if (!std::isfinite(d)) {
-        return common::Status::FailedPrecondition(
+        return common::Status::Unsupported(
             "INT8 gate: " + which + " has a non-finite value at element " + std::to_string(k));
       }
       max_abs = std::max(max_abs, std::fabs(d));
@@ -304,12 +301,12 @@ common::Status CheckInt8Gate(const std::vector<Tensor>& reference,
     const double rel_rms =
         sum_sq_ref > 0 ? std::sqrt(sum_sq_diff / sum_sq_ref) : (sum_sq_diff > 0 ? INFINITY : 0.0);
     if (max_abs > gate.max_abs_error) {
-      return common::Status::FailedPrecondition(
+      return common::Status::Unsupported(
           "INT8 gate: " + which + " max abs error " + std::to_string(max_abs) +
           " exceeds tolerance " + std::to_string(gate.max_abs_error) + "; INT8 stays disabled");
     }
     if (rel_rms > gate.max_rel_rms_error) {
-      return common::Status::FailedPrecondition(
+      return common::Status::Unsupported(
           "INT8 gate: " + which + " relative RMS error " + std::to_string(rel_rms) +
           " exceeds tolerance " + std::to_string(gate.max_rel_rms_error) + "; INT8 stays disabled");
     }

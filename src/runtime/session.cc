@@ -558,7 +558,7 @@ IoStats Session::io_stats() const {
 Status Session::Run(const std::vector<NamedTensor>& inputs,
                     const std::vector<std::string>& output_names, std::vector<Tensor>* out,
                     RunMode mode) const {
-  if (!impl_ || !impl_->session) return Status::FailedPrecondition("Run on an empty Session");
+  if (!impl_ || !impl_->session) return Status::Internal("Run on an empty Session");
   return impl_->Run(inputs, output_names, out, mode);
 }
 

@@ -202,7 +202,7 @@ int CountMemcpyFromLog(const std::vector<std::string>& messages);
 common::Result<AttentionReport> CheckAttention(const std::string& model_path);
 
 // INT8 accuracy gate: compares candidate outputs with reference outputs (same order, same shapes;
-// fp16/fp32/fp64 accepted). OK when every output passes; FAILED_PRECONDITION naming the first
+// fp16/fp32/fp64 accepted). OK when every output passes; UNSUPPORTED naming the first
 // output and the error that exceeded the tolerance; INVALID_ARG for mismatched shapes/counts.
 common::Status CheckInt8Gate(const std::vector<Tensor>& reference,
                              const std::vector<Tensor>& candidate, const Int8Gate& gate);

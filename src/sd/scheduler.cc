@@ -422,10 +422,10 @@ Status Scheduler::Step(const float* model_output, int step_index, float* sample,
   // The name is only spelled out on the error paths (this runs once per denoising step).
   auto who = [this] { return "scheduler " + std::string(name()); };
   if (num_inference_steps_ == 0) {
-    return Status::FailedPrecondition(who() + ": Step called before SetTimesteps");
+    return Status::Internal(who() + ": Step called before SetTimesteps");
   }
   if (step_index != next_step_ || step_index >= num_steps()) {
-    return Status::FailedPrecondition(
+    return Status::Internal(
         who() + ": Step called with step index " + std::to_string(step_index) + ", required " +
         (next_step_ < num_steps() ? std::to_string(next_step_) : "no further step") +
         " (steps run in order 0.." + std::to_string(num_steps() - 1) + ")");

@@ -23,7 +23,7 @@
 //     TG_RETURN_IF_ERROR(s->Step(eps, i, latents, n, rngs));
 //   }
 // Step() must be called with step_index 0, 1, 2, ... in order and the same n each time
-// (FAILED_PRECONDITION otherwise); SetTimesteps() resets all multistep history.
+// (INTERNAL otherwise: a caller bug); SetTimesteps() resets all multistep history.
 // Arithmetic: coefficients in double (like diffusers' numpy set-up), element updates in double and
 // stored as float32. PNDM's element loops (the SD 1.5 default) also have an AVX2 build chosen at
 // run time; it has the same operations in the same order and no FMA, so the bits are the same.
@@ -150,7 +150,7 @@ class Scheduler {
   // `step_index`. `noise` supplies ancestral noise when NeedsNoise(): n must be a multiple of
   // noise.size() and chunk k of sample (n / noise.size() floats, one image) draws from noise[k];
   // or `drawn_noise` (n floats from DrawNoise) is used instead and `noise` is not touched.
-  // Errors: step out of order, n changed, missing noise source (INVALID_ARG/FAILED_PRECONDITION).
+  // Errors: step out of order, n changed, missing noise source (INVALID_ARG/INTERNAL).
   [[nodiscard]] common::Status Step(const float* model_output, int step_index, float* sample,
                                     std::size_t n, std::span<Rng> noise = {},
                                     const float* drawn_noise = nullptr);

@@ -1,0 +1,28 @@
+// Small string helpers shared by every module (one home instead of a copy per file).
+//
+// All functions are pure, allocate only their result, never throw on any input and are safe to
+// call from any thread. ASCII only: bytes >= 0x80 pass through unchanged (UTF-8 stays valid).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace tg::common {
+
+// ASCII lower-case copy.
+std::string Lower(std::string_view s);
+// ASCII upper-case copy.
+std::string Upper(std::string_view s);
+// `s` without leading and trailing ASCII whitespace (space, \t, \n, \r, \v, \f).
+std::string_view Trim(std::string_view s);
+// Prefix and suffix tests: use C++20 std::string_view::starts_with / ends_with.
+
+// An image reference pinned by digest: "name[:tag]@sha256:<64 lowercase hex>". Checked by hand:
+// std::regex recursion is unbounded on long input.
+bool IsPinnedByDigest(std::string_view image);
+
+// Edit distance (insert, delete, substitute: cost 1 each) between two short strings; used to
+// suggest the nearest command or flag. O(|a|*|b|) time, O(|b|) memory.
+std::size_t EditDistance(std::string_view a, std::string_view b);
+
+}  // namespace tg::common
