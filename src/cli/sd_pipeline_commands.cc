@@ -11,8 +11,10 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <future>
 #include <memory>
 #include <string>
+#include <system_error>
 #include <utility>
 
 #include "cli/command_areas.h"
@@ -241,6 +243,16 @@ void PrintText(const sd::SdModel& m, const sd::GenerateOutput& out, const Json& 
       calls ? tm.SchedulerTotal() / calls : 0.0, tm.decode_ms, tm.png_ms, tm.total_ms);
 }
 
+// sd::PipelineHash(dir) on its own thread, or deferred to get() when no thread can be started.
+std::future<common::Result<std::string>> StartPipelineHash(const std::string& dir) {
+  auto job = [dir] { return sd::PipelineHash(dir); };
+  try {
+    return std::async(std::launch::async, job);
+  } catch (const std::system_error&) {
+    return std::async(std::launch::deferred, job);
+  }
+}
+
 int RunGenerate(const GlobalOptions& g, const GenerateFlags& f) {
   auto built = BuildRequest(f);
   if (!built.ok()) return Fail(g, built.status());
@@ -256,10 +268,11 @@ int RunGenerate(const GlobalOptions& g, const GenerateFlags& f) {
     std::fprintf(stderr, "truegreen generate: DEGRADED: %s\n", m.degraded_reason().c_str());
   }
 
-  // After loading (a refused node does not pay for it; the files are in the page cache now).
-  auto hash = sd::PipelineHash(f.model);
-  if (!hash.ok()) return Fail(g, hash.status());
-  req.model_hash = *hash;
+  // The model hash reads every UNet file (about 0.5 s per GB): on a thread while the pipeline runs
+  // (the GPU does the work then), after loading so a refused node does not pay for it. The PNGs
+  // are encoded once it is known.
+  std::future<common::Result<std::string>> hash = StartPipelineHash(f.model);
+  req.encode_png = false;
 
   sd::Pipeline pipeline(m);
   ProgressBar bar(!g.json && !f.no_progress && isatty(STDERR_FILENO) == 1);
@@ -275,8 +288,13 @@ int RunGenerate(const GlobalOptions& g, const GenerateFlags& f) {
                                        " steps; no image written"));
   }
   for (const std::string& w : out.warnings) spdlog::warn("generate: {}", w);
+  auto model_hash = hash.get();
+  if (!model_hash.ok()) return Fail(g, model_hash.status());
+  req.model_hash = *model_hash;
+  req.encode_png = true;
+  if (Status s = sd::DescribeAndEncode(req, &out); !s.ok()) return Fail(g, s);
 
-  // The write time is added to the PNG stage (the pipeline encoded the images).
+  // The write time is added to the PNG stage.
   const auto w0 = std::chrono::steady_clock::now();
   auto images = WriteImages(f.output, out);
   if (!images.ok()) return Fail(g, images.status());

@@ -806,8 +806,10 @@ Status DecodeLatents(const SdModel& m, const GenerateRequest& req, const RunPlan
   return Status::Ok();
 }
 
-// The A1111 infotext of each image, and its PNG with that text as the `parameters` chunk.
+}  // namespace
+
 Status DescribeAndEncode(const GenerateRequest& req, GenerateOutput* out) {
+  const auto t0 = Clock::now();
   GenerationParameters gp;
   gp.prompt = req.prompt;
   gp.negative_prompt = req.negative_prompt;
@@ -825,10 +827,11 @@ Status DescribeAndEncode(const GenerateRequest& req, GenerateOutput* out) {
       TG_ASSIGN_OR_RETURN(g.png, EncodePng(g.image, {{"parameters", g.parameters}}));
     }
   }
+  const double ms = Ms(t0, Clock::now());
+  out->timings.png_ms += ms;
+  out->timings.total_ms += ms;
   return Status::Ok();
 }
-
-}  // namespace
 
 Result<GenerateOutput> Pipeline::Generate(GenerateRequest req, const ProgressCallback& progress,
                                           const std::atomic<bool>* cancel) const {
@@ -868,11 +871,9 @@ Result<GenerateOutput> Pipeline::Generate(GenerateRequest req, const ProgressCal
   auto t4 = Clock::now();
   TG_RETURN_IF_ERROR(DecodeLatents(m, req, plan, latents, &out));
   auto t5 = Clock::now();
-  TG_RETURN_IF_ERROR(DescribeAndEncode(req, &out));
-  auto t6 = Clock::now();
   tm.decode_ms = Ms(t4, t5);
-  tm.png_ms = Ms(t5, t6);
-  tm.total_ms = Ms(t_start, t6);
+  tm.total_ms = Ms(t_start, t5);
+  TG_RETURN_IF_ERROR(DescribeAndEncode(req, &out));  // adds its own time
   return out;
 }
 

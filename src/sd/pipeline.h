@@ -119,6 +119,13 @@ struct GenerateOutput {
 // command can reject bad input before it loads anything. Unset width/height/guidance pass.
 [[nodiscard]] common::Status ValidateRequestBasics(const GenerateRequest& request);
 
+// Fills each image's `parameters` (A1111 infotext from `request` and `out`) and, when
+// request.encode_png, its PNG carrying that text as the `parameters` chunk; adds the time to
+// out->timings.png_ms and total_ms. Generate ends with it; a caller that learns the model hash
+// only after generating (the CLI hashes the UNet files while the pipeline runs) generates with
+// encode_png = false and calls it again with model_hash set. INTERNAL if the encoder fails.
+[[nodiscard]] common::Status DescribeAndEncode(const GenerateRequest& request, GenerateOutput* out);
+
 // The initial latents of one image: Rng(mode, seed).randn(4*h*w) in C order (unscaled).
 [[nodiscard]] common::Result<std::vector<float>> InitialNoise(RngMode mode, std::uint64_t seed,
                                                               int latent_h, int latent_w);
