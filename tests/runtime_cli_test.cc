@@ -42,8 +42,8 @@ void MakeOrtDir(const std::string& dir, bool with_stub) {
 }
 
 TEST(RuntimeCliTest, DevRunIsCpuDegradedAndDeterministic) {
-  auto r = RunTruegreen(
-      {"--policy", "dev", "--json", "run", "--model", Model("unet_tiny.onnx"), "--runs", "3"});
+  auto r = RunTruegreen({"--policy", "dev", "--json", "run", "--model", Model("unet_tiny.onnx"),
+                         "--runs", "3", "--min-time", "0"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = ParseOut(r);
   EXPECT_TRUE(j["degraded"].get<bool>());
@@ -56,13 +56,87 @@ TEST(RuntimeCliTest, DevRunIsCpuDegradedAndDeterministic) {
   EXPECT_EQ(j["io"]["h2d_bytes_per_run"].get<double>(), 0.0);
   EXPECT_NE(r.err.find("DEGRADED"), std::string::npos);  // log lines say it too
   auto again = RunTruegreen({"--policy", "dev", "--json", "run", "--model", Model("unet_tiny.onnx"),
-                             "--runs", "1", "--mode", "plain"});
+                             "--runs", "1", "--min-time", "0", "--mode", "plain"});
   ASSERT_EQ(again.exit_code, 0);
   EXPECT_EQ(ParseOut(again)["checksum"], j["checksum"]);
-  auto text = RunTruegreen({"--policy", "dev", "run", "--model", Model("unet_tiny.onnx")});
+  auto text = RunTruegreen({"--policy", "dev", "run", "--model", Model("unet_tiny.onnx"), "--runs",
+                            "2", "--min-time", "0"});
   ASSERT_EQ(text.exit_code, 0);
   EXPECT_EQ(text.out.rfind("DEGRADED:", 0), 0u) << text.out;
   EXPECT_NE(text.out.find("checksum:"), std::string::npos);
+}
+
+TEST(RuntimeCliTest, ShapeSetsDynamicDimensionsAndDefaultsAreWarned) {
+  // matmul_softmax: x is [N, 8] with N dynamic.
+  auto dflt = RunTruegreen({"--policy", "dev", "--json", "run", "--model",
+                            Model("matmul_softmax.onnx"), "--runs", "2", "--min-time", "0"});
+  ASSERT_EQ(dflt.exit_code, 0) << dflt.err;
+  auto j = ParseOut(dflt);
+  EXPECT_EQ(j["outputs"][0]["shape"], (std::vector<std::int64_t>{1, 8}));
+  ASSERT_EQ(j["warnings"].size(), 1u);
+  const std::string w = j["warnings"][0].get<std::string>();
+  EXPECT_NE(w.find("input 'x' dimension 0 ('N') is dynamic and defaults to 1"), std::string::npos)
+      << w;
+  EXPECT_NE(w.find("--shape x:"), std::string::npos) << w;
+  EXPECT_NE(dflt.err.find("defaults to 1"), std::string::npos) << dflt.err;  // and on stderr
+
+  auto shaped =
+      RunTruegreen({"--policy", "dev", "--json", "run", "--model", Model("matmul_softmax.onnx"),
+                    "--shape", "x:6x8", "--runs", "3", "--min-time", "0"});
+  ASSERT_EQ(shaped.exit_code, 0) << shaped.err;
+  auto s = ParseOut(shaped);
+  EXPECT_EQ(s["outputs"][0]["shape"], (std::vector<std::int64_t>{6, 8}));
+  EXPECT_EQ(s["warnings"].size(), 0u);
+  EXPECT_EQ(shaped.err.find("defaults to 1"), std::string::npos) << shaped.err;
+  // Throughput: runs/s over the timed loop, items/s for the batch (leading) dimension.
+  const auto& t = s["throughput"];
+  EXPECT_EQ(t["batch"], 6);
+  EXPECT_GT(t["runs_per_s"].get<double>(), 0.0);
+  EXPECT_DOUBLE_EQ(t["items_per_s"].get<double>(), 6 * t["runs_per_s"].get<double>());
+  EXPECT_EQ(s["latency"]["runs"], 3);
+
+  // Text output says it too.
+  auto text = RunTruegreen({"--policy", "dev", "run", "--model", Model("matmul_softmax.onnx"),
+                            "--shape", "x:4x8", "--runs", "2", "--min-time", "0"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("items/s (batch 4)"), std::string::npos) << text.out;
+}
+
+TEST(RuntimeCliTest, BadShapesExit2NamingTheProblem) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"x:6x9", "dimension 1 is 9 but the model fixes it at 8"},
+      {"x:6", "rank 1 but the model's input has rank 2"},
+      {"x:0x8", "dimension 0 is 0"},
+      {"nosuch:1x8", "--shape names 'nosuch'"},
+      {"x6x8", "is not of the form name:1x4x64x64"},
+  };
+  for (const auto& [spec, needle] : cases) {
+    auto r = RunTruegreen({"--policy", "dev", "run", "--model", Model("matmul_softmax.onnx"),
+                           "--shape", spec, "--runs", "1", "--min-time", "0"});
+    EXPECT_EQ(r.exit_code, 2) << spec << ": " << r.err;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << spec << ": " << r.err;
+  }
+  auto twice = RunTruegreen({"--policy", "dev", "run", "--model", Model("matmul_softmax.onnx"),
+                             "--shape", "x:1x8", "--shape", "x:2x8"});
+  EXPECT_EQ(twice.exit_code, 2);
+  EXPECT_NE(twice.err.find("twice"), std::string::npos) << twice.err;
+  auto bad_time = RunTruegreen(
+      {"--policy", "dev", "run", "--model", Model("matmul_softmax.onnx"), "--min-time", "-1"});
+  EXPECT_EQ(bad_time.exit_code, 2);
+  EXPECT_NE(bad_time.err.find("--min-time"), std::string::npos) << bad_time.err;
+}
+
+// The one test that pays for the defaults: percentiles rest on at least 100 runs and 2 s.
+TEST(RuntimeCliTest, DefaultMeasurementIsAtLeast100RunsAndTwoSeconds) {
+  auto r = RunTruegreen({"--policy", "dev", "--json", "run", "--model",
+                         Model("matmul_softmax.onnx"), "--shape", "x:2x8"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = ParseOut(r);
+  EXPECT_GE(j["latency"]["runs"].get<int>(), 100);
+  EXPECT_EQ(j["latency"]["min_runs"], 100);
+  EXPECT_EQ(j["latency"]["min_time_s"], 2.0);
+  EXPECT_GE(j["throughput"]["wall_s"].get<double>(), 2.0);
+  EXPECT_EQ(j["throughput"]["batch"], 2);
 }
 
 TEST(RuntimeCliTest, ProductionWithoutDriverExits3NamingProviderAndLoaderError) {
@@ -112,7 +186,7 @@ TEST(RuntimeCliTest, ClassicPathOnCpuBuildNamesOrtsError) {
   // Dev: recorded with its path, session degraded on CPU.
   testing::WriteFile(dir / "classic_dev.yaml", "profile: dev\nattach: classic\n");
   auto d = RunTruegreen({"--policy", dir / "classic_dev.yaml", "--json", "run", "--model",
-                         Model("unet_tiny.onnx"), "--runs", "1"});
+                         Model("unet_tiny.onnx"), "--runs", "1", "--min-time", "0"});
   ASSERT_EQ(d.exit_code, 0) << d.err;
   EXPECT_TRUE(ParseOut(d)["degraded"].get<bool>());
 }
@@ -140,7 +214,7 @@ TEST(RuntimeCliTest, DevWithStubDriverRecordsWhyAndRunsOnCpu) {
   TempDir dir;
   MakeOrtDir(dir / "ort", true);
   auto r = RunTruegreen({"--lib-path", dir / "ort", "--policy", "dev", "--json", "run", "--model",
-                         Model("matmul_softmax.onnx"), "--runs", "1"});
+                         Model("matmul_softmax.onnx"), "--runs", "1", "--min-time", "0"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = ParseOut(r);
   EXPECT_TRUE(j["degraded"].get<bool>());
@@ -162,12 +236,14 @@ TEST(RuntimeCliTest, PlacementViolationExits3WithReport) {
   EXPECT_EQ(bad.exit_code, 3) << bad.err;
   auto j = ParseOut(bad);
   EXPECT_FALSE(j["session"]["placement"]["ok"].get<bool>());
-  EXPECT_NE(j["error"]["message"].get<std::string>().find("conv_in (Conv)"), std::string::npos) << j.dump();
-  auto ok = RunTruegreen(
-      {"--policy", dir / "strict.yaml", "run", "--model", Model("shape_ops.onnx"), "--runs", "1"});
+  EXPECT_NE(j["error"]["message"].get<std::string>().find("conv_in (Conv)"), std::string::npos)
+      << j.dump();
+  auto ok = RunTruegreen({"--policy", dir / "strict.yaml", "run", "--model",
+                          Model("shape_ops.onnx"), "--runs", "1", "--min-time", "0"});
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
-  auto from_log = RunTruegreen({"--policy", "dev", "--json", "run", "--model",
-                                Model("unet_tiny.onnx"), "--placement-from-log", "--runs", "1"});
+  auto from_log =
+      RunTruegreen({"--policy", "dev", "--json", "run", "--model", Model("unet_tiny.onnx"),
+                    "--placement-from-log", "--runs", "1", "--min-time", "0"});
   ASSERT_EQ(from_log.exit_code, 0) << from_log.err;
   EXPECT_EQ(ParseOut(from_log)["session"]["placement"]["source"], "verbose_log");
 }
@@ -195,7 +271,7 @@ TEST(RuntimeCliTest, NpyInputsAndOutputs) {
   std::filesystem::create_directories(dir / "out");
   auto r = RunTruegreen({"--policy", "dev", "--json", "run", "--model",
                          Model("matmul_softmax.onnx"), "--input", "x=" + (dir / "x.npy"), "--runs",
-                         "1", "--save-outputs", dir / "out"});
+                         "1", "--min-time", "0", "--save-outputs", dir / "out"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto y = runtime::LoadNpy(dir / "out/y.npy");
   ASSERT_TRUE(y.ok()) << y.status().ToString();

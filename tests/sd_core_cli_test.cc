@@ -65,6 +65,26 @@ TEST(SdCoreCli, TokenizeJson) {
   EXPECT_NO_THROW(json::parse(bad.out));
 }
 
+TEST(SdCoreCli, TokenizeWarnsHowManyTokensWereDropped) {
+  std::string long_text;
+  for (int i = 0; i < 100; ++i) long_text += "cat ";  // 100 tokens; 75 fit between BOS and EOS
+  auto r = RunTruegreen(
+      {"--json", "tokenize", "--tokenizer", TokenizerDir(), "a photo of a cat", long_text});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("text 2 is longer than 77 tokens: the last 25 tokens were dropped"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("text 1"), std::string::npos) << r.err;
+  json j = json::parse(r.out);
+  EXPECT_EQ(j["results"][0]["dropped_tokens"], 0);
+  EXPECT_EQ(j["results"][1]["dropped_tokens"], 25);
+  EXPECT_EQ(j["results"][1]["ids"][76], 49407);  // still ends with EOS
+  auto shorter = RunTruegreen(
+      {"tokenize", "--tokenizer", TokenizerDir(), "--max-length", "10", "--unpadded", long_text});
+  ASSERT_EQ(shorter.exit_code, 0) << shorter.err;
+  EXPECT_NE(shorter.err.find("the last 92 tokens were dropped"), std::string::npos) << shorter.err;
+}
+
 TEST(SdCoreCli, TokenizeMissingFolder) {
   TempDir dir;
   auto r = RunTruegreen({"tokenize", "--tokenizer", dir.path(), "hello"});

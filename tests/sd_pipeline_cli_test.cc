@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "sd/infotext.h"
 #include "sd/png.h"
 #include "tests/support/test_util.h"
 
@@ -57,6 +58,77 @@ TEST(SdPipelineCliTest, DevPolicyWritesPngAndJsonSaysDegraded) {
   ASSERT_TRUE(png.ok()) << png.status().ToString();
   EXPECT_EQ(png->width, 256);
   EXPECT_EQ(png->height, 256);
+}
+
+TEST(SdPipelineCliTest, PngCarriesA1111ParametersAndJsonEchoesThePrompt) {
+  TempDir tmp;
+  const std::string out = tmp / "p.png";
+  auto r = RunTruegreen(DevGenerate("sd15-legacy", out,
+                                    {"--json", "--negative", "blurry, low quality", "--seed", "5",
+                                     "--scheduler", "euler_a", "--guidance", "6.5"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["prompt"], "a photo of a cat");
+  EXPECT_EQ(j["negative_prompt"], "blurry, low quality");
+  const std::string hash = j["model_hash"].get<std::string>();
+  EXPECT_EQ(hash.size(), 10u);
+  // The chunk as libpng reads it.
+  auto chunks = tg::sd::ReadPngText(ReadFile(out), out);
+  ASSERT_TRUE(chunks.ok()) << chunks.status().ToString();
+  ASSERT_EQ(chunks->size(), 1u);
+  EXPECT_EQ((*chunks)[0].keyword, "parameters");
+  const std::string& text = (*chunks)[0].text;
+  EXPECT_EQ(text, j["images"][0]["parameters"].get<std::string>());
+  EXPECT_EQ(text.substr(0, text.find('\n')), "a photo of a cat") << text;
+  auto p = tg::sd::ParseInfotext(text);
+  ASSERT_TRUE(p.ok()) << p.status().ToString() << "\n" << text;
+  EXPECT_EQ(p->prompt, "a photo of a cat");
+  EXPECT_EQ(p->negative_prompt, "blurry, low quality");
+  EXPECT_EQ(p->steps, 2);
+  EXPECT_EQ(p->sampler, "Euler a");
+  EXPECT_EQ(p->cfg_scale, 6.5);
+  EXPECT_EQ(p->seed, 5u);
+  EXPECT_EQ(p->width, 256);
+  EXPECT_EQ(p->height, 256);
+  EXPECT_EQ(p->model_hash, hash);
+  EXPECT_EQ(p->version.rfind("truegreen ", 0), 0u) << p->version;
+  // The same pipeline files give the same hash; the image is still the same pixels.
+  auto png = tg::sd::DecodePng(ReadFile(out), out);
+  ASSERT_TRUE(png.ok()) << png.status().ToString();
+  EXPECT_EQ(png->width, 256);
+}
+
+TEST(SdPipelineCliTest, LongPromptIsTruncatedWithAWarning) {
+  TempDir tmp;
+  std::string prompt;
+  for (int i = 0; i < 90; ++i) prompt += "cat ";  // 90 tokens, 75 fit
+  auto args = DevGenerate("sd15-legacy", tmp / "long.png", {"--json"});
+  args[std::find(args.begin(), args.end(), "a photo of a cat") - args.begin()] = prompt;
+  auto r = RunTruegreen(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("prompt is longer than the text encoder's 77 tokens: the last 15 tokens "
+                       "were dropped"),
+            std::string::npos)
+      << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["warnings"].size(), 1u);
+  EXPECT_NE(j["warnings"][0].get<std::string>().find("15 tokens"), std::string::npos);
+  // A prompt that fits says nothing.
+  auto ok = RunTruegreen(DevGenerate("sd15-legacy", tmp / "short.png", {"--json"}));
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_EQ(nlohmann::json::parse(ok.out)["warnings"].size(), 0u);
+  EXPECT_EQ(ok.err.find("dropped"), std::string::npos) << ok.err;
+}
+
+TEST(SdPipelineCliTest, SdxlBucketSizeIsAccepted) {
+  TempDir tmp;
+  auto r = RunTruegreen(DevGenerate("sd15-legacy", tmp / "wide.png",
+                                    {"--size", "1216x832", "--steps", "1", "--json"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto png = tg::sd::DecodePng(ReadFile(tmp / "wide.png"), "wide.png");
+  ASSERT_TRUE(png.ok()) << png.status().ToString();
+  EXPECT_EQ(png->width, 1216);
+  EXPECT_EQ(png->height, 832);
 }
 
 TEST(SdPipelineCliTest, TextOutputHasTimingSummaryAndDegradedLabel) {
@@ -117,8 +189,15 @@ TEST(SdPipelineCliTest, BadInputExitsTwoNamingTheProblem) {
   TempDir tmp;
   tg::testing::WriteFile(tmp / "huge.txt", std::string(10u << 20, 'a'));
   const std::vector<BadCase> cases = {
-      {"width", {"--size", "500x512"}, "width 500"},
-      {"size format", {"--size", "big"}, "--size 'big'"},
+      {"width", {"--size", "500x512"}, "width 500 is not a multiple of 8"},
+      {"too wide",
+       {"--size", "2056x512"},
+       "--size '2056x512': width 2056 is out of range: a "
+       "multiple of 8 in 256..2048 is required"},
+      {"too short", {"--size", "512x248"}, "height 248 is out of range"},
+      {"huge", {"--size", "99999999999x512"}, "is out of range"},
+      {"size format", {"--size", "big"}, "--size 'big' is not WIDTHxHEIGHT"},
+      {"size format 2", {"--size", "512x"}, "is not WIDTHxHEIGHT"},
       {"steps 0", {"--steps", "0"}, "steps 0"},
       {"steps 10000", {"--steps", "10000"}, "steps 10000"},
       {"scheduler", {"--scheduler", "warp_drive"}, "warp_drive"},

@@ -2,6 +2,8 @@
 // tokenizer and the diffusion schedulers (what ids a prompt becomes; which timesteps and sigmas a
 // scheduler config produces — the first thing to check when an exported model and a scheduler
 // disagree). Results on stdout (text or --json), errors on stderr with the exit code of the Status.
+// A text longer than the sequence length is truncated as the text encoder sees it, with a warning
+// on stderr (and `dropped_tokens` in --json) saying how many tokens were dropped.
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -10,6 +12,7 @@
 
 #include "cli/command_areas.h"
 #include "cli/output.h"
+#include "common/log.h"
 #include "common/status.h"
 #include "sd/scheduler.h"
 #include "sd/tokenizer.h"
@@ -42,9 +45,17 @@ int RunTokenize(const TokenizeOptions& o, const GlobalOptions& g) {
   for (const std::string& text : o.texts) {
     auto ids = o.unpadded ? tok->EncodeUnpadded(text, max_len) : tok->Encode(text, max_len);
     if (!ids.ok()) return ReportError(ids.status());
+    const std::size_t dropped = tok->DroppedTokens(text, max_len);
+    if (dropped > 0) {
+      spdlog::warn("tokenize: text {} is longer than {} tokens: the last {}{} token{} were dropped",
+                   results.size() + 1, max_len,
+                   dropped >= sd::ClipTokenizer::kDroppedTokensCap ? "(at least) " : "", dropped,
+                   dropped == 1 ? "" : "s");
+    }
     nlohmann::json r;
     r["text"] = text;
     r["ids"] = *ids;
+    r["dropped_tokens"] = dropped;
     if (o.show_tokens) {
       std::vector<std::string> toks;
       for (auto id : *ids) toks.emplace_back(tok->IdToToken(id));

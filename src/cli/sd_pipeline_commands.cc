@@ -1,7 +1,9 @@
 // `truegreen generate`: text-to-image with an ONNX Stable Diffusion pipeline folder, through the
 // runtime layer's policy (production by default: no GPU path → exit 3 with the cause; `--policy
-// dev` runs on the CPU and says it is degraded). Results (paths, seeds, timings) on stdout, text or
-// --json; a progress bar on stderr when stderr is a terminal.
+// dev` runs on the CPU and says it is degraded). Results (paths, seeds, timings; with --json also
+// the prompt and each image's A1111 infotext) on stdout, text or --json; a progress bar and
+// warnings (a prompt truncated to 77 tokens) on stderr. Each PNG carries its generation
+// parameters as an A1111 `parameters` text chunk (sd/infotext.h).
 #include <unistd.h>
 
 #include <atomic>
@@ -9,17 +11,22 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <future>
 #include <memory>
 #include <string>
+#include <system_error>
+#include <utility>
 
 #include "cli/command_areas.h"
 #include "cli/output.h"
 #include "common/config.h"
 #include "common/file_util.h"
+#include "common/log.h"
 #include "common/status.h"
 #include "runtime/runtime_policy.h"
 #include "runtime/session.h"
 #include "runtime/startup.h"
+#include "sd/infotext.h"
 #include "sd/model_loader.h"
 #include "sd/pipeline.h"
 
@@ -51,17 +58,26 @@ extern "C" void OnSigint(int) { g_interrupted.store(true); }
 // Every error leaves through the one error path (cli/output.h).
 int Fail(const GlobalOptions& /*g*/, const Status& s) { return ReportError(s); }
 
+// "WIDTHxHEIGHT": the form is checked here, the range by sd::CheckSide, so a well-formed size
+// out of range says which side and what is allowed.
 common::Status ParseSize(const std::string& text, int* w, int* h) {
   const auto x = text.find_first_of("xX");
   auto bad = [&] {
-    return Status::InvalidArg("--size '" + text + "' is not WIDTHxHEIGHT (e.g. 512x512)");
+    return Status::InvalidArg("--size '" + text + "' is not WIDTHxHEIGHT (e.g. 512x512, 1216x832)");
   };
-  if (x == std::string::npos || x == 0 || x + 1 >= text.size() || text.size() > 11) return bad();
+  if (x == std::string::npos || x == 0 || x + 1 >= text.size()) return bad();
   for (std::size_t i = 0; i < text.size(); ++i) {
     if (i != x && (text[i] < '0' || text[i] > '9')) return bad();
   }
-  *w = std::stoi(text.substr(0, x));
-  *h = std::stoi(text.substr(x + 1));
+  // Seven digits already exceed any allowed side; clamping keeps stoi in range.
+  const auto side = [](const std::string& digits) {
+    return digits.size() > 7 ? 99999999 : std::stoi(digits);
+  };
+  *w = side(text.substr(0, x));
+  *h = side(text.substr(x + 1));
+  for (auto [name, v] : {std::pair<const char*, int>{"width", *w}, {"height", *h}}) {
+    if (Status s = sd::CheckSide(name, v); !s.ok()) return s.WithPrefix("--size '" + text + "'");
+  }
   return Status::Ok();
 }
 
@@ -95,16 +111,15 @@ class ProgressBar {
   bool enabled_;
 };
 
-int RunGenerate(const GlobalOptions& g, const GenerateFlags& f) {
+// Flags to a request, with the checks that need no model: a usage error is reported as one
+// (exit 2) even where the production policy would refuse the node.
+common::Result<sd::GenerateRequest> BuildRequest(const GenerateFlags& f) {
   sd::GenerateRequest req;
-  // Input checks that need no model come first: a usage error is reported as one (exit 2) even
-  // where the production policy would refuse the node.
   if (!f.prompt_file.empty()) {
-    if (!f.prompt.empty()) {
-      return Fail(g, Status::InvalidArg("give either --prompt or --prompt-file, not both"));
-    }
+    if (!f.prompt.empty())
+      return Status::InvalidArg("give either --prompt or --prompt-file, not both");
     auto text = common::ReadFileLimited(f.prompt_file, sd::kMaxPromptBytes);
-    if (!text.ok()) return Fail(g, text.status().WithPrefix("--prompt-file"));
+    if (!text.ok()) return text.status().WithPrefix("--prompt-file");
     req.prompt = *text;
     while (!req.prompt.empty() && (req.prompt.back() == '\n' || req.prompt.back() == '\r')) {
       req.prompt.pop_back();
@@ -116,114 +131,91 @@ int RunGenerate(const GlobalOptions& g, const GenerateFlags& f) {
   req.steps = f.steps;
   req.scheduler = f.scheduler;
   if (f.guidance >= 0.0) req.guidance = f.guidance;
-  if (!f.size.empty()) {
-    if (Status s = ParseSize(f.size, &req.width, &req.height); !s.ok()) return Fail(g, s);
-  }
+  if (!f.size.empty()) TG_RETURN_IF_ERROR(ParseSize(f.size, &req.width, &req.height));
   req.batch = f.batch;
   req.seed = f.seed;
   auto mode = sd::ParseRngMode(f.rng);
-  if (!mode.ok()) return Fail(g, mode.status().WithPrefix("--rng"));
+  if (!mode.ok()) return mode.status().WithPrefix("--rng");
   req.rng = *mode;
-  if (Status s = sd::ValidateRequestBasics(req); !s.ok()) return Fail(g, s);
+  TG_RETURN_IF_ERROR(sd::ValidateRequestBasics(req));
   std::error_code ec;
   if (!std::filesystem::is_directory(f.model, ec)) {
-    return Fail(
-        g, Status::NotFound("--model: Stable Diffusion pipeline folder not found: " + f.model));
+    return Status::NotFound("--model: Stable Diffusion pipeline folder not found: " + f.model);
   }
+  return req;
+}
 
-  auto policy = runtime::LoadRuntimePolicy(g.policy);
-  if (!policy.ok()) return Fail(g, policy.status().WithPrefix("--policy"));
-  // The startup chain: snapshot -> admit (production refuses drift, exit 4) -> factory.
-  runtime::StartupReport startup;
-  auto chain = runtime::StartupChain::Start(*policy, g.Loader(), {}, &startup);
-  if (!chain.ok()) return Fail(g, chain.status());
-  const runtime::SessionFactory* factory = &chain->factory();
-  auto model = sd::LoadSdModel(f.model, *factory);
-  if (!model.ok()) return Fail(g, model.status());
-  const sd::SdModel& m = **model;
-  if (m.degraded()) {
-    Warn("DEGRADED: " + m.degraded_reason());
-  }
-
-  sd::Pipeline pipeline(m);
-  // No bar under --log-format json: every stderr line must then be a JSON object.
-  ProgressBar bar(!g.json && !f.no_progress && g.log_format != "json" &&
-                  isatty(STDERR_FILENO) == 1);
-  g_interrupted.store(false);
-  auto previous = std::signal(SIGINT, OnSigint);
-  auto result = pipeline.Generate(
-      req, [&bar](const sd::StepProgress& p) { return bar.Update(p); }, &g_interrupted);
-  std::signal(SIGINT, previous);
-  if (!result.ok()) return Fail(g, result.status());
-  sd::GenerateOutput& out = *result;
-  if (out.cancelled) {
-    return Fail(g, Status::Unavailable("interrupted after " + std::to_string(out.steps_done) +
-                                       " steps; no image written"));
-  }
-
-  // Write the images (encoded by the pipeline; the write time is added to the PNG stage).
-  const auto w0 = std::chrono::steady_clock::now();
+// Writes the encoded images (out.png, or out-K.png for a batch); their JSON descriptions.
+common::Result<Json> WriteImages(const std::string& base, const sd::GenerateOutput& out) {
   Json images = Json::array();
   const int batch = static_cast<int>(out.images.size());
   for (int k = 0; k < batch; ++k) {
-    const std::string path = ImagePath(f.output, k, batch);
+    const sd::GeneratedImage& im = out.images[k];
+    const std::string path = ImagePath(base, k, batch);
+    std::error_code ec;
     if (const auto parent = std::filesystem::path(path).parent_path(); !parent.empty()) {
       std::filesystem::create_directories(parent, ec);  // a failure shows in the write below
     }
-    if (Status s = common::WriteFileAtomic(path, out.images[k].png); !s.ok()) return Fail(g, s);
-    images.push_back(
-        {{"path", path},
-         {"seed", out.images[k].seed},
-         {"width", out.width},
-         {"height", out.height},
-         {"bytes", out.images[k].png.size()},
-         {"sha256", common::Sha256Hex(out.images[k].png.data(), out.images[k].png.size())}});
+    TG_RETURN_IF_ERROR(common::WriteFileAtomic(path, im.png));
+    images.push_back({{"path", path},
+                      {"seed", im.seed},
+                      {"width", out.width},
+                      {"height", out.height},
+                      {"bytes", im.png.size()},
+                      {"sha256", common::Sha256Hex(im.png.data(), im.png.size())},
+                      {"parameters", im.parameters}});
   }
-  auto& tm = out.timings;
-  const double write_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - w0).count();
-  tm.png_ms += write_ms;
-  tm.total_ms += write_ms;
+  return images;
+}
 
+void PrintJson(const GlobalOptions& g, const GenerateFlags& f, const sd::SdModel& m,
+               const sd::GenerateRequest& req, const sd::GenerateOutput& out, const Json& images) {
+  const auto& tm = out.timings;
+  Json j = {
+      {"ok", true},
+      {"model", f.model},
+      {"model_hash", req.model_hash},
+      {"variant", std::string(sd::SdVariantName(m.variant))},
+      {"export", std::string(sd::ExportStyleName(m.style))},
+      {"pipeline_class", m.pipeline_class},
+      {"precision", m.fp16 ? "fp16" : "fp32"},
+      {"prediction_type", std::string(sd::PredictionTypeName(m.scheduler_config.prediction_type))},
+      {"vae_scaling_factor", m.vae.scaling_factor},
+      {"prompt", req.prompt},
+      {"negative_prompt", req.negative_prompt},
+      {"scheduler", out.scheduler},
+      {"steps", req.steps},
+      {"unet_calls", tm.unet_ms.size()},
+      {"guidance", out.guidance},
+      {"width", out.width},
+      {"height", out.height},
+      {"batch", out.images.size()},
+      {"rng", f.rng},
+      {"policy", g.policy},
+      {"degraded", m.degraded()},
+      {"degraded_reason", m.degraded_reason()},
+      {"warnings", out.warnings},
+      {"images", images},
+      {"timings_ms",
+       {{"tokenize", tm.tokenize_ms},
+        {"encode", tm.encode_ms},
+        {"latents", tm.latents_ms},
+        {"unet_total", tm.UnetTotal()},
+        {"unet_per_step", tm.unet_ms},
+        {"scheduler_total", tm.SchedulerTotal()},
+        {"scheduler_per_step", tm.scheduler_ms},
+        {"decode", tm.decode_ms},
+        {"png", tm.png_ms},
+        {"total", tm.total_ms}}},
+  };
+  // A prompt file may hold invalid UTF-8: replace it rather than abort the dump.
+  std::printf("%s\n", j.dump(2, ' ', false, Json::error_handler_t::replace).c_str());
+}
+
+void PrintText(const sd::SdModel& m, const sd::GenerateOutput& out, const Json& images) {
+  const auto& tm = out.timings;
+  const int batch = static_cast<int>(out.images.size());
   const int calls = static_cast<int>(tm.unet_ms.size());
-  if (g.json) {
-    Json j = {
-        {"ok", true},
-        {"model", f.model},
-        {"variant", std::string(sd::SdVariantName(m.variant))},
-        {"export", std::string(sd::ExportStyleName(m.style))},
-        {"pipeline_class", m.pipeline_class},
-        {"precision", m.fp16 ? "fp16" : "fp32"},
-        {"prediction_type",
-         std::string(sd::PredictionTypeName(m.scheduler_config.prediction_type))},
-        {"vae_scaling_factor", m.vae.scaling_factor},
-        {"scheduler", out.scheduler},
-        {"steps", req.steps},
-        {"unet_calls", calls},
-        {"guidance", out.guidance},
-        {"width", out.width},
-        {"height", out.height},
-        {"batch", batch},
-        {"rng", f.rng},
-        {"policy", g.policy},
-        {"degraded", m.degraded()},
-        {"degraded_reason", m.degraded_reason()},
-        {"images", images},
-        {"timings_ms",
-         {{"tokenize", tm.tokenize_ms},
-          {"encode", tm.encode_ms},
-          {"latents", tm.latents_ms},
-          {"unet_total", tm.UnetTotal()},
-          {"unet_per_step", tm.unet_ms},
-          {"scheduler_total", tm.SchedulerTotal()},
-          {"scheduler_per_step", tm.scheduler_ms},
-          {"decode", tm.decode_ms},
-          {"png", tm.png_ms},
-          {"total", tm.total_ms}}},
-    };
-    std::printf("%s\n", j.dump(2).c_str());
-    return common::kExitOk;
-  }
   std::printf(
       "generated %d image%s %dx%d: %s pipeline (%s export, %s), scheduler %s, %d UNet "
       "calls, guidance %.2f%s\n",
@@ -241,6 +233,74 @@ int RunGenerate(const GlobalOptions& g, const GenerateFlags& f) {
       "decode %.1f  png %.1f  total %.1f\n",
       tm.tokenize_ms, tm.encode_ms, tm.UnetTotal(), calls ? tm.UnetTotal() / calls : 0.0,
       calls ? tm.SchedulerTotal() / calls : 0.0, tm.decode_ms, tm.png_ms, tm.total_ms);
+}
+
+// sd::PipelineHash(dir) on its own thread, or deferred to get() when no thread can be started.
+std::future<common::Result<std::string>> StartPipelineHash(const std::string& dir) {
+  auto job = [dir] { return sd::PipelineHash(dir); };
+  try {
+    return std::async(std::launch::async, job);
+  } catch (const std::system_error&) {
+    return std::async(std::launch::deferred, job);
+  }
+}
+
+int RunGenerate(const GlobalOptions& g, const GenerateFlags& f) {
+  auto built = BuildRequest(f);
+  if (!built.ok()) return Fail(g, built.status());
+  sd::GenerateRequest& req = *built;
+  auto policy = runtime::LoadRuntimePolicy(g.policy);
+  if (!policy.ok()) return Fail(g, policy.status().WithPrefix("--policy"));
+  // The startup chain: snapshot -> admit (production refuses drift, exit 4) -> factory.
+  runtime::StartupReport startup;
+  auto chain = runtime::StartupChain::Start(*policy, g.Loader(), {}, &startup);
+  if (!chain.ok()) return Fail(g, chain.status());
+  auto model = sd::LoadSdModel(f.model, chain->factory());
+  if (!model.ok()) return Fail(g, model.status());
+  const sd::SdModel& m = **model;
+  if (m.degraded()) Warn("DEGRADED: " + m.degraded_reason());
+
+  // The model hash reads every UNet file (about 0.5 s per GB): on a thread while the pipeline runs
+  // (the GPU does the work then), after loading so a refused node does not pay for it. The PNGs
+  // are encoded once it is known.
+  std::future<common::Result<std::string>> hash = StartPipelineHash(f.model);
+  req.encode_png = false;
+
+  sd::Pipeline pipeline(m);
+  // No bar under --log-format json: every stderr line must then be a JSON object.
+  ProgressBar bar(!g.json && !f.no_progress && g.log_format != "json" &&
+                  isatty(STDERR_FILENO) == 1);
+  g_interrupted.store(false);
+  auto previous = std::signal(SIGINT, OnSigint);
+  auto result = pipeline.Generate(
+      req, [&bar](const sd::StepProgress& p) { return bar.Update(p); }, &g_interrupted);
+  std::signal(SIGINT, previous);
+  if (!result.ok()) return Fail(g, result.status());
+  sd::GenerateOutput& out = *result;
+  if (out.cancelled) {
+    return Fail(g, Status::Unavailable("interrupted after " + std::to_string(out.steps_done) +
+                                       " steps; no image written"));
+  }
+  for (const std::string& w : out.warnings) Warn(w);
+  auto model_hash = hash.get();
+  if (!model_hash.ok()) return Fail(g, model_hash.status());
+  req.model_hash = *model_hash;
+  req.encode_png = true;
+  if (Status s = sd::DescribeAndEncode(req, &out); !s.ok()) return Fail(g, s);
+
+  // The write time is added to the PNG stage.
+  const auto w0 = std::chrono::steady_clock::now();
+  auto images = WriteImages(f.output, out);
+  if (!images.ok()) return Fail(g, images.status());
+  const double write_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - w0).count();
+  out.timings.png_ms += write_ms;
+  out.timings.total_ms += write_ms;
+  if (g.json) {
+    PrintJson(g, f, m, req, out, *images);
+  } else {
+    PrintText(m, out, *images);
+  }
   return common::kExitOk;
 }
 
@@ -263,7 +323,8 @@ void RegisterSdPipelineCommands(CLI::App& app, GlobalOptions& g, CommandRegistry
   cmd->add_option("--guidance", f->guidance,
                   "Classifier-free guidance scale (default 7.5, SDXL 5.0; <= 1 disables it)");
   cmd->add_option("--size", f->size,
-                  "WIDTHxHEIGHT, multiples of 8 in 256..1024 (default: the variant's size)");
+                  "WIDTHxHEIGHT, each a multiple of 8 in 256..2048, e.g. 1216x832 (default: the "
+                  "variant's size)");
   cmd->add_option("--batch", f->batch, "Images per prompt (1..8), image k uses seed+k")
       ->capture_default_str();
   cmd->add_option("--seed", f->seed, "Seed of the first image")->capture_default_str();

@@ -19,6 +19,7 @@
 #include <immintrin.h>
 #endif
 
+#include "sd/infotext.h"
 #include "sd/scheduler.h"
 
 namespace tg::sd {
@@ -211,6 +212,19 @@ Status ValidateRequestBasics(const GenerateRequest& req) {
   return Status::Ok();
 }
 
+Status CheckSide(std::string_view name, int v) {
+  const std::string rule = "a multiple of 8 in " + Range(kMinSide, kMaxSide) + " is required";
+  if (v < kMinSide || v > kMaxSide) {
+    return Status::InvalidArg(std::string(name) + " " + std::to_string(v) +
+                              " is out of range: " + rule);
+  }
+  if (v % 8 != 0) {
+    return Status::InvalidArg(std::string(name) + " " + std::to_string(v) +
+                              " is not a multiple of 8 (latents are size/8): " + rule);
+  }
+  return Status::Ok();
+}
+
 Status ValidateRequest(const SdModel& model, GenerateRequest* r) {
   TG_RETURN_IF_ERROR(ValidateFields(model, r));
   auto sched = CreateScheduler(r->scheduler, model.scheduler_config);
@@ -237,13 +251,8 @@ Status ValidateFields(const SdModel& model, GenerateRequest* r) {
   }
   if (r->width == 0) r->width = model.default_size;
   if (r->height == 0) r->height = model.default_size;
-  for (auto [name, v] : {std::pair<const char*, int>{"width", r->width}, {"height", r->height}}) {
-    if (v < kMinSide || v > kMaxSide || v % 8 != 0) {
-      return Status::InvalidArg(std::string(name) + " " + std::to_string(v) +
-                                " is not allowed: a multiple of 8 in " + Range(kMinSide, kMaxSide) +
-                                " is required");
-    }
-  }
+  TG_RETURN_IF_ERROR(CheckSide("width", r->width));
+  TG_RETURN_IF_ERROR(CheckSide("height", r->height));
   std::vector<std::int64_t> ss = model.unet.sample_shape;
   ss.resize(4, -1);  // no model yet (ValidateRequestBasics): nothing is fixed
   if ((ss[2] > 0 && ss[2] != r->height / 8) || (ss[3] > 0 && ss[3] != r->width / 8)) {
@@ -587,6 +596,243 @@ Status StepWorkspace::Finish(Scheduler& sched, int step, const Tensor& unet_out,
   return Status::Ok();
 }
 
+namespace {
+
+// The shape of one request's work, derived once from the validated request.
+struct RunPlan {
+  bool cfg = false;  // classifier-free guidance: [uncond; cond] in one UNet batch
+  int batch = 1;
+  std::int64_t unet_batch = 1;
+  int lh = 0, lw = 0;  // latent height and width (size / 8)
+  std::size_t per_image = 0;
+  std::size_t n = 0;  // latent floats of the whole batch
+};
+
+RunPlan MakePlan(const GenerateRequest& req) {
+  RunPlan p;
+  p.cfg = *req.guidance > 1.0;
+  p.batch = req.batch;
+  p.unet_batch = (p.cfg ? 2 : 1) * req.batch;
+  p.lh = req.height / 8;
+  p.lw = req.width / 8;
+  p.per_image = static_cast<std::size_t>(4) * p.lh * p.lw;
+  p.n = p.per_image * static_cast<std::size_t>(req.batch);
+  return p;
+}
+
+// Token ids of the prompt and negative prompt for each tokenizer (the second only for SDXL).
+struct PromptIds {
+  std::vector<std::int64_t> pos1, pos2, neg1, neg2;
+  bool zero_negative = false;  // SDXL force_zeros_for_empty_prompt with no negative prompt
+};
+
+// CLIP reads 77 ids; a longer text is cut, and the user is told how much of it was not read.
+void WarnIfTruncated(const ClipTokenizer& tok, const char* what, const std::string& text,
+                     std::vector<std::string>* warnings) {
+  const std::size_t dropped = tok.DroppedTokens(text, kSeqLen);
+  if (dropped == 0) return;
+  warnings->push_back(
+      std::string(what) + " is longer than the text encoder's " + std::to_string(kSeqLen) +
+      " tokens: the last " + (dropped >= ClipTokenizer::kDroppedTokensCap ? "(at least) " : "") +
+      std::to_string(dropped) + " token" + (dropped == 1 ? "" : "s") + " were dropped");
+}
+
+Result<PromptIds> TokenizePrompts(const SdModel& m, const GenerateRequest& req, bool cfg,
+                                  std::vector<std::string>* warnings) {
+  PromptIds ids;
+  const bool sdxl = m.text_encoder_2.has_value();
+  ids.zero_negative = sdxl && m.force_zeros_for_empty_prompt && req.negative_prompt.empty();
+  TG_ASSIGN_OR_RETURN(ids.pos1, m.tokenizer->Encode(req.prompt, kSeqLen));
+  WarnIfTruncated(*m.tokenizer, "prompt", req.prompt, warnings);
+  if (sdxl) {
+    TG_ASSIGN_OR_RETURN(ids.pos2, m.tokenizer_2->Encode(req.prompt, kSeqLen));
+  }
+  if (cfg && !ids.zero_negative) {
+    TG_ASSIGN_OR_RETURN(ids.neg1, m.tokenizer->Encode(req.negative_prompt, kSeqLen));
+    WarnIfTruncated(*m.tokenizer, "negative prompt", req.negative_prompt, warnings);
+    if (sdxl) {
+      TG_ASSIGN_OR_RETURN(ids.neg2, m.tokenizer_2->Encode(req.negative_prompt, kSeqLen));
+    }
+  }
+  return ids;
+}
+
+// The constant conditioning inputs of the UNet, tiled [uncond x B; cond x B]: context, and for
+// SDXL text_embeds and time_ids.
+Result<std::vector<NamedTensor>> ConditioningInputs(const SdModel& m, const GenerateRequest& req,
+                                                    const RunPlan& p, const Conditioning& cond,
+                                                    const Conditioning& uncond) {
+  const auto& U = m.unet;
+  const std::int64_t UB = p.unet_batch;
+  const auto C = static_cast<std::int64_t>(cond.context.size() / kSeqLen);
+  if (U.context_size > 0 && C != U.context_size) {
+    return Status::InvalidArg("mismatched shapes: the text encoders produced width " +
+                              std::to_string(C) + " but unet/model.onnx encoder_hidden_states " +
+                              "expects " + std::to_string(U.context_size));
+  }
+  const auto tiled = [&](const std::vector<float>& u, const std::vector<float>& c) {
+    std::vector<float> v;
+    v.reserve(static_cast<std::size_t>(UB) * c.size());
+    for (std::int64_t b = 0; b < UB; ++b) {
+      const auto& src = (p.cfg && b < p.batch) ? u : c;
+      v.insert(v.end(), src.begin(), src.end());
+    }
+    return v;
+  };
+  std::vector<NamedTensor> in(1);
+  const std::vector<float> ctx = tiled(uncond.context, cond.context);
+  in[0].name = U.context_name;
+  FillFloatTensor(ctx.data(), ctx.size(), U.context_dtype, {UB, kSeqLen, C}, &in[0].tensor);
+  if (U.text_embeds_name.empty()) return in;
+  const auto P = static_cast<std::int64_t>(cond.text_embeds.size());
+  if (U.text_embeds_size > 0 && P != U.text_embeds_size) {
+    return Status::InvalidArg("mismatched shapes: text_encoder_2 text_embeds width " +
+                              std::to_string(P) + " but unet/model.onnx text_embeds expects " +
+                              std::to_string(U.text_embeds_size));
+  }
+  const std::vector<float> te = tiled(uncond.text_embeds, cond.text_embeds);
+  // time_ids = original_size + crop top-left + target_size (diffusers' SDXL defaults).
+  const auto h = static_cast<float>(req.height), w = static_cast<float>(req.width);
+  std::vector<float> ids;
+  for (std::int64_t b = 0; b < UB; ++b) ids.insert(ids.end(), {h, w, 0.0f, 0.0f, h, w});
+  in.resize(3);
+  in[1].name = U.text_embeds_name;
+  FillFloatTensor(te.data(), te.size(), U.text_embeds_dtype, {UB, P}, &in[1].tensor);
+  in[2].name = U.time_ids_name;
+  FillFloatTensor(ids.data(), ids.size(), U.time_ids_dtype, {UB, 6}, &in[2].tensor);
+  return in;
+}
+
+// Text encoder runs, once per distinct text; SDXL's empty negative is zeros when configured so.
+Result<std::vector<NamedTensor>> EncodeText(const SdModel& m, const GenerateRequest& req,
+                                            const RunPlan& p, const PromptIds& ids) {
+  TG_ASSIGN_OR_RETURN(Conditioning cond, EncodePrompt(m, ids.pos1, ids.pos2));
+  Conditioning uncond;
+  if (p.cfg) {
+    if (ids.zero_negative) {
+      uncond.context.assign(cond.context.size(), 0.0f);
+      uncond.text_embeds.assign(cond.text_embeds.size(), 0.0f);
+    } else {
+      TG_ASSIGN_OR_RETURN(uncond, EncodePrompt(m, ids.neg1, ids.neg2));
+    }
+  }
+  return ConditioningInputs(m, req, p, cond, uncond);
+}
+
+// One generator per image (kept for ancestral noise) and the initial latents they draw.
+Result<std::vector<Rng>> InitialLatents(const GenerateRequest& req, const RunPlan& p,
+                                        double init_noise_sigma, std::vector<float>* latents) {
+  std::vector<Rng> rngs;
+  latents->assign(p.n, 0.0f);
+  const auto sigma = static_cast<float>(init_noise_sigma);
+  for (int k = 0; k < p.batch; ++k) {
+    TG_ASSIGN_OR_RETURN(Rng rng, MakeRng(req.rng, req.seeds[k]));
+    float* dst = latents->data() + p.per_image * k;
+    rng.FillGaussian(dst, p.per_image);
+    for (std::size_t i = 0; i < p.per_image; ++i) dst[i] *= sigma;
+    rngs.push_back(std::move(rng));
+  }
+  return rngs;
+}
+
+// The denoising loop; sets out->cancelled when the flag or the callback stops it.
+Status Denoise(const SdModel& m, Scheduler& sched, const RunPlan& p, float guidance,
+               std::vector<NamedTensor> conditioning, std::vector<Rng>& rngs,
+               std::vector<float>* latents, const ProgressCallback& progress,
+               const std::atomic<bool>* cancel, GenerateOutput* out) {
+  const auto& U = m.unet;
+  StageTimings& tm = out->timings;
+  const int total = sched.num_steps();
+  // Ancestral noise is drawn on the workspace's worker while the UNet runs only when the UNet runs
+  // on a GPU: on the CPU (dev profile) ONNX Runtime's intra-op threads already occupy the cores,
+  // and a competing worker made the full euler_a step slower, not faster (docs/PERFORMANCE.md).
+  StepWorkspace ws(U, p.batch, p.cfg, guidance, p.lh, p.lw, std::span<Rng>(rngs),
+                   /*prefetch_noise=*/!m.degraded());
+  for (auto& t : conditioning) ws.inputs().push_back(std::move(t));
+  std::vector<Tensor> unet_out;
+  const std::vector<std::string> out_names{U.output_name};
+  tm.unet_ms.reserve(total);
+  tm.scheduler_ms.reserve(total);
+  // Scheduler buffers are allocated and touched here, outside the timed steps.
+  sched.Reserve(latents->size());
+  for (int i = 0; i < total; ++i) {
+    if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) {
+      out->cancelled = true;
+      return Status::Ok();
+    }
+    const auto h0 = Clock::now();
+    ws.Prepare(sched, i, *latents);
+    const auto h1 = Clock::now();
+    unet_out.clear();
+    TG_RETURN_IF_ERROR(U.session.Run(ws.inputs(), out_names, &unet_out));
+    const auto h2 = Clock::now();
+    TG_RETURN_IF_ERROR(ws.Finish(sched, i, unet_out[0], latents));
+    const auto h3 = Clock::now();
+    tm.unet_ms.push_back(Ms(h1, h2));
+    tm.scheduler_ms.push_back(Ms(h0, h1) + Ms(h2, h3));
+    out->steps_done = i + 1;
+    if (progress &&
+        !progress(StepProgress{i + 1, total, tm.unet_ms.back(), tm.scheduler_ms.back()})) {
+      out->cancelled = true;
+      return Status::Ok();
+    }
+  }
+  return Status::Ok();
+}
+
+// VAE decode one image at a time (the legacy pipeline does the same: fp16 VAEs misbehave
+// batched), then the pixel conversion.
+Status DecodeLatents(const SdModel& m, const GenerateRequest& req, const RunPlan& p,
+                     const std::vector<float>& latents, GenerateOutput* out) {
+  const auto& V = m.vae;
+  const auto inv_scale = static_cast<float>(1.0 / V.scaling_factor);
+  std::vector<float> z(p.per_image), rgb(static_cast<std::size_t>(3) * req.width * req.height);
+  const std::vector<std::int64_t> vae_out_shape{1, 3, req.height, req.width};
+  for (int k = 0; k < p.batch; ++k) {
+    const float* src = latents.data() + p.per_image * k;
+    for (std::size_t j = 0; j < p.per_image; ++j) z[j] = src[j] * inv_scale;
+    std::vector<NamedTensor> in(1);
+    in[0].name = V.latent_name;
+    FillFloatTensor(z.data(), z.size(), V.latent_dtype, {1, 4, p.lh, p.lw}, &in[0].tensor);
+    std::vector<Tensor> dec;
+    TG_RETURN_IF_ERROR(V.session.Run(in, {V.output_name}, &dec));
+    TG_RETURN_IF_ERROR(ExpectShape(dec[0], vae_out_shape, "vae_decoder/model.onnx", V.output_name));
+    ReadFloats(dec[0], rgb.data());
+    GeneratedImage g;
+    g.seed = req.seeds[k];
+    g.image = DecodedToRgb(rgb.data(), req.width, req.height);
+    out->images.push_back(std::move(g));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status DescribeAndEncode(const GenerateRequest& req, GenerateOutput* out) {
+  const auto t0 = Clock::now();
+  GenerationParameters gp;
+  gp.prompt = req.prompt;
+  gp.negative_prompt = req.negative_prompt;
+  gp.steps = req.steps;
+  gp.sampler = std::string(A1111SamplerName(out->scheduler));
+  gp.cfg_scale = out->guidance;
+  gp.width = out->width;
+  gp.height = out->height;
+  gp.model_hash = req.model_hash;
+  gp.version = TruegreenVersion();
+  for (auto& g : out->images) {
+    gp.seed = g.seed;
+    g.parameters = FormatInfotext(gp);
+    if (req.encode_png) {
+      TG_ASSIGN_OR_RETURN(g.png, EncodePng(g.image, {{"parameters", g.parameters}}));
+    }
+  }
+  const double ms = Ms(t0, Clock::now());
+  out->timings.png_ms += ms;
+  out->timings.total_ms += ms;
+  return Status::Ok();
+}
+
 Result<GenerateOutput> Pipeline::Generate(GenerateRequest req, const ProgressCallback& progress,
                                           const std::atomic<bool>* cancel) const {
   const SdModel& m = model_;
@@ -595,183 +841,39 @@ Result<GenerateOutput> Pipeline::Generate(GenerateRequest req, const ProgressCal
   TG_ASSIGN_OR_RETURN(std::unique_ptr<Scheduler> sched,
                       CreateScheduler(req.scheduler, m.scheduler_config));
   TG_RETURN_IF_ERROR(sched->SetTimesteps(req.steps));
-
   GenerateOutput out;
   out.scheduler = std::string(sched->name());
   out.guidance = *req.guidance;
   out.width = req.width;
   out.height = req.height;
   StageTimings& tm = out.timings;
-  const bool cfg = *req.guidance > 1.0;
-  const int B = req.batch;
-  const std::int64_t UB = (cfg ? 2 : 1) * B;
-  const int lh = req.height / 8, lw = req.width / 8;
-  const std::size_t per_image = static_cast<std::size_t>(4) * lh * lw;
-  const std::size_t n = per_image * B;
+  const RunPlan plan = MakePlan(req);
 
-  // Tokenize.
   auto t0 = Clock::now();
-  const bool sdxl = m.text_encoder_2.has_value();
-  const bool zero_negative = sdxl && m.force_zeros_for_empty_prompt && req.negative_prompt.empty();
-  std::vector<std::int64_t> pos1, pos2, neg1, neg2;
-  TG_ASSIGN_OR_RETURN(pos1, m.tokenizer->Encode(req.prompt, kSeqLen));
-  if (sdxl) {
-    TG_ASSIGN_OR_RETURN(pos2, m.tokenizer_2->Encode(req.prompt, kSeqLen));
-  }
-  if (cfg && !zero_negative) {
-    TG_ASSIGN_OR_RETURN(neg1, m.tokenizer->Encode(req.negative_prompt, kSeqLen));
-    if (sdxl) {
-      TG_ASSIGN_OR_RETURN(neg2, m.tokenizer_2->Encode(req.negative_prompt, kSeqLen));
-    }
-  }
+  TG_ASSIGN_OR_RETURN(PromptIds ids, TokenizePrompts(m, req, plan.cfg, &out.warnings));
   auto t1 = Clock::now();
-  tm.tokenize_ms = Ms(t0, t1);
-
-  // Encode: once per distinct text, then tiled [uncond × B; cond × B].
-  TG_ASSIGN_OR_RETURN(Conditioning cond, EncodePrompt(m, pos1, pos2));
-  Conditioning uncond;
-  if (cfg) {
-    if (zero_negative) {
-      uncond.context.assign(cond.context.size(), 0.0f);
-      uncond.text_embeds.assign(cond.text_embeds.size(), 0.0f);
-    } else {
-      TG_ASSIGN_OR_RETURN(uncond, EncodePrompt(m, neg1, neg2));
-    }
-  }
-  const auto C = static_cast<std::int64_t>(cond.context.size() / kSeqLen);
-  if (m.unet.context_size > 0 && C != m.unet.context_size) {
-    return Status::InvalidArg("mismatched shapes: the text encoders produced width " +
-                              std::to_string(C) + " but unet/model.onnx encoder_hidden_states " +
-                              "expects " + std::to_string(m.unet.context_size));
-  }
-  const auto& U = m.unet;
-  std::vector<NamedTensor> unet_in;  // the conditioning inputs (constant over the steps)
-  {
-    std::vector<float> ctx;
-    ctx.reserve(static_cast<std::size_t>(UB) * cond.context.size());
-    for (std::int64_t b = 0; b < UB; ++b) {
-      const auto& src = (cfg && b < B) ? uncond.context : cond.context;
-      ctx.insert(ctx.end(), src.begin(), src.end());
-    }
-    Tensor t;
-    FillFloatTensor(ctx.data(), ctx.size(), U.context_dtype, {UB, kSeqLen, C}, &t);
-    unet_in.push_back({U.context_name, std::move(t)});
-  }
-  if (!U.text_embeds_name.empty()) {
-    const auto P = static_cast<std::int64_t>(cond.text_embeds.size());
-    if (U.text_embeds_size > 0 && P != U.text_embeds_size) {
-      return Status::InvalidArg("mismatched shapes: text_encoder_2 text_embeds width " +
-                                std::to_string(P) + " but unet/model.onnx text_embeds expects " +
-                                std::to_string(U.text_embeds_size));
-    }
-    std::vector<float> te, ids;
-    for (std::int64_t b = 0; b < UB; ++b) {
-      const auto& src = (cfg && b < B) ? uncond.text_embeds : cond.text_embeds;
-      te.insert(te.end(), src.begin(), src.end());
-      // time_ids = original_size + crop top-left + target_size (diffusers' SDXL defaults).
-      const auto h = static_cast<float>(req.height), w = static_cast<float>(req.width);
-      ids.insert(ids.end(), {h, w, 0.0f, 0.0f, h, w});
-    }
-    Tensor t1t, t2t;
-    FillFloatTensor(te.data(), te.size(), U.text_embeds_dtype, {UB, P}, &t1t);
-    FillFloatTensor(ids.data(), ids.size(), U.time_ids_dtype, {UB, 6}, &t2t);
-    unet_in.push_back({U.text_embeds_name, std::move(t1t)});
-    unet_in.push_back({U.time_ids_name, std::move(t2t)});
-  }
+  TG_ASSIGN_OR_RETURN(std::vector<NamedTensor> conditioning, EncodeText(m, req, plan, ids));
   auto t2 = Clock::now();
-  tm.encode_ms = Ms(t1, t2);
-
-  // Initial latents: one generator per image, kept for ancestral noise.
-  std::vector<Rng> rngs;
-  std::vector<float> latents(n);
-  const auto init_sigma = static_cast<float>(sched->init_noise_sigma());
-  for (int k = 0; k < B; ++k) {
-    TG_ASSIGN_OR_RETURN(Rng rng, MakeRng(req.rng, req.seeds[k]));
-    float* dst = latents.data() + per_image * k;
-    rng.FillGaussian(dst, per_image);
-    for (std::size_t i = 0; i < per_image; ++i) dst[i] *= init_sigma;
-    rngs.push_back(std::move(rng));
-  }
+  std::vector<float> latents;
+  TG_ASSIGN_OR_RETURN(std::vector<Rng> rngs,
+                      InitialLatents(req, plan, sched->init_noise_sigma(), &latents));
   auto t3 = Clock::now();
+  tm.tokenize_ms = Ms(t0, t1);
+  tm.encode_ms = Ms(t1, t2);
   tm.latents_ms = Ms(t2, t3);
 
-  // Denoising loop.
-  const int total = sched->num_steps();
-  // Ancestral noise is drawn on the workspace's worker while the UNet runs only when the UNet runs
-  // on a GPU: on the CPU (dev profile) ONNX Runtime's intra-op threads already occupy the cores,
-  // and a competing worker made the full euler_a step slower, not faster (docs/PERFORMANCE.md).
-  StepWorkspace ws(U, B, cfg, static_cast<float>(*req.guidance), lh, lw, std::span<Rng>(rngs),
-                   /*prefetch_noise=*/!m.degraded());
-  for (auto& t : unet_in) {
-    if (t.name != U.sample_name && t.name != U.timestep_name) ws.inputs().push_back(std::move(t));
-  }
-  unet_in.clear();
-  std::vector<Tensor> unet_out;
-  const std::vector<std::string> out_names{U.output_name};
-  tm.unet_ms.reserve(total);
-  tm.scheduler_ms.reserve(total);
-  // Scheduler buffers are allocated and touched here, outside the timed steps.
-  sched->Reserve(latents.size());
-  for (int i = 0; i < total; ++i) {
-    if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) {
-      out.cancelled = true;
-      break;
-    }
-    const auto h0 = Clock::now();
-    ws.Prepare(*sched, i, latents);
-    const auto h1 = Clock::now();
-    unet_out.clear();
-    TG_RETURN_IF_ERROR(U.session.Run(ws.inputs(), out_names, &unet_out));
-    const auto h2 = Clock::now();
-    TG_RETURN_IF_ERROR(ws.Finish(*sched, i, unet_out[0], &latents));
-    const auto h3 = Clock::now();
-    tm.unet_ms.push_back(Ms(h1, h2));
-    tm.scheduler_ms.push_back(Ms(h0, h1) + Ms(h2, h3));
-    out.steps_done = i + 1;
-    if (progress) {
-      StepProgress p{i + 1, total, tm.unet_ms.back(), tm.scheduler_ms.back()};
-      if (!progress(p)) {
-        out.cancelled = true;
-        break;
-      }
-    }
-  }
+  TG_RETURN_IF_ERROR(Denoise(m, *sched, plan, static_cast<float>(*req.guidance),
+                             std::move(conditioning), rngs, &latents, progress, cancel, &out));
   if (out.cancelled) {
     tm.total_ms = Ms(t_start, Clock::now());
     return out;
   }
-
-  // Decode one image at a time (the legacy pipeline does the same: fp16 VAEs misbehave batched).
   auto t4 = Clock::now();
-  const auto& V = m.vae;
-  const auto inv_scale = static_cast<float>(1.0 / V.scaling_factor);
-  std::vector<float> z(per_image), rgb(static_cast<std::size_t>(3) * req.width * req.height);
-  const std::vector<std::int64_t> vae_out_shape{1, 3, req.height, req.width};
-  for (int k = 0; k < B; ++k) {
-    const float* src = latents.data() + per_image * k;
-    for (std::size_t j = 0; j < per_image; ++j) z[j] = src[j] * inv_scale;
-    std::vector<NamedTensor> in(1);
-    in[0].name = V.latent_name;
-    FillFloatTensor(z.data(), z.size(), V.latent_dtype, {1, 4, lh, lw}, &in[0].tensor);
-    std::vector<Tensor> dec;
-    TG_RETURN_IF_ERROR(V.session.Run(in, {V.output_name}, &dec));
-    TG_RETURN_IF_ERROR(ExpectShape(dec[0], vae_out_shape, "vae_decoder/model.onnx", V.output_name));
-    ReadFloats(dec[0], rgb.data());
-    GeneratedImage g;
-    g.seed = req.seeds[k];
-    g.image = DecodedToRgb(rgb.data(), req.width, req.height);
-    out.images.push_back(std::move(g));
-  }
+  TG_RETURN_IF_ERROR(DecodeLatents(m, req, plan, latents, &out));
   auto t5 = Clock::now();
   tm.decode_ms = Ms(t4, t5);
-  if (req.encode_png) {
-    for (auto& g : out.images) {
-      TG_ASSIGN_OR_RETURN(g.png, EncodePng(g.image));
-    }
-  }
-  auto t6 = Clock::now();
-  tm.png_ms = Ms(t5, t6);
-  tm.total_ms = Ms(t_start, t6);
+  tm.total_ms = Ms(t_start, t5);
+  TG_RETURN_IF_ERROR(DescribeAndEncode(req, &out));  // adds its own time
   return out;
 }
 

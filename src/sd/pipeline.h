@@ -7,7 +7,9 @@
 // scheduler step: latents duplicated [uncond; cond] in one UNet batch (scaled by the scheduler),
 // timestep fed with the UNet's own dtype/rank, guidance noise = u + g·(c − u), scheduler Step →
 // VAE decode one image at a time of latents / scaling_factor → clip(x/2+0.5, 0, 1)·255 rounded
-// half-to-even (numpy's round) → PNG.
+// half-to-even (numpy's round) → PNG with the A1111 infotext as its `parameters` chunk
+// (sd/infotext.h). Prompts longer than CLIP's 77 tokens are truncated, with a warning in
+// GenerateOutput::warnings saying how many tokens were dropped.
 //
 // Reproducibility: with RngMode::kNumpy and batch 1, the initial latents equal diffusers' ONNX
 // pipeline's `np.random.RandomState(seed).randn(1,4,h,w)`; image k of a batch uses seed + k (or
@@ -31,6 +33,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
@@ -43,7 +46,7 @@ namespace tg::sd {
 
 // Limits applied by ValidateRequest.
 inline constexpr int kMinSide = 256;
-inline constexpr int kMaxSide = 1024;
+inline constexpr int kMaxSide = 2048;
 inline constexpr int kMaxSteps = 1000;
 inline constexpr int kMaxBatch = 8;
 inline constexpr std::size_t kMaxPromptBytes = 256 * 1024;  // CLIP reads 75 tokens anyway
@@ -61,6 +64,7 @@ struct GenerateRequest {
   std::vector<std::uint64_t> seeds;  // optional explicit per-image seeds (size == batch)
   RngMode rng = RngMode::kNumpy;
   bool encode_png = true;  // also fill GeneratedImage::png
+  std::string model_hash;  // "Model hash" of the infotext (PipelineHash); "" leaves it out
 };
 
 struct StepProgress {
@@ -88,7 +92,8 @@ struct StageTimings {
 struct GeneratedImage {
   std::uint64_t seed = 0;
   RgbImage image;
-  std::string png;  // encoded PNG when request.encode_png
+  std::string parameters;  // A1111 infotext (sd/infotext.h), also the PNG's `parameters` chunk
+  std::string png;         // encoded PNG when request.encode_png
 };
 
 struct GenerateOutput {
@@ -100,7 +105,12 @@ struct GenerateOutput {
   int height = 0;
   std::vector<GeneratedImage> images;
   StageTimings timings;
+  std::vector<std::string> warnings;  // e.g. a prompt truncated to 77 tokens (how many dropped)
 };
+
+// Checks one side of the image size: a multiple of 8 in kMinSide..kMaxSide (any aspect ratio,
+// e.g. SDXL's 1216x832 buckets). INVALID_ARG naming `name`, the value and the rule it breaks.
+[[nodiscard]] common::Status CheckSide(std::string_view name, int value);
 
 // Fills defaults from `model` and checks every field; INVALID_ARG naming the field, the value and
 // the accepted range.
@@ -108,6 +118,13 @@ struct GenerateOutput {
 // The checks that need no model (sizes, steps, batch, guidance, prompt length, seeds), so a
 // command can reject bad input before it loads anything. Unset width/height/guidance pass.
 [[nodiscard]] common::Status ValidateRequestBasics(const GenerateRequest& request);
+
+// Fills each image's `parameters` (A1111 infotext from `request` and `out`) and, when
+// request.encode_png, its PNG carrying that text as the `parameters` chunk; adds the time to
+// out->timings.png_ms and total_ms. Generate ends with it; a caller that learns the model hash
+// only after generating (the CLI hashes the UNet files while the pipeline runs) generates with
+// encode_png = false and calls it again with model_hash set. INTERNAL if the encoder fails.
+[[nodiscard]] common::Status DescribeAndEncode(const GenerateRequest& request, GenerateOutput* out);
 
 // The initial latents of one image: Rng(mode, seed).randn(4*h*w) in C order (unscaled).
 [[nodiscard]] common::Result<std::vector<float>> InitialNoise(RngMode mode, std::uint64_t seed,

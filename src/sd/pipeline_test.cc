@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 
+#include "sd/infotext.h"
 #include "sd/model_loader.h"
 #include "tests/support/test_util.h"
 
@@ -345,8 +346,12 @@ TEST(SdBadInputTest, RequestFieldsOutOfRange) {
     return out.ok() ? common::Status::Ok() : out.status();
   };
   ExpectError(with([](auto& r) { r.width = 500; }), StatusCode::kInvalidArg, "width 500");
-  ExpectError(with([](auto& r) { r.height = 1032; }), StatusCode::kInvalidArg, "height 1032");
-  ExpectError(with([](auto& r) { r.width = 248; }), StatusCode::kInvalidArg, "256..1024");
+  ExpectError(with([](auto& r) { r.height = 2056; }), StatusCode::kInvalidArg,
+              "height 2056 is out of range: a multiple of 8 in 256..2048 is required");
+  ExpectError(with([](auto& r) { r.width = 248; }), StatusCode::kInvalidArg,
+              "width 248 is out of range");
+  ExpectError(with([](auto& r) { r.width = 1001; }), StatusCode::kInvalidArg,
+              "width 1001 is not a multiple of 8");
   ExpectError(with([](auto& r) { r.steps = 0; }), StatusCode::kInvalidArg, "steps 0");
   ExpectError(with([](auto& r) { r.steps = 10000; }), StatusCode::kInvalidArg, "steps 10000");
   ExpectError(with([](auto& r) { r.batch = 9; }), StatusCode::kInvalidArg, "batch 9");
@@ -358,6 +363,57 @@ TEST(SdBadInputTest, RequestFieldsOutOfRange) {
               "warp_drive");
   ExpectError(with([](auto& r) { r.seed = 1ull << 33; }), StatusCode::kInvalidArg, "seed");
   ExpectError(with([](auto& r) { r.seeds = {1, 2}; }), StatusCode::kInvalidArg, "2 seeds");
+}
+
+TEST(SdBadInputTest, AnyMultipleOf8From256To2048IsAccepted) {
+  for (auto [w, h] :
+       {std::pair{1216, 832}, {832, 1216}, {2048, 2048}, {256, 256}, {1024, 1032}, {264, 2040}}) {
+    GenerateRequest r = SmallRequest();
+    r.width = w;
+    r.height = h;
+    EXPECT_TRUE(ValidateRequestBasics(r).ok()) << w << "x" << h;
+    EXPECT_TRUE(CheckSide("width", w).ok());
+  }
+  for (int bad : {0, 8, 248, 2056, 4096, 1020, -8}) {
+    EXPECT_FALSE(CheckSide("width", bad).ok()) << bad;
+  }
+}
+
+TEST(SdPipelineTest, ImagesCarryTheirInfotextAndLongPromptsWarn) {
+  Pipeline p(Model("sd15-legacy"));
+  GenerateRequest r = SmallRequest();
+  r.negative_prompt = "blurry";
+  r.model_hash = "abcdef0123";
+  r.seed = 9;
+  r.batch = 2;
+  auto out = p.Generate(r);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_TRUE(out->warnings.empty());
+  ASSERT_EQ(out->images.size(), 2u);
+  for (int k = 0; k < 2; ++k) {
+    auto text = ReadPngText(out->images[k].png, "mem");
+    ASSERT_TRUE(text.ok()) << text.status().ToString();
+    ASSERT_EQ(text->size(), 1u);
+    EXPECT_EQ((*text)[0].text, out->images[k].parameters);
+    auto params = ParseInfotext(out->images[k].parameters);
+    ASSERT_TRUE(params.ok()) << params.status().ToString();
+    EXPECT_EQ(params->prompt, r.prompt);
+    EXPECT_EQ(params->negative_prompt, "blurry");
+    EXPECT_EQ(params->seed, 9u + k);  // each image its own seed
+    EXPECT_EQ(params->steps, r.steps);
+    EXPECT_EQ(params->sampler, A1111SamplerName(out->scheduler));
+    EXPECT_EQ(params->model_hash, "abcdef0123");
+  }
+  r.batch = 1;
+  r.prompt.clear();
+  for (int i = 0; i < 80; ++i) r.prompt += "dog ";
+  auto longer = p.Generate(r);
+  ASSERT_TRUE(longer.ok()) << longer.status().ToString();
+  ASSERT_EQ(longer->warnings.size(), 1u);
+  EXPECT_NE(longer->warnings[0].find("prompt is longer than the text encoder's 77 tokens: the last "
+                                     "5 tokens were dropped"),
+            std::string::npos)
+      << longer->warnings[0];
 }
 
 // A writable copy of a tiny pipeline to break.

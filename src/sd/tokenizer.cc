@@ -659,6 +659,13 @@ common::Result<std::vector<std::int64_t>> ClipTokenizer::Encode(std::string_view
   return ids;
 }
 
+std::size_t ClipTokenizer::DroppedTokens(std::string_view text, int max_len,
+                                         std::size_t cap) const {
+  const std::size_t kept = max_len > 2 ? static_cast<std::size_t>(max_len - 2) : 0;
+  const std::size_t n = Tokenize(text, kept + cap).size();
+  return n > kept ? n - kept : 0;
+}
+
 std::string ClipTokenizer::Normalize(std::string_view text) {
   Normalizer norm(text);
   std::string out;

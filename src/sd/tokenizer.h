@@ -59,6 +59,12 @@ class ClipTokenizer {
   // BPE ids of `text` without BOS/EOS, at most `limit` ids (stops early; linear in the prefix
   // used).
   std::vector<std::int64_t> Tokenize(std::string_view text, std::size_t limit = SIZE_MAX) const;
+  // How many BPE tokens of `text` Encode(text, max_len) drops (those beyond the first
+  // max_len-2), counting at most `cap`; 0 when it fits. Re-reads the text only up to the cap, so
+  // a caller can warn about truncation of any prompt in bounded time and memory.
+  std::size_t DroppedTokens(std::string_view text, int max_len = kDefaultMaxLength,
+                            std::size_t cap = kDroppedTokensCap) const;
+  static constexpr std::size_t kDroppedTokensCap = 1 << 20;
 
   // The normalised text (UTF-8 repair, NFC, whitespace collapse, lower-case) — for diagnostics.
   static std::string Normalize(std::string_view text);
