@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -227,8 +228,7 @@ void MarkPending(const std::string& name, const common::ProcessResult& pr,
     // The child died before naming the node's provider: the first GPU provider would have taken
     // the op; with none attached it ran on the CPU.
     if (c.provider.empty()) {
-      c.provider =
-          rep->gpu_providers.empty() ? "CPUExecutionProvider" : rep->gpu_providers.front();
+      c.provider = rep->gpu_providers.empty() ? "CPUExecutionProvider" : rep->gpu_providers.front();
     }
     if (pr.timed_out) {
       c.status = "hang";
@@ -342,7 +342,12 @@ void RunChildren(const CanaryOptions& o, CanaryReport* rep) {
   }
 }
 
+std::atomic<bool> g_unhostable_core_allowed{false};
+
 }  // namespace
+
+void AllowUnhostableCoreInThisProcess() { g_unhostable_core_allowed.store(true); }
+bool UnhostableCoreAllowed() { return g_unhostable_core_allowed.load(); }
 
 int RunCanaryChild(const SessionFactory& factory, const std::vector<std::string>& cases,
                    std::FILE* out) {
