@@ -447,11 +447,14 @@ Json CanaryReportToJson(const CanaryReport& r) {
 std::string FormatCanaryReport(const CanaryReport& r) {
   std::string s = "op canary: " + r.verdict + " — " + r.reason +
                   (r.from_cache ? " (cached verdict)" : "") + "\n";
+  int not_run = 0;
   for (const auto& c : r.cases) {
-    if (c.status == "ok") continue;
+    if (c.status == "not_run") ++not_run;
+    if (c.status == "ok" || c.status == "not_run") continue;
     s += "  " + c.status + "  " + c.name + (c.provider.empty() ? "" : " on " + c.provider) +
          (c.detail.empty() ? "" : ": " + c.detail) + "\n";
   }
+  if (not_run > 0) s += "  " + std::to_string(not_run) + " op(s) not run\n";
   return s;
 }
 
