@@ -66,6 +66,9 @@ int RunChild(const GlobalOptions& g, const std::string& cases) {
   };
   auto policy = runtime::LoadRuntimePolicy(g.policy);
   if (!policy.ok()) return fatal(policy.status().message(), common::kExitUsage);
+  // This process may crash: that is what it is for. Attach even to a core that cannot host the
+  // provider, so the parent learns which ops fail (the serving path refuses that pair).
+  runtime::AllowUnhostableCoreInThisProcess();
   auto factory = runtime::SessionFactory::Create(*policy, g.Loader());
   if (!factory.ok()) {
     return fatal(factory.status().message(), common::ExitCodeFromStatus(factory.status()));

@@ -71,6 +71,7 @@ Snapshot Sample() {
       "libonnxruntime.so", true, "/ort/libonnxruntime.so", "", std::nullopt, "1.29.0", ""};
   s.onnxruntime.build_info = "ORT Build Info: git-branch=rel-1.29.0";
   s.onnxruntime.compiled_providers = {"CPUExecutionProvider"};
+  s.onnxruntime.core_flavor = "cpu";
   ProviderLibrary p;
   p.provider = "CUDAExecutionProvider";
   p.library.soname = "libonnxruntime_providers_cuda.so";
@@ -80,6 +81,7 @@ Snapshot Sample() {
   p.file = "/ort/gpu/libonnxruntime_providers_cuda.so";
   p.needed = {"libcudart.so.13", "libcuda.so.1"};
   p.cuda_major = 13;
+  p.origin = "elsewhere";
   s.onnxruntime.provider_libraries.push_back(p);
   return s;
 }
@@ -99,6 +101,8 @@ TEST(SnapshotJson, RoundTripKeepsEveryField) {
   EXPECT_EQ(back->Env("CUDA_VISIBLE_DEVICES"), std::nullopt);
   EXPECT_FALSE(back->cublas.loaded);
   EXPECT_EQ(back->cuda_driver.init->name, "CUDA_ERROR_NO_DEVICE");
+  EXPECT_EQ(back->onnxruntime.core_flavor, "cpu");
+  EXPECT_EQ(back->onnxruntime.provider_libraries.at(0).origin, "elsewhere");
 }
 
 TEST(SnapshotJson, MinimalDocumentTakesDefaults) {

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -227,8 +228,7 @@ void MarkPending(const std::string& name, const common::ProcessResult& pr,
     // The child died before naming the node's provider: the first GPU provider would have taken
     // the op; with none attached it ran on the CPU.
     if (c.provider.empty()) {
-      c.provider =
-          rep->gpu_providers.empty() ? "CPUExecutionProvider" : rep->gpu_providers.front();
+      c.provider = rep->gpu_providers.empty() ? "CPUExecutionProvider" : rep->gpu_providers.front();
     }
     if (pr.timed_out) {
       c.status = "hang";
@@ -342,7 +342,12 @@ void RunChildren(const CanaryOptions& o, CanaryReport* rep) {
   }
 }
 
+std::atomic<bool> g_unhostable_core_allowed{false};
+
 }  // namespace
+
+void AllowUnhostableCoreInThisProcess() { g_unhostable_core_allowed.store(true); }
+bool UnhostableCoreAllowed() { return g_unhostable_core_allowed.load(); }
 
 int RunCanaryChild(const SessionFactory& factory, const std::vector<std::string>& cases,
                    std::FILE* out) {
@@ -442,11 +447,14 @@ Json CanaryReportToJson(const CanaryReport& r) {
 std::string FormatCanaryReport(const CanaryReport& r) {
   std::string s = "op canary: " + r.verdict + " — " + r.reason +
                   (r.from_cache ? " (cached verdict)" : "") + "\n";
+  int not_run = 0;
   for (const auto& c : r.cases) {
-    if (c.status == "ok") continue;
+    if (c.status == "not_run") ++not_run;
+    if (c.status == "ok" || c.status == "not_run") continue;
     s += "  " + c.status + "  " + c.name + (c.provider.empty() ? "" : " on " + c.provider) +
          (c.detail.empty() ? "" : ": " + c.detail) + "\n";
   }
+  if (not_run > 0) s += "  " + std::to_string(not_run) + " op(s) not run\n";
   return s;
 }
 

@@ -79,6 +79,12 @@ CanaryReport RunCanary(const CanaryOptions& options);
 int RunCanaryChild(const SessionFactory& factory, const std::vector<std::string>& cases,
                    std::FILE* out);
 
+// For the canary child only: let a GPU provider attach to a core that cannot host it (a CPU-built
+// core), which the session factory otherwise refuses. The child exists to find out which ops
+// crash such a pair, in a process that may die. Process-wide, one way (never turned off).
+void AllowUnhostableCoreInThisProcess();
+bool UnhostableCoreAllowed();
+
 // The cache key (lowercase hex sha256) for `key` and the op set; file hashes are read here.
 std::string CanaryCacheKey(const CanaryKeyInputs& key);
 

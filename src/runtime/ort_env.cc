@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "common/log.h"
+#include "runtime/canary.h"
 #include "runtime/elf_deps.h"
 
 namespace tg::runtime::internal {
@@ -257,7 +258,9 @@ common::Result<PreparedProvider> OrtEnvironment::PreparePlugin(
   }
   // Only now, with a GPU to run on, does the core's flavor matter: a CPU-built core would let the
   // provider crash the process inside the core on its first Slice/Einsum/Tile/Resize.
-  TG_RETURN_IF_ERROR(CoreCanHost(load_.providers, load_.library_path, provider, library));
+  if (!UnhostableCoreAllowed()) {
+    TG_RETURN_IF_ERROR(CoreCanHost(load_.providers, load_.library_path, provider, library));
+  }
   const Ort::ConstEpDevice chosen = gpus[static_cast<std::size_t>(device_id)];
   p.ep_devices.push_back(chosen);
   p.info.device = Describe(chosen);
