@@ -77,7 +77,8 @@ TEST(RuntimeCliTest, ProductionWithoutDriverExits3NamingProviderAndLoaderError) 
   EXPECT_NE(r.err.find("never a production fallback"), std::string::npos);
   auto j = RunTruegreen({"--json", "run", "--model", Model("unet_tiny.onnx")});
   EXPECT_EQ(j.exit_code, 3);
-  EXPECT_NE(ParseOut(j)["error"]["message"].get<std::string>().find("libcuda.so.1"), std::string::npos);
+  EXPECT_NE(ParseOut(j)["error"]["message"].get<std::string>().find("libcuda.so.1"),
+            std::string::npos);
 }
 
 TEST(RuntimeCliTest, ProductionWithStubDriverRegistersButFindsNoDevice) {
@@ -147,8 +148,8 @@ TEST(RuntimeCliTest, DevWithStubDriverRecordsWhyAndRunsOnCpu) {
   bool cuda_recorded = false;
   for (const auto& p : j["session"]["providers"]) {
     if (p["name"] == "CUDAExecutionProvider") {
-      cuda_recorded = !p["attached"].get<bool>() &&
-                      p["error"]["message"].get<std::string>().find("no GPU device") != std::string::npos;
+      cuda_recorded = !p["attached"].get<bool>() && p["error"]["message"].get<std::string>().find(
+                                                        "no GPU device") != std::string::npos;
     }
   }
   EXPECT_TRUE(cuda_recorded) << j["session"]["providers"].dump();
@@ -162,7 +163,8 @@ TEST(RuntimeCliTest, PlacementViolationExits3WithReport) {
   EXPECT_EQ(bad.exit_code, 3) << bad.err;
   auto j = ParseOut(bad);
   EXPECT_FALSE(j["session"]["placement"]["ok"].get<bool>());
-  EXPECT_NE(j["error"]["message"].get<std::string>().find("conv_in (Conv)"), std::string::npos) << j.dump();
+  EXPECT_NE(j["error"]["message"].get<std::string>().find("conv_in (Conv)"), std::string::npos)
+      << j.dump();
   auto ok = RunTruegreen(
       {"--policy", dir / "strict.yaml", "run", "--model", Model("shape_ops.onnx"), "--runs", "1"});
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
