@@ -148,8 +148,8 @@ TEST(RuntimeCliTest, DevWithStubDriverRecordsWhyAndRunsOnCpu) {
   bool cuda_recorded = false;
   for (const auto& p : j["session"]["providers"]) {
     if (p["name"] == "CUDAExecutionProvider") {
-      cuda_recorded = !p["attached"].get<bool>() && p["error"]["message"].get<std::string>().find(
-                                                        "no GPU device") != std::string::npos;
+      cuda_recorded = !p["attached"].get<bool>() &&
+                      p["error"].get<std::string>().find("no GPU device") != std::string::npos;
     }
   }
   EXPECT_TRUE(cuda_recorded) << j["session"]["providers"].dump();
