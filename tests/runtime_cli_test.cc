@@ -151,7 +151,8 @@ TEST(RuntimeCliTest, ProductionWithoutDriverExits3NamingProviderAndLoaderError) 
   EXPECT_NE(r.err.find("never a production fallback"), std::string::npos);
   auto j = RunTruegreen({"--json", "run", "--model", Model("unet_tiny.onnx")});
   EXPECT_EQ(j.exit_code, 3);
-  EXPECT_NE(ParseOut(j)["error"]["message"].get<std::string>().find("libcuda.so.1"), std::string::npos);
+  EXPECT_NE(ParseOut(j)["error"]["message"].get<std::string>().find("libcuda.so.1"),
+            std::string::npos);
 }
 
 TEST(RuntimeCliTest, ProductionWithStubDriverRegistersButFindsNoDevice) {
@@ -222,7 +223,7 @@ TEST(RuntimeCliTest, DevWithStubDriverRecordsWhyAndRunsOnCpu) {
   for (const auto& p : j["session"]["providers"]) {
     if (p["name"] == "CUDAExecutionProvider") {
       cuda_recorded = !p["attached"].get<bool>() &&
-                      p["error"]["message"].get<std::string>().find("no GPU device") != std::string::npos;
+                      p["error"].get<std::string>().find("no GPU device") != std::string::npos;
     }
   }
   EXPECT_TRUE(cuda_recorded) << j["session"]["providers"].dump();

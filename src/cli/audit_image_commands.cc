@@ -97,7 +97,7 @@ void RegisterAuditImageCommands(CLI::App& audit, GlobalOptions& g, CommandRegist
       ->expected(1, 2)
       ->type_name("IMAGE");
   cmd->add_option("--budget", flags->budget,
-                  "Uncompressed size budget (default 2GiB or the --rules file's image.budget)")
+                  "Uncompressed size budget (default 2GiB, or image.budget of --rules)")
       ->type_name("SIZE");
   cmd->add_option("--rules", flags->rules,
                   "Audit rule file (its image: section: budget, limits, disable, severity)")

@@ -1,5 +1,6 @@
 #include "cli/help.h"
 
+#include <algorithm>
 #include <map>
 #include <memory>
 
@@ -126,8 +127,12 @@ int RunHelp(CLI::App& root, const std::vector<std::string>& words) {
     if (next == nullptr) return ReportError(UnknownCommand(*at, w));
     at = next;
   }
-  const std::string prev = at == &root ? "" : "truegreen " + CommandPath(at->get_parent());
-  Print(at->help(prev));
+  // Formatted directly: App::help() would delegate to the selected subcommand, which is `help`.
+  const std::string parent = at == &root ? "" : CommandPath(at->get_parent());
+  const std::string prev = at == &root      ? "truegreen"
+                           : parent.empty() ? "truegreen " + at->get_name()
+                                            : "truegreen " + parent + " " + at->get_name();
+  Print(at->get_formatter()->make_help(at, prev, CLI::AppFormatMode::Normal));
   return common::kExitOk;
 }
 
@@ -203,6 +208,18 @@ common::Status CheckCommandWords(const CLI::App& app, const std::vector<std::str
     }
     if (next == nullptr) return UnknownCommand(*at, a);
     at = next;
+  }
+  const bool help = std::find(args.begin(), args.end(), "--help") != args.end() ||
+                    std::find(args.begin(), args.end(), "-h") != args.end();
+  if (!help && !Children(*at).empty()) {
+    std::string names;
+    for (const CLI::App* c : Children(*at)) {
+      if (!Hidden(c)) names += (names.empty() ? "" : ", ") + c->get_name();
+    }
+    const std::string path = CommandPath(at);
+    return common::Status::InvalidArg(
+        "a command is required: truegreen " + (path.empty() ? "" : path + " ") + "COMMAND (" +
+        names + "; see `truegreen help" + (path.empty() ? "" : " " + path) + "`)");
   }
   return common::Status::Ok();
 }

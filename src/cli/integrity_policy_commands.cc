@@ -2,6 +2,7 @@
 // half). Each runner returns the shared exit codes (README): 0 pass, 1 internal, 2 usage/config,
 // 3 integrity (no usable GPU path), 4 version drift (admit, doctor; diff: the snapshots differ),
 // 5 performance (logscan). Verdict first, then the evidence; errors through cli::ReportError.
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -169,11 +170,15 @@ std::string_view LogVerdict(int exit_code) {
 }
 
 int RunLogscan(const std::string& path, const GlobalOptions& g) {
-  // Findings are collected (not streamed) so the verdict can come first; the JSON form needs them
-  // all anyway. Each is at most one truncated line plus its explanation.
+  // Findings are collected (not streamed) so the verdict can come first. Each is at most one
+  // truncated line plus its explanation, and at most kMaxListed are kept (all are counted), so
+  // memory stays bounded on a log that matches on every line.
+  constexpr std::int64_t kMaxListed = 10000;
   Json matches = Json::array();
   std::string text;
+  std::int64_t listed = 0;
   auto on_match = [&](const policy::LogMatch& m) {
+    if (++listed > kMaxListed) return;
     if (g.json) {
       matches.push_back({{"line", m.line},
                          {"category", m.pattern->category},
@@ -198,7 +203,8 @@ int RunLogscan(const std::string& path, const GlobalOptions& g) {
                {"lines", r->lines},
                {"matches", r->matches},
                {"categories", cats},
-               {"findings", matches}});
+               {"findings", matches},
+               {"findings_not_listed", std::max<std::int64_t>(0, r->matches - kMaxListed)}});
     return rc;
   }
   std::string summary =
@@ -207,6 +213,9 @@ int RunLogscan(const std::string& path, const GlobalOptions& g) {
   Print(Paint(verdict, rc == 0 ? Tone::kPass : Tone::kFail) + " (exit " + std::to_string(rc) +
         "): " + summary + (r->matches ? "" : " — no fallback or degradation language found") +
         "\n" + text);
+  if (r->matches > kMaxListed) {
+    Print("... " + std::to_string(r->matches - kMaxListed) + " more finding(s) not listed\n");
+  }
   return rc;
 }
 

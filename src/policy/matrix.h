@@ -142,8 +142,9 @@ const Matrix& DevMatrix();
 std::string_view ProductionMatrixYaml();
 std::string_view DevMatrixYaml();
 
-// Resolves a --policy value: "production" -> ProductionMatrix(), "dev" -> DevMatrix(), anything
-// else is a matrix file path (LoadMatrix).
+// Resolves a matrix spec: "production" -> ProductionMatrix(), "dev" -> DevMatrix(), anything else
+// is a matrix file path (LoadMatrix). Not the global --policy, which is a runtime policy that names
+// its matrix (cli/policy_option.h ResolveMatrix).
 common::Result<Matrix> ResolvePolicyMatrix(const std::string& policy);
 
 }  // namespace tg::policy
