@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "cli/integrity_canary.h"
 #include "common/config.h"
 #include "common/file_util.h"
 #include "common/log.h"
@@ -23,17 +24,20 @@ using common::Json;
 using common::Status;
 using runtime::Tensor;
 
-int Fail(const GlobalOptions& g, const Status& s, const char* what) {
+int Fail(const GlobalOptions& g, const Status& s, const char* what,
+         const runtime::StartupReport* startup = nullptr) {
   const int code = s.code() == common::StatusCode::kUnavailable ? common::kExitIntegrity
                                                                 : common::ExitCodeFromStatus(s);
   if (g.json) {
-    std::cout << Json{{"ok", false},
-                      {"command", what},
-                      {"error", s.message()},
-                      {"code", std::string(common::StatusCodeName(s.code()))},
-                      {"exit_code", code}}
-                     .dump(2)
-              << "\n";
+    Json j = {{"ok", false},
+              {"command", what},
+              {"error", s.message()},
+              {"code", std::string(common::StatusCodeName(s.code()))},
+              {"exit_code", code}};
+    if (startup != nullptr) j["startup"] = startup->ToJson();
+    std::cout << j.dump(2) << "\n";
+  } else if (startup != nullptr) {
+    std::fputs(startup->Format().c_str(), stderr);
   }
   std::fprintf(stderr, "truegreen %s: %s\n", what, s.message().c_str());
   return code;
@@ -97,16 +101,24 @@ int RunCommand(const GlobalOptions& g, const RunArgs& a) {
   if (a.runs < 1 || a.warmup < 0) {
     return Fail(g, Status::InvalidArg("--runs must be >= 1 and --warmup >= 0"), "run");
   }
-  // The startup chain: snapshot -> admit (production refuses drift, exit 4) -> factory.
+  // The startup chain: snapshot -> admit (production refuses drift, exit 4) -> factory; then
+  // this command's own open (for diagnosis: a violation still shows the report) -> canary.
   runtime::StartupReport startup;
-  auto chain = runtime::StartupChain::Start(*policy, g.Loader(), {}, &startup);
-  if (!chain.ok()) return Fail(g, chain.status(), "run");
+  runtime::StartupOptions so;
+  so.canary = StartupCanaryOptions(g);
+  auto chain = runtime::StartupChain::Start(*policy, g.Loader(), so, &startup);
+  if (!chain.ok()) return Fail(g, chain.status(), "run", &startup);
   const runtime::SessionFactory* factory = &chain->factory();
   runtime::OpenOptions oo;
   oo.placement_from_log = a.placement_from_log;
   Status violation;
+  const auto open0 = std::chrono::steady_clock::now();
   auto session = factory->OpenForDiagnosis(a.model, oo, &violation);
-  if (!session.ok()) return Fail(g, session.status(), "run");
+  runtime::StartupChain::RecordStep(
+      &startup, "open",
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - open0).count(),
+      session.ok() ? violation : session.status(), true, a.model);
+  if (!session.ok()) return Fail(g, session.status(), "run", &startup);
   const runtime::SessionReport& rep = session->report();
   if (!violation.ok()) {
     if (g.json) {
@@ -114,13 +126,19 @@ int RunCommand(const GlobalOptions& g, const RunArgs& a) {
                 {"command", "run"},
                 {"error", violation.message()},
                 {"exit_code", common::kExitIntegrity},
-                {"session", runtime::SessionReportToJson(rep)}};
+                {"session", runtime::SessionReportToJson(rep)},
+                {"startup", startup.ToJson()}};
       std::cout << j.dump(2) << "\n";
     } else {
       std::cout << runtime::FormatSessionReport(rep);
+      std::fputs(startup.Format().c_str(), stderr);
     }
     std::fprintf(stderr, "truegreen run: %s\n", violation.message().c_str());
     return common::kExitIntegrity;
+  }
+  // Warm-up stays this command's own --warmup (its runs are excluded from the latency figures).
+  if (Status st = chain->Finish({a.model}, so, &startup); !st.ok()) {
+    return Fail(g, st, "run", &startup);
   }
 
   auto inputs = BuildInputs(*session, a);
@@ -191,7 +209,7 @@ int RunCommand(const GlobalOptions& g, const RunArgs& a) {
     std::cout << j.dump(2) << "\n";
     return common::kExitOk;
   }
-  std::cout << runtime::FormatSessionReport(rep);
+  std::cout << runtime::FormatSessionReport(rep) << startup.Format();
   char line[256];
   std::snprintf(line, sizeof(line),
                 "latency:    %d runs (warm-up %d excluded): mean %.3f ms, p50 %.3f, p90 %.3f, "

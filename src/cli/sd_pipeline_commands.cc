@@ -4,6 +4,7 @@
 // --json; a progress bar on stderr when stderr is a terminal.
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -13,6 +14,7 @@
 #include <string>
 
 #include "cli/command_areas.h"
+#include "cli/integrity_canary.h"
 #include "common/config.h"
 #include "common/file_util.h"
 #include "common/status.h"
@@ -47,17 +49,34 @@ struct GenerateFlags {
 std::atomic<bool> g_interrupted{false};
 extern "C" void OnSigint(int) { g_interrupted.store(true); }
 
-int Fail(const GlobalOptions& g, const Status& s) {
+int Fail(const GlobalOptions& g, const Status& s, const runtime::StartupReport* startup = nullptr) {
   const int code = common::ExitCodeFromStatus(s);
   if (g.json) {
     Json j = {{"ok", false},
               {"error",
                {{"code", std::string(common::StatusCodeName(s.code()))}, {"message", s.message()}}},
               {"exit_code", code}};
+    if (startup != nullptr) j["startup"] = startup->ToJson();
     std::printf("%s\n", j.dump(2).c_str());
+  } else if (startup != nullptr) {
+    std::fputs(startup->Format().c_str(), stderr);
   }
   std::fprintf(stderr, "truegreen generate: %s\n", s.message().c_str());
   return code;
+}
+
+// The component models of a pipeline folder (<folder>/<component>/*.onnx): the canary's op set.
+std::vector<std::string> PipelineModelFiles(const std::string& folder) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& comp : std::filesystem::directory_iterator(folder, ec)) {
+    if (!comp.is_directory(ec)) continue;
+    for (const auto& f : std::filesystem::directory_iterator(comp.path(), ec)) {
+      if (f.path().extension() == ".onnx") out.push_back(f.path().string());
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 common::Status ParseSize(const std::string& text, int* w, int* h) {
@@ -142,13 +161,24 @@ int RunGenerate(const GlobalOptions& g, const GenerateFlags& f) {
 
   auto policy = runtime::LoadRuntimePolicy(g.policy);
   if (!policy.ok()) return Fail(g, policy.status().WithPrefix("--policy"));
-  // The startup chain: snapshot -> admit (production refuses drift, exit 4) -> factory.
+  // The startup chain: snapshot -> admit (production refuses drift, exit 4) -> factory; then the
+  // pipeline loader's open (placement proof per component) -> canary over the components' ops.
   runtime::StartupReport startup;
-  auto chain = runtime::StartupChain::Start(*policy, g.Loader(), {}, &startup);
-  if (!chain.ok()) return Fail(g, chain.status());
+  runtime::StartupOptions so;
+  so.canary = StartupCanaryOptions(g);
+  auto chain = runtime::StartupChain::Start(*policy, g.Loader(), so, &startup);
+  if (!chain.ok()) return Fail(g, chain.status(), &startup);
   const runtime::SessionFactory* factory = &chain->factory();
+  const auto open0 = std::chrono::steady_clock::now();
   auto model = sd::LoadSdModel(f.model, *factory);
-  if (!model.ok()) return Fail(g, model.status());
+  runtime::StartupChain::RecordStep(
+      &startup, "open",
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - open0).count(),
+      model.status(), true, f.model);
+  if (!model.ok()) return Fail(g, model.status(), &startup);
+  if (Status st = chain->Finish(PipelineModelFiles(f.model), so, &startup); !st.ok()) {
+    return Fail(g, st, &startup);
+  }
   const sd::SdModel& m = **model;
   if (m.degraded()) {
     std::fprintf(stderr, "truegreen generate: DEGRADED: %s\n", m.degraded_reason().c_str());
@@ -227,6 +257,7 @@ int RunGenerate(const GlobalOptions& g, const GenerateFlags& f) {
           {"decode", tm.decode_ms},
           {"png", tm.png_ms},
           {"total", tm.total_ms}}},
+        {"startup", startup.ToJson()},
     };
     std::printf("%s\n", j.dump(2).c_str());
     return common::kExitOk;
@@ -238,6 +269,7 @@ int RunGenerate(const GlobalOptions& g, const GenerateFlags& f) {
       std::string(sd::SdVariantName(m.variant)).c_str(),
       std::string(sd::ExportStyleName(m.style)).c_str(), m.fp16 ? "fp16" : "fp32",
       out.scheduler.c_str(), calls, out.guidance, m.degraded() ? " [DEGRADED: CPU]" : "");
+  std::fputs(startup.Format().c_str(), stdout);
   for (const auto& im : images) {
     std::printf("  %s  seed %llu  sha256 %s\n", im["path"].get<std::string>().c_str(),
                 static_cast<unsigned long long>(im["seed"].get<std::uint64_t>()),
