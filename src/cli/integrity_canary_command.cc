@@ -108,12 +108,17 @@ runtime::CanaryOptions StartupCanaryOptions(const GlobalOptions& g) {
   return o;
 }
 
-runtime::CanaryReport RunDoctorCanary(const GlobalOptions& g, const CanaryFlags& f,
-                                      const probe::Snapshot& s,
-                                      const std::string& matrix_fingerprint) {
+runtime::CanaryOptions DoctorCanaryOptions(const GlobalOptions& g, const CanaryFlags& f) {
   runtime::CanaryOptions o = StartupCanaryOptions(g);
   o.timeout = std::chrono::milliseconds(f.timeout_ms);
   o.cache_dir = f.no_cache ? "" : (f.cache_dir.empty() ? DefaultCacheDir() : f.cache_dir);
+  return o;
+}
+
+runtime::CanaryReport RunDoctorCanary(const GlobalOptions& g, const CanaryFlags& f,
+                                      const probe::Snapshot& s,
+                                      const std::string& matrix_fingerprint) {
+  runtime::CanaryOptions o = DoctorCanaryOptions(g, f);
   o.key.matrix_fingerprint = matrix_fingerprint;
   o.key.policy = g.policy;
   o.key.gpu = GpuIdentity(s);

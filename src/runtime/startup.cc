@@ -100,8 +100,13 @@ Status AdmitSteps(const RuntimePolicy& policy, const common::LibraryLoader& load
   auto t0 = Clock::now();
   probe::ProbeOptions po;
   po.root = options.root;
-  probe::Snapshot snap = probe::TakeSnapshot(loader, po);
-  CompleteOrtCore(loader, &snap.onnxruntime);
+  probe::Snapshot snap;
+  if (options.snapshot != nullptr) {
+    snap = *options.snapshot;  // taken by the caller, ORT core facts included
+  } else {
+    snap = probe::TakeSnapshot(loader, po);
+    CompleteOrtCore(loader, &snap.onnxruntime);
+  }
   key->gpu = GpuIdentity(snap);
   if (!snap.onnxruntime.library.resolved_path.empty()) {
     key->library_files.push_back(snap.onnxruntime.library.resolved_path);
@@ -113,7 +118,8 @@ Status AdmitSteps(const RuntimePolicy& policy, const common::LibraryLoader& load
 
   t0 = Clock::now();
   Result<policy::Matrix> matrix =
-      policy.matrix_path.empty()
+      options.matrix != nullptr ? Result<policy::Matrix>(*options.matrix)
+      : policy.matrix_path.empty()
           ? Result<policy::Matrix>(production ? policy::ProductionMatrix() : policy::DevMatrix())
           : policy::LoadMatrix(policy.matrix_path);
   if (!matrix.ok()) return matrix.status().WithPrefix("runtime policy " + policy.source);
@@ -202,7 +208,7 @@ Status StartupChain::Finish(const std::vector<std::string>& model_paths,
   } else if (!options.canary) {
     RecordStep(report, "canary", MsSince(t0), Status::Ok(), production_, "skipped: not asked for");
     report->steps.back().outcome = "skipped";
-  } else if (ops = CanaryOpTypes(model_paths); ops.empty()) {
+  } else if (ops = CanaryOpTypes(model_paths); !model_paths.empty() && ops.empty()) {
     RecordStep(report, "canary", MsSince(t0), Status::Ok(), production_,
                "skipped: no op of the model(s) is in the built-in canary set");
     report->steps.back().outcome = "skipped";

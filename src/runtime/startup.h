@@ -35,6 +35,8 @@
 #include "common/dynlib.h"
 #include "common/status.h"
 #include "policy/admission.h"
+#include "policy/matrix.h"
+#include "probe/snapshot.h"
 #include "runtime/canary.h"
 #include "runtime/runtime_policy.h"
 #include "runtime/session.h"
@@ -67,6 +69,10 @@ struct StartupOptions {
   // models. Skipped (with the reason) when absent or when no GPU provider is attached.
   std::optional<CanaryOptions> canary;
   int warmup_runs = 0;  // step "warmup"; per opened model
+  // doctor: the snapshot it already took (ORT core facts included) and its --matrix, used instead
+  // of a fresh snapshot and the policy's matrix. Not owned; must outlive Start.
+  const probe::Snapshot* snapshot = nullptr;
+  const policy::Matrix* matrix = nullptr;
 };
 
 class StartupChain {
@@ -78,7 +84,8 @@ class StartupChain {
                                             const common::LibraryLoader& loader,
                                             const StartupOptions& options, StartupReport* report);
 
-  // Steps "canary" (over the op types of `model_paths`) and "warmup" (over sessions()); returns
+  // Steps "canary" (over the op types of `model_paths`; the whole built-in set when it is empty,
+  // as for doctor) and "warmup" (over sessions()); returns
   // the refusal, if any. Records into `report`.
   common::Status Finish(const std::vector<std::string>& model_paths, const StartupOptions& options,
                         StartupReport* report);
