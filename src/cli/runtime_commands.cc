@@ -95,6 +95,25 @@ double Percentile(const std::vector<double>& sorted, double p) {
   return sorted[idx];
 }
 
+// A placement violation: the session report (what ran where) and the chain so far, exit 3.
+int ReportViolation(const GlobalOptions& g, const runtime::SessionReport& rep,
+                    const Status& violation, const runtime::StartupReport& startup) {
+  if (g.json) {
+    Json j = {{"ok", false},
+              {"command", "run"},
+              {"error", violation.message()},
+              {"exit_code", common::kExitIntegrity},
+              {"session", runtime::SessionReportToJson(rep)},
+              {"startup", startup.ToJson()}};
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << runtime::FormatSessionReport(rep);
+    std::fputs(startup.Format().c_str(), stderr);
+  }
+  std::fprintf(stderr, "truegreen run: %s\n", violation.message().c_str());
+  return common::kExitIntegrity;
+}
+
 int RunCommand(const GlobalOptions& g, const RunArgs& a) {
   auto policy = runtime::LoadRuntimePolicy(g.policy);
   if (!policy.ok()) return Fail(g, policy.status(), "run");
@@ -120,22 +139,7 @@ int RunCommand(const GlobalOptions& g, const RunArgs& a) {
       session.ok() ? violation : session.status(), true, a.model);
   if (!session.ok()) return Fail(g, session.status(), "run", &startup);
   const runtime::SessionReport& rep = session->report();
-  if (!violation.ok()) {
-    if (g.json) {
-      Json j = {{"ok", false},
-                {"command", "run"},
-                {"error", violation.message()},
-                {"exit_code", common::kExitIntegrity},
-                {"session", runtime::SessionReportToJson(rep)},
-                {"startup", startup.ToJson()}};
-      std::cout << j.dump(2) << "\n";
-    } else {
-      std::cout << runtime::FormatSessionReport(rep);
-      std::fputs(startup.Format().c_str(), stderr);
-    }
-    std::fprintf(stderr, "truegreen run: %s\n", violation.message().c_str());
-    return common::kExitIntegrity;
-  }
+  if (!violation.ok()) return ReportViolation(g, rep, violation, startup);
   // Warm-up stays this command's own --warmup (its runs are excluded from the latency figures).
   if (Status st = chain->Finish({a.model}, so, &startup); !st.ok()) {
     return Fail(g, st, "run", &startup);
