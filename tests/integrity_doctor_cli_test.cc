@@ -52,5 +52,34 @@ TEST(DoctorCli, DevPolicyIsDegradedAndExitsZero) {
   EXPECT_EQ((*doc)["snapshot"]["schema_version"], "truegreen.snapshot/v1");
 }
 
+// doctor goes through the one startup chain: production stops at the factory (no GPU path here),
+// dev runs to the end and skips the canary (no GPU provider attached: nothing proven, no child).
+TEST(DoctorCli, StartupChainStepsInJson) {
+  if (GpuPathHere()) GTEST_SKIP() << "this machine has a working GPU path";
+  testing::ProcessResult p = testing::RunTruegreen({"--json", "doctor"}, kEnv);
+  ASSERT_EQ(p.exit_code, 3) << p.out << p.err;
+  auto pj = common::ParseJson(p.out, "doctor");
+  ASSERT_TRUE(pj.ok()) << p.out;
+  const common::Json& ps = (*pj)["startup"]["steps"];
+  ASSERT_EQ(ps.size(), 3u) << (*pj)["startup"].dump(2);
+  EXPECT_EQ(ps[0]["step"], "snapshot");
+  EXPECT_EQ(ps[1]["step"], "admit");
+  EXPECT_EQ(ps[2]["step"], "factory");
+  EXPECT_EQ(ps[2]["outcome"], "refused");
+  EXPECT_THAT(ps[2]["detail"].get<std::string>(), HasSubstr("cannot be attached"));
+
+  testing::ProcessResult d = testing::RunTruegreen({"--json", "--policy", "dev", "doctor"}, kEnv);
+  ASSERT_EQ(d.exit_code, 0) << d.out << d.err;
+  auto dj = common::ParseJson(d.out, "doctor");
+  ASSERT_TRUE(dj.ok()) << d.out;
+  const common::Json& ds = (*dj)["startup"]["steps"];
+  ASSERT_EQ(ds.size(), 5u) << (*dj)["startup"].dump(2);
+  const char* order[] = {"snapshot", "admit", "factory", "canary", "warmup"};
+  for (std::size_t i = 0; i < 5; ++i) EXPECT_EQ(ds[i]["step"], order[i]) << i;
+  EXPECT_EQ(ds[2]["outcome"], "ok");
+  EXPECT_EQ(ds[3]["outcome"], "skipped");
+  EXPECT_EQ(ds[3]["detail"], "skipped: no GPU provider attached");
+}
+
 }  // namespace
 }  // namespace tg

@@ -384,15 +384,49 @@ TEST(RuntimeStartupChain, DevRecordsDriftAsAdvisoryAndReportsEveryStep) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   common::Json j = ParseOut(r);
   const common::Json& steps = j["startup"]["steps"];
-  ASSERT_EQ(steps.size(), 3u) << j["startup"].dump(2);
-  EXPECT_EQ(steps[0]["step"], "snapshot");
-  EXPECT_EQ(steps[1]["step"], "admit");
+  ASSERT_EQ(steps.size(), 6u) << j["startup"].dump(2);
+  const char* order[] = {"snapshot", "admit", "factory", "open", "canary", "warmup"};
+  for (std::size_t i = 0; i < 6; ++i) EXPECT_EQ(steps[i]["step"], order[i]) << i;
   EXPECT_EQ(steps[1]["outcome"], "advisory");
   EXPECT_NE(steps[1]["detail"].get<std::string>().find("version drift"), std::string::npos);
-  EXPECT_EQ(steps[2]["step"], "factory");
   EXPECT_EQ(steps[2]["outcome"], "ok");
+  EXPECT_EQ(steps[3]["outcome"], "ok");
+  EXPECT_EQ(steps[3]["detail"], Model("matmul_softmax.onnx"));
+  // CPU only: nothing to canary, and never a pass.
+  EXPECT_EQ(steps[4]["outcome"], "skipped");
+  EXPECT_EQ(steps[4]["detail"], "skipped: no GPU provider attached");
+  EXPECT_FALSE(j["startup"].contains("canary"));
+  EXPECT_EQ(steps[5]["outcome"], "skipped");
   for (const auto& s : steps) EXPECT_GE(s["ms"].get<double>(), 0.0);
   EXPECT_EQ(j["startup"]["admission"]["verdict"], "VERSION DRIFT");
+  // The text report has one line per step.
+  auto text = testing::RunTruegreen(
+      {"--policy", dir / "p.yaml", "run", "--model", Model("matmul_softmax.onnx"), "--runs", "1"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("startup:    canary   skipped"), std::string::npos) << text.out;
+}
+
+// Production on this node (npm CPU core, no driver): the chain stops at its factory step, exit 3,
+// and --json says which step refused; a drifted matrix stops it at admit, exit 4.
+TEST(RuntimeStartupChain, ProductionStopsAtTheRefusingStepInJson) {
+  auto r = testing::RunTruegreen({"--json", "run", "--model", Model("matmul_softmax.onnx")});
+  ASSERT_EQ(r.exit_code, 3) << r.out << r.err;
+  common::Json j = ParseOut(r);
+  const common::Json& steps = j["startup"]["steps"];
+  ASSERT_FALSE(steps.empty()) << j.dump(2);
+  EXPECT_EQ(steps.back()["outcome"], "refused") << j["startup"].dump(2);
+  EXPECT_EQ(steps.back()["step"], "factory") << j["startup"].dump(2);
+  EXPECT_EQ(steps[0]["step"], "snapshot");
+
+  testing::TempDir dir;
+  WriteDriftedPolicy(dir, "production");
+  auto d = testing::RunTruegreen(
+      {"--policy", dir / "p.yaml", "--json", "run", "--model", Model("matmul_softmax.onnx")});
+  ASSERT_EQ(d.exit_code, 4) << d.out << d.err;
+  common::Json dj = ParseOut(d);
+  ASSERT_EQ(dj["startup"]["steps"].size(), 2u) << dj.dump(2);
+  EXPECT_EQ(dj["startup"]["steps"][1]["step"], "admit");
+  EXPECT_EQ(dj["startup"]["steps"][1]["outcome"], "refused");
 }
 
 }  // namespace

@@ -153,6 +153,30 @@ TEST(SdPipelineCliTest, ProductionPolicyRefusesWithoutGpuPath) {
   EXPECT_FALSE(fs::exists(tmp / "p.png"));
 }
 
+// The one startup chain (issue 14 §3): generate reports the same steps as run, in order.
+TEST(SdPipelineCliTest, StartupStepsInOrderAndProductionStopsAtFactory) {
+  TempDir tmp;
+  auto r = RunTruegreen(DevGenerate("sd15-legacy", tmp / "s.png", {"--json"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  const auto& steps = j["startup"]["steps"];
+  ASSERT_EQ(steps.size(), 6u) << j["startup"].dump(2);
+  const char* order[] = {"snapshot", "admit", "factory", "open", "canary", "warmup"};
+  for (std::size_t i = 0; i < 6; ++i) EXPECT_EQ(steps[i]["step"], order[i]) << i;
+  for (std::size_t i = 0; i < 4; ++i) EXPECT_EQ(steps[i]["outcome"], "ok") << steps[i].dump();
+  EXPECT_EQ(steps[3]["detail"], Tiny("sd15-legacy"));
+  EXPECT_EQ(steps[4]["outcome"], "skipped");
+  EXPECT_EQ(steps[4]["detail"], "skipped: no GPU provider attached");
+
+  auto p = RunTruegreen({"--json", "generate", "--model", Tiny("sd15-legacy"), "--prompt", "a cat",
+                         "--steps", "2", "--size", "256x256", "-o", tmp / "p.png"});
+  ASSERT_EQ(p.exit_code, 3) << p.out << p.err;
+  auto pj = nlohmann::json::parse(p.out);
+  ASSERT_FALSE(pj["startup"]["steps"].empty()) << pj.dump(2);
+  EXPECT_EQ(pj["startup"]["steps"].back()["step"], "factory") << pj["startup"].dump(2);
+  EXPECT_EQ(pj["startup"]["steps"].back()["outcome"], "refused");
+}
+
 TEST(SdPipelineCliTest, SameSeedBitIdenticalDifferentSeedDiffers) {
   TempDir tmp;
   auto a = RunTruegreen(DevGenerate("sd15-optimum-fp16", tmp / "a.png", {"--seed", "7"}));

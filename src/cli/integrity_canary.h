@@ -25,6 +25,13 @@ runtime::CanaryReport RunDoctorCanary(const GlobalOptions& g, const CanaryFlags&
                                       const probe::Snapshot& s,
                                       const std::string& matrix_fingerprint);
 
+// The canary options of the startup chain (run, generate): this binary with the same
+// --lib-path/--policy as the child, the default cache, the default time limit. The chain fills the
+// key from its snapshot and the op types from the opened models.
+runtime::CanaryOptions StartupCanaryOptions(const GlobalOptions& g);
+// The same with doctor's --canary-* flags applied (time limit, cache directory or no cache).
+runtime::CanaryOptions DoctorCanaryOptions(const GlobalOptions& g, const CanaryFlags& f);
+
 // The hidden `__canary-child --cases LIST` subcommand.
 void RegisterCanaryChildCommand(CLI::App& app, GlobalOptions& g, CommandRegistry& r);
 

@@ -95,9 +95,7 @@ void AddCanaryFlags(CLI::App* doctor, CanaryFlags* flags) {
       ->type_name("MS");
 }
 
-runtime::CanaryReport RunDoctorCanary(const GlobalOptions& g, const CanaryFlags& f,
-                                      const probe::Snapshot& s,
-                                      const std::string& matrix_fingerprint) {
+runtime::CanaryOptions StartupCanaryOptions(const GlobalOptions& g) {
   runtime::CanaryOptions o;
   o.child_argv = {SelfExe()};
   for (const auto& d : g.lib_paths) {
@@ -105,8 +103,22 @@ runtime::CanaryReport RunDoctorCanary(const GlobalOptions& g, const CanaryFlags&
     o.child_argv.push_back(d);
   }
   o.child_argv.insert(o.child_argv.end(), {"--policy", g.policy, "--log-level", g.log_level});
+  o.cache_dir = DefaultCacheDir();
+  o.key.policy = g.policy;
+  return o;
+}
+
+runtime::CanaryOptions DoctorCanaryOptions(const GlobalOptions& g, const CanaryFlags& f) {
+  runtime::CanaryOptions o = StartupCanaryOptions(g);
   o.timeout = std::chrono::milliseconds(f.timeout_ms);
   o.cache_dir = f.no_cache ? "" : (f.cache_dir.empty() ? DefaultCacheDir() : f.cache_dir);
+  return o;
+}
+
+runtime::CanaryReport RunDoctorCanary(const GlobalOptions& g, const CanaryFlags& f,
+                                      const probe::Snapshot& s,
+                                      const std::string& matrix_fingerprint) {
+  runtime::CanaryOptions o = DoctorCanaryOptions(g, f);
   o.key.matrix_fingerprint = matrix_fingerprint;
   o.key.policy = g.policy;
   o.key.gpu = GpuIdentity(s);

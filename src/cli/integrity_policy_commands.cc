@@ -19,6 +19,8 @@
 #include "policy/snapshot_diff.h"
 #include "probe/probe.h"
 #include "runtime/ort_probe.h"
+#include "runtime/runtime_policy.h"
+#include "runtime/startup.h"
 
 namespace tg::cli {
 namespace {
@@ -78,6 +80,26 @@ int RunAdmit(const AdmitFlags& f, const GlobalOptions& g) {
   return r.exit_code;
 }
 
+// doctor through the one startup chain (snapshot -> admit -> factory -> canary), on the snapshot
+// and matrix it already evaluated, for a live node only (a --snapshot file describes another
+// node). No model is opened: the canary, when asked for, covers the whole built-in set. Returns
+// nothing when the chain does not apply (snapshot file, or a --policy that is a matrix only).
+std::optional<runtime::StartupReport> RunDoctorChain(const AdmitFlags& f, const GlobalOptions& g,
+                                                     const Evaluation& e) {
+  if (!f.snapshot.empty()) return std::nullopt;
+  auto policy = runtime::LoadRuntimePolicy(g.policy);
+  if (!policy.ok()) return std::nullopt;
+  runtime::StartupOptions so;
+  so.snapshot = &e.snapshot;
+  so.matrix = &e.matrix;
+  if (f.canary.run) so.canary = DoctorCanaryOptions(g, f.canary);
+  runtime::StartupReport rep;
+  auto chain = runtime::StartupChain::Start(*policy, g.Loader(), so, &rep);
+  // A refusal is already in the report (doctor reports, it does not stop).
+  if (chain.ok()) (void)chain->Finish({}, so, &rep);
+  return rep;
+}
+
 int RunDoctor(const AdmitFlags& f, const GlobalOptions& g) {
   auto e = Evaluate(f, g);
   if (!e.ok()) return ReportError(e.status());
@@ -86,20 +108,32 @@ int RunDoctor(const AdmitFlags& f, const GlobalOptions& g) {
   const policy::AdmissionReport& r = e->report;
   // The op canary (--canary): a node is only ACCELERATED when its ops ran right on the GPU. A
   // canary that could not run proves nothing, so it never leaves an ACCELERATED verdict standing.
+  const std::optional<runtime::StartupReport> startup = RunDoctorChain(f, g, *e);
   std::optional<runtime::CanaryReport> canary;
-  if (f.canary.run) canary = RunDoctorCanary(g, f.canary, *s, r.matrix_fingerprint);
-  const bool canary_failed =
-      canary && canary->verdict != "PASS" && r.verdict == policy::Verdict::kAccelerated;
+  if (startup && startup->canary) canary = startup->canary;
+  // The chain stopped before its canary (e.g. the factory refused a CPU core with a GPU provider):
+  // doctor still runs it, in its child process, to name the ops that such a pair crashes on.
+  if (f.canary.run && !canary) canary = RunDoctorCanary(g, f.canary, *s, r.matrix_fingerprint);
+  // Any step after admit that production refuses (factory, canary) leaves no ACCELERATED verdict,
+  // when the factory's providers are the matrix's: with --matrix, the factory still attaches the
+  // --policy's providers, which that matrix may not require (e.g. TensorRT), so only the canary
+  // can then overturn the verdict and the factory step is reported for information.
+  const bool chain_refused = f.matrix.empty() && startup && !startup->steps.empty() &&
+                             startup->steps.back().outcome == "refused" &&
+                             startup->steps.back().name != "admit";
+  const bool canary_failed = ((canary && canary->verdict != "PASS") || chain_refused) &&
+                             r.verdict == policy::Verdict::kAccelerated;
   const int exit_code = canary_failed ? common::kExitIntegrity : r.exit_code;
   const std::string verdict =
       canary_failed ? "NOT ACCELERATED" : std::string(policy::VerdictName(r.verdict));
   if (g.json) {
     Json j = r.ToJson();
-    if (canary) {
-      j["canary"] = runtime::CanaryReportToJson(*canary);
+    if (canary) j["canary"] = runtime::CanaryReportToJson(*canary);
+    if (canary || canary_failed) {
       j["verdict"] = verdict;
       j["exit_code"] = exit_code;
     }
+    if (startup) j["startup"] = startup->ToJson();
     j["snapshot"] = probe::ToJson(*s);
     PrintJson(j);
     return exit_code;
@@ -124,6 +158,7 @@ int RunDoctor(const AdmitFlags& f, const GlobalOptions& g) {
       o += "     fix: " + c->cause + "\n";
     }
   }
+  if (startup) o += "\n" + startup->Format();
   o += "\nAll checks:\n" + r.ToText(g.use_color);
   Print(o);
   return exit_code;

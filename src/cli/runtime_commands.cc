@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/integrity_canary.h"
 #include "cli/output.h"
 #include "common/config.h"
 #include "common/file_util.h"
@@ -31,10 +32,14 @@ using common::Status;
 using runtime::Tensor;
 
 // Every error leaves through the one error path (cli/output.h); the command name comes from the
-// parsed command line, so `what` only documents the call site.
-int Fail(const GlobalOptions& /*g*/, const Status& s, const char* /*what*/) {
+// parsed command line, so `what` only documents the call site. The startup chain so far, when
+// there is one, goes with the error: in the error object, or as text on stderr before it.
+int Fail(const GlobalOptions& g, const Status& s, const char* /*what*/,
+         const runtime::StartupReport* startup = nullptr) {
   std::cout.flush();  // earlier std::cout output stays before the error object
-  return ReportError(s);
+  if (startup == nullptr) return ReportError(s);
+  if (!g.json) std::fputs(startup->Format().c_str(), stderr);
+  return ReportError(s, Json{{"startup", startup->ToJson()}});
 }
 
 struct RunArgs {
@@ -262,9 +267,8 @@ common::Result<Json> OutputsJson(const runtime::Session& session,
   return outs;
 }
 
-void PrintRunText(const runtime::SessionReport& rep, const Json& latency, const Json& tput,
-                  const Json& io, const Json& outs, const std::string& checksum) {
-  std::cout << runtime::FormatSessionReport(rep);
+void PrintRunText(const Json& latency, const Json& tput, const Json& io, const Json& outs,
+                  const std::string& checksum, bool degraded) {
   char line[320];
   std::snprintf(line, sizeof(line),
                 "latency:    %d runs in %.2f s (warm-up %d excluded): mean %.3f ms, p50 %.3f, "
@@ -288,12 +292,12 @@ void PrintRunText(const runtime::SessionReport& rep, const Json& latency, const 
               << o["dtype"].get<std::string>() << o["shape"].dump() << " sha256 "
               << o["sha256"].get<std::string>() << "\n";
   }
-  std::cout << "checksum:   " << checksum << (rep.degraded ? "  (DEGRADED)" : "") << "\n";
+  std::cout << "checksum:   " << checksum << (degraded ? "  (DEGRADED)" : "") << "\n";
 }
 
 // The timed part of `run` on an open session: inputs, measurement, report.
 int MeasureAndReport(const GlobalOptions& g, const RunArgs& a, runtime::Session& session,
-                     const Json& startup) {
+                     const runtime::StartupReport& startup) {
   const runtime::SessionReport& rep = session.report();
   std::vector<std::string> warnings;
   auto inputs = BuildInputs(session, a, &warnings);
@@ -329,12 +333,13 @@ int MeasureAndReport(const GlobalOptions& g, const RunArgs& a, runtime::Session&
               {"io", io},
               {"outputs", *outs},
               {"checksum", checksum},
-              {"startup", startup}};
+              {"startup", startup.ToJson()}};
     if (a.max_p99_ms > 0) j["gate"] = {{"max_p99_ms", a.max_p99_ms}, {"passed", !gate_failed}};
     std::cout << j.dump(2) << "\n";
     return rc;
   }
-  PrintRunText(rep, latency, tput, io, *outs, checksum);
+  std::cout << runtime::FormatSessionReport(rep) << startup.Format();
+  PrintRunText(latency, tput, io, *outs, checksum, rep.degraded);
   if (a.max_p99_ms > 0) {
     char line[256];
     std::snprintf(line, sizeof(line), "gate:       p99 %.3f ms %s --max-p99-ms %.3f: %s\n", p99,
@@ -355,23 +360,37 @@ int RunCommand(const GlobalOptions& g, const RunArgs& a) {
                                    ", --warmup >= 0 and --min-time in 0..3600 seconds"),
                 "run");
   }
-  // The startup chain: snapshot -> admit (production refuses drift, exit 4) -> factory.
+  // The startup chain: snapshot -> admit (production refuses drift, exit 4) -> factory; then
+  // this command's own open (for diagnosis: a violation still shows the report) -> canary.
   runtime::StartupReport startup;
-  auto chain = runtime::StartupChain::Start(*policy, g.Loader(), {}, &startup);
-  if (!chain.ok()) return Fail(g, chain.status(), "run");
+  runtime::StartupOptions so;
+  so.canary = StartupCanaryOptions(g);
+  auto chain = runtime::StartupChain::Start(*policy, g.Loader(), so, &startup);
+  if (!chain.ok()) return Fail(g, chain.status(), "run", &startup);
   const runtime::SessionFactory* factory = &chain->factory();
   runtime::OpenOptions oo;
   oo.placement_from_log = a.placement_from_log;
   Status violation;
+  const auto open0 = std::chrono::steady_clock::now();
   auto session = factory->OpenForDiagnosis(a.model, oo, &violation);
-  if (!session.ok()) return Fail(g, session.status(), "run");
+  runtime::StartupChain::RecordStep(
+      &startup, "open",
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - open0).count(),
+      session.ok() ? violation : session.status(), true, a.model);
+  if (!session.ok()) return Fail(g, session.status(), "run", &startup);
   const runtime::SessionReport& rep = session->report();
   if (!violation.ok()) {
     // The placement evidence goes with the error: in the error object, or as text before it.
     if (!g.json) std::cout << runtime::FormatSessionReport(rep) << std::flush;
-    return ReportError(violation, Json{{"session", runtime::SessionReportToJson(rep)}});
+    if (!g.json) std::fputs(startup.Format().c_str(), stderr);
+    return ReportError(violation, Json{{"session", runtime::SessionReportToJson(rep)},
+                                       {"startup", startup.ToJson()}});
   }
-  return MeasureAndReport(g, a, *session, startup.ToJson());
+  // Warm-up stays this command's own --warmup (its runs are excluded from the latency figures).
+  if (Status st = chain->Finish({a.model}, so, &startup); !st.ok()) {
+    return Fail(g, st, "run", &startup);
+  }
+  return MeasureAndReport(g, a, *session, startup);
 }
 
 // --- engines ---------------------------------------------------------------------------------

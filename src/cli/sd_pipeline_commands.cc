@@ -6,6 +6,7 @@
 // parameters as an A1111 `parameters` text chunk (sd/infotext.h).
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -18,6 +19,7 @@
 #include <utility>
 
 #include "cli/command_areas.h"
+#include "cli/integrity_canary.h"
 #include "cli/output.h"
 #include "common/config.h"
 #include "common/file_util.h"
@@ -55,8 +57,27 @@ struct GenerateFlags {
 std::atomic<bool> g_interrupted{false};
 extern "C" void OnSigint(int) { g_interrupted.store(true); }
 
-// Every error leaves through the one error path (cli/output.h).
-int Fail(const GlobalOptions& /*g*/, const Status& s) { return ReportError(s); }
+// Every error leaves through the one error path (cli/output.h). The startup chain so far, when
+// there is one, goes with the error: in the error object, or as text on stderr before it.
+int Fail(const GlobalOptions& g, const Status& s, const runtime::StartupReport* startup = nullptr) {
+  if (startup == nullptr) return ReportError(s);
+  if (!g.json) std::fputs(startup->Format().c_str(), stderr);
+  return ReportError(s, Json{{"startup", startup->ToJson()}});
+}
+
+// The component models of a pipeline folder (<folder>/<component>/*.onnx): the canary's op set.
+std::vector<std::string> PipelineModelFiles(const std::string& folder) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& comp : std::filesystem::directory_iterator(folder, ec)) {
+    if (!comp.is_directory(ec)) continue;
+    for (const auto& f : std::filesystem::directory_iterator(comp.path(), ec)) {
+      if (f.path().extension() == ".onnx") out.push_back(f.path().string());
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
 
 // "WIDTHxHEIGHT": the form is checked here, the range by sd::CheckSide, so a well-formed size
 // out of range says which side and what is allowed.
@@ -169,7 +190,8 @@ common::Result<Json> WriteImages(const std::string& base, const sd::GenerateOutp
 }
 
 void PrintJson(const GlobalOptions& g, const GenerateFlags& f, const sd::SdModel& m,
-               const sd::GenerateRequest& req, const sd::GenerateOutput& out, const Json& images) {
+               const sd::GenerateRequest& req, const sd::GenerateOutput& out, const Json& images,
+               const runtime::StartupReport& startup) {
   const auto& tm = out.timings;
   Json j = {
       {"ok", true},
@@ -207,12 +229,14 @@ void PrintJson(const GlobalOptions& g, const GenerateFlags& f, const sd::SdModel
         {"decode", tm.decode_ms},
         {"png", tm.png_ms},
         {"total", tm.total_ms}}},
+      {"startup", startup.ToJson()},
   };
   // A prompt file may hold invalid UTF-8: replace it rather than abort the dump.
   std::printf("%s\n", j.dump(2, ' ', false, Json::error_handler_t::replace).c_str());
 }
 
-void PrintText(const sd::SdModel& m, const sd::GenerateOutput& out, const Json& images) {
+void PrintText(const sd::SdModel& m, const sd::GenerateOutput& out, const Json& images,
+               const runtime::StartupReport& startup) {
   const auto& tm = out.timings;
   const int batch = static_cast<int>(out.images.size());
   const int calls = static_cast<int>(tm.unet_ms.size());
@@ -223,6 +247,8 @@ void PrintText(const sd::SdModel& m, const sd::GenerateOutput& out, const Json& 
       std::string(sd::SdVariantName(m.variant)).c_str(),
       std::string(sd::ExportStyleName(m.style)).c_str(), m.fp16 ? "fp16" : "fp32",
       out.scheduler.c_str(), calls, out.guidance, m.degraded() ? " [DEGRADED: CPU]" : "");
+  std::fputs(startup.Format().c_str(), stdout);
+  std::fputs(startup.Format().c_str(), stdout);
   for (const auto& im : images) {
     std::printf("  %s  seed %llu  sha256 %s\n", im["path"].get<std::string>().c_str(),
                 static_cast<unsigned long long>(im["seed"].get<std::uint64_t>()),
@@ -251,12 +277,23 @@ int RunGenerate(const GlobalOptions& g, const GenerateFlags& f) {
   sd::GenerateRequest& req = *built;
   auto policy = runtime::LoadRuntimePolicy(g.policy);
   if (!policy.ok()) return Fail(g, policy.status().WithPrefix("--policy"));
-  // The startup chain: snapshot -> admit (production refuses drift, exit 4) -> factory.
+  // The startup chain: snapshot -> admit (production refuses drift, exit 4) -> factory; then the
+  // pipeline loader's open (placement proof per component) -> canary over the components' ops.
   runtime::StartupReport startup;
-  auto chain = runtime::StartupChain::Start(*policy, g.Loader(), {}, &startup);
-  if (!chain.ok()) return Fail(g, chain.status());
+  runtime::StartupOptions so;
+  so.canary = StartupCanaryOptions(g);
+  auto chain = runtime::StartupChain::Start(*policy, g.Loader(), so, &startup);
+  if (!chain.ok()) return Fail(g, chain.status(), &startup);
+  const auto open0 = std::chrono::steady_clock::now();
   auto model = sd::LoadSdModel(f.model, chain->factory());
-  if (!model.ok()) return Fail(g, model.status());
+  runtime::StartupChain::RecordStep(
+      &startup, "open",
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - open0).count(),
+      model.status(), true, f.model);
+  if (!model.ok()) return Fail(g, model.status(), &startup);
+  if (Status st = chain->Finish(PipelineModelFiles(f.model), so, &startup); !st.ok()) {
+    return Fail(g, st, &startup);
+  }
   const sd::SdModel& m = **model;
   if (m.degraded()) Warn("DEGRADED: " + m.degraded_reason());
 
@@ -297,9 +334,9 @@ int RunGenerate(const GlobalOptions& g, const GenerateFlags& f) {
   out.timings.png_ms += write_ms;
   out.timings.total_ms += write_ms;
   if (g.json) {
-    PrintJson(g, f, m, req, out, *images);
+    PrintJson(g, f, m, req, out, *images, startup);
   } else {
-    PrintText(m, out, *images);
+    PrintText(m, out, *images, startup);
   }
   return common::kExitOk;
 }

@@ -393,7 +393,13 @@ std::string CanaryCacheKey(const CanaryKeyInputs& key) {
 CanaryReport RunCanary(const CanaryOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
   CanaryReport rep;
+  std::string filter;  // "" = the whole set
+  for (const auto& t : o.op_types) filter += t + ",";
   for (const CanaryCase& c : BuiltinCanaryCases()) {
+    if (!o.op_types.empty() &&
+        std::find(o.op_types.begin(), o.op_types.end(), c.op_type) == o.op_types.end()) {
+      continue;
+    }
     CanaryCaseResult r;
     r.name = c.name;
     r.op_type = c.op_type;
@@ -401,6 +407,10 @@ CanaryReport RunCanary(const CanaryOptions& o) {
   }
   if (!o.cache_dir.empty()) {
     rep.cache_key = CanaryCacheKey(o.key);
+    if (!filter.empty()) {
+      const std::string k = rep.cache_key + "\nop_types=" + filter;
+      rep.cache_key = common::Sha256Hex(k.data(), k.size());
+    }
     rep.cache_file = o.cache_dir + "/canary-" + rep.cache_key + ".json";
     CanaryReport cached = rep;
     if (LoadCached(rep.cache_file, &cached)) {

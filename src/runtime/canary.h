@@ -67,6 +67,9 @@ struct CanaryOptions {
   std::chrono::milliseconds timeout{60000};  // per child process
   std::string cache_dir;                     // "" = no cache
   CanaryKeyInputs key;
+  // Only the built-in cases whose op type is listed (the ops of the models a command opened);
+  // empty = the whole set. Part of the cache key.
+  std::vector<std::string> op_types;
 };
 
 // Runs the built-in set (canary_ops.h) in child processes; never fails (problems are verdicts).

@@ -1,10 +1,14 @@
 #include "runtime/startup.h"
 
 #include <chrono>
+#include <cstdio>
+#include <set>
 
 #include "common/log.h"
 #include "policy/matrix.h"
 #include "probe/probe.h"
+#include "runtime/canary_ops.h"
+#include "runtime/onnx_graph.h"
 #include "runtime/ort_api.h"
 
 namespace tg::runtime {
@@ -50,26 +54,77 @@ void CompleteOrtCore(const common::LibraryLoader& loader, probe::OrtInfo* o) {
   }
 }
 
+// The GPU part of the canary's cache key: every visible device's name and UUID.
+std::string GpuIdentity(const probe::Snapshot& s) {
+  std::string id;
+  for (const auto& d : s.nvml.devices) {
+    id += d.name.value_or("?") + " " + d.uuid.value_or("?") + ";";
+  }
+  if (id.empty()) {
+    for (const auto& d : s.cuda_driver.devices) id += d.name.value_or("?") + ";";
+  }
+  return id;
+}
+
+// A GPU provider the factory attached (the canary has nothing to compare without one).
+bool GpuProviderAttached(const SessionFactory& f) {
+  for (const auto& p : f.prepared_providers()) {
+    if (p.attached && p.path != AttachPath::kCpu && p.name != "CPUExecutionProvider") return true;
+  }
+  return false;
+}
+
+// The op types of `paths` that the built-in canary set covers (sorted, unique). A model that
+// cannot be read contributes nothing here: opening it already proved or refused it.
+std::vector<std::string> CanaryOpTypes(const std::vector<std::string>& paths) {
+  std::set<std::string> used;
+  for (const auto& p : paths) {
+    auto g = ReadOnnxGraph(p);
+    if (!g.ok()) continue;
+    for (const auto& n : g->nodes) used.insert(n.op_type);
+  }
+  std::set<std::string> covered;
+  for (const auto& c : BuiltinCanaryCases()) {
+    if (used.count(c.op_type) != 0) covered.insert(c.op_type);
+  }
+  return {covered.begin(), covered.end()};
+}
+
 // snapshot + admit: refuses drift (exit 4); the rest is the factory's to prove. When the node has
 // integrity findings too, the factory's exact cause (exit 3) comes first, as in admission's own
 // verdict: the drift refusal is then `deferred` until the factory has attached.
 Status AdmitSteps(const RuntimePolicy& policy, const common::LibraryLoader& loader,
-                  const StartupOptions& options, StartupReport* report, Status* deferred) {
+                  const StartupOptions& options, StartupReport* report, Status* deferred,
+                  CanaryKeyInputs* key) {
   const bool production = policy.profile == Profile::kProduction;
   auto t0 = Clock::now();
   probe::ProbeOptions po;
   po.root = options.root;
-  probe::Snapshot snap = probe::TakeSnapshot(loader, po);
-  CompleteOrtCore(loader, &snap.onnxruntime);
+  probe::Snapshot snap;
+  if (options.snapshot != nullptr) {
+    snap = *options.snapshot;  // taken by the caller, ORT core facts included
+  } else {
+    snap = probe::TakeSnapshot(loader, po);
+    CompleteOrtCore(loader, &snap.onnxruntime);
+  }
+  key->gpu = GpuIdentity(snap);
+  if (!snap.onnxruntime.library.resolved_path.empty()) {
+    key->library_files.push_back(snap.onnxruntime.library.resolved_path);
+  }
+  for (const auto& p : snap.onnxruntime.provider_libraries) {
+    if (!p.file.empty()) key->library_files.push_back(p.file);
+  }
   TG_RETURN_IF_ERROR(Record(report, "snapshot", t0, Status::Ok(), production));
 
   t0 = Clock::now();
   Result<policy::Matrix> matrix =
-      policy.matrix_path.empty()
+      options.matrix != nullptr ? Result<policy::Matrix>(*options.matrix)
+      : policy.matrix_path.empty()
           ? Result<policy::Matrix>(production ? policy::ProductionMatrix() : policy::DevMatrix())
           : policy::LoadMatrix(policy.matrix_path);
   if (!matrix.ok()) return matrix.status().WithPrefix("runtime policy " + policy.source);
   report->admission = policy::Admit(snap, *matrix);
+  key->matrix_fingerprint = report->admission->matrix_fingerprint;
   std::string drift, integrity;
   for (const auto& c : report->admission->checks) {
     if (c.result != policy::CheckResult::kFail) continue;
@@ -112,10 +167,14 @@ Result<StartupChain> StartupChain::Start(const RuntimePolicy& policy,
                                          const common::LibraryLoader& loader,
                                          const StartupOptions& options, StartupReport* report) {
   const auto start = Clock::now();
-  const bool production = policy.profile == Profile::kProduction;
   StartupChain chain;
+  chain.production_ = policy.profile == Profile::kProduction;
   Status deferred_drift;
-  Status st = AdmitSteps(policy, loader, options, report, &deferred_drift);
+  CanaryKeyInputs key;
+  Status st = AdmitSteps(policy, loader, options, report, &deferred_drift, &key);
+  chain.matrix_fingerprint_ = key.matrix_fingerprint;
+  chain.gpu_identity_ = key.gpu;
+  chain.library_files_ = key.library_files;
   if (st.ok()) {
     auto t0 = Clock::now();
     auto factory = SessionFactory::Create(policy, loader);
@@ -129,27 +188,69 @@ Result<StartupChain> StartupChain::Start(const RuntimePolicy& policy,
     st = Record(report, "open", t0, s.status(), true, options.models[i]);
     if (s.ok()) chain.sessions_.push_back(std::move(s).value());
   }
-  if (st.ok() && options.canary) {
-    auto t0 = Clock::now();
-    report->canary = RunCanary(*options.canary);
-    Status c = report->canary->verdict == "PASS"
-                   ? Status::Ok()
-                   : Status::Unavailable("op canary " + report->canary->verdict + ": " +
-                                         report->canary->reason);
-    st = Record(report, "canary", t0, c, production, report->canary->reason);
-  }
-  for (std::size_t i = 0; st.ok() && i < chain.sessions_.size() && options.warmup_runs > 0; ++i) {
-    auto t0 = Clock::now();
-    auto in = WarmupInputs(chain.sessions_[i]);
-    Status w = in.status();
-    std::vector<Tensor> out;
-    for (int k = 0; w.ok() && k < options.warmup_runs; ++k)
-      w = chain.sessions_[i].Run(*in, {}, &out);
-    st = Record(report, "warmup", t0, w, true, options.models[i]);
-  }
+  if (st.ok() && !options.models.empty()) st = chain.Finish(options.models, options, report);
   report->total_ms = MsSince(start);
   if (!st.ok()) return st;
   return chain;
+}
+
+Status StartupChain::Finish(const std::vector<std::string>& model_paths,
+                            const StartupOptions& options, StartupReport* report) {
+  const auto start = Clock::now();
+  auto t0 = Clock::now();
+  Status st = Status::Ok();
+  std::vector<std::string> ops;
+  if (!GpuProviderAttached(factory_)) {
+    // A CPU-only run: nothing to canary, and no child process (tests run this path often).
+    RecordStep(report, "canary", MsSince(t0), Status::Ok(), production_,
+               "skipped: no GPU provider attached");
+    report->steps.back().outcome = "skipped";
+  } else if (!options.canary) {
+    RecordStep(report, "canary", MsSince(t0), Status::Ok(), production_, "skipped: not asked for");
+    report->steps.back().outcome = "skipped";
+  } else if (ops = CanaryOpTypes(model_paths); !model_paths.empty() && ops.empty()) {
+    RecordStep(report, "canary", MsSince(t0), Status::Ok(), production_,
+               "skipped: no op of the model(s) is in the built-in canary set");
+    report->steps.back().outcome = "skipped";
+  } else {
+    CanaryOptions o = *options.canary;
+    o.op_types = ops;
+    o.key.matrix_fingerprint = matrix_fingerprint_;
+    o.key.gpu = gpu_identity_;
+    o.key.library_files = library_files_;
+    report->canary = RunCanary(o);
+    const std::string& v = report->canary->verdict;
+    Status c = v == "PASS" ? Status::Ok()
+                           : Status::Unavailable("op canary " + v + ": " + report->canary->reason);
+    std::string detail = report->canary->reason;
+    if (report->canary->from_cache) detail += " (cached)";
+    st = Record(report, "canary", t0, c, production_, detail);
+  }
+  if (st.ok() && (options.warmup_runs <= 0 || sessions_.empty())) {
+    RecordStep(report, "warmup", 0.0, Status::Ok(), production_, "skipped: no warm-up runs asked");
+    report->steps.back().outcome = "skipped";
+  }
+  for (std::size_t i = 0; st.ok() && options.warmup_runs > 0 && i < sessions_.size(); ++i) {
+    t0 = Clock::now();
+    auto in = WarmupInputs(sessions_[i]);
+    Status w = in.status();
+    std::vector<Tensor> out;
+    for (int k = 0; w.ok() && k < options.warmup_runs; ++k) w = sessions_[i].Run(*in, {}, &out);
+    st = Record(report, "warmup", t0, w, true, sessions_[i].report().model_path);
+  }
+  report->total_ms += MsSince(start);
+  return st;
+}
+
+void StartupChain::RecordStep(StartupReport* report, const std::string& name, double ms,
+                              const Status& status, bool production, const std::string& detail) {
+  StartupStep s;
+  s.name = name;
+  s.ms = ms;
+  s.outcome = status.ok() ? "ok" : (production ? "refused" : "advisory");
+  s.detail = status.ok() ? detail : status.message();
+  report->steps.push_back(std::move(s));
+  report->total_ms += ms;
 }
 
 common::Json StartupReport::ToJson() const {
@@ -165,6 +266,18 @@ common::Json StartupReport::ToJson() const {
   }
   if (canary) j["canary"] = CanaryReportToJson(*canary);
   return j;
+}
+
+std::string StartupReport::Format() const {
+  std::string out;
+  char line[160];
+  for (const auto& s : steps) {
+    std::snprintf(line, sizeof line, "startup:    %-8s %-8s %9.1f ms  ", s.name.c_str(),
+                  s.outcome.c_str(), s.ms);
+    // First line of the detail only: the full text is in --json and the error message.
+    out += line + s.detail.substr(0, s.detail.find('\n')) + "\n";
+  }
+  return out;
 }
 
 }  // namespace tg::runtime

@@ -11,9 +11,17 @@
 //             which proves them by attaching and names the exact cause (exit 3);
 //   factory   SessionFactory::Create (GPU providers locked in policy order, never the CPU);
 //   open      each model opened with placement proof (violation: UNAVAILABLE, exit 3);
-//   canary    the op canary (runtime/canary.h) when asked for: anything but PASS is UNAVAILABLE;
+//   canary    the op canary (runtime/canary.h) for the op types of the opened models: anything
+//             but PASS is UNAVAILABLE in production. With no GPU provider attached (a CPU-only
+//             dev run) there is nothing to canary: the step is "skipped" (never "ok") and no child
+//             process starts; also skipped when no model op is in the built-in set;
 //   warmup    `warmup_runs` runs of each opened model on random inputs (cuDNN's algorithm search
-//             and TensorRT's first-call costs are paid here, not by the first request).
+//             and TensorRT's first-call costs are paid here, not by the first request); "skipped"
+//             when no runs were asked for.
+//
+// Commands that open their sessions themselves (run opens for diagnosis, generate through the
+// pipeline loader) start the chain with no `models`, record their "open" step with RecordStep and
+// then call Finish, so every command reports the same steps in the same order.
 //
 // Thread safety: Start is safe to call concurrently; the chain object is then used like a
 // SessionFactory (see session.h).
@@ -27,6 +35,8 @@
 #include "common/dynlib.h"
 #include "common/status.h"
 #include "policy/admission.h"
+#include "policy/matrix.h"
+#include "probe/snapshot.h"
 #include "runtime/canary.h"
 #include "runtime/runtime_policy.h"
 #include "runtime/session.h"
@@ -35,7 +45,7 @@ namespace tg::runtime {
 
 struct StartupStep {
   std::string name;     // "snapshot" "admit" "factory" "open" "canary" "warmup"
-  std::string outcome;  // "ok" | "refused" | "advisory" | "skipped"
+  std::string outcome;  // "ok" | "refused" | "advisory" | "skipped" (detail says why)
   double ms = 0.0;
   std::string detail;
 };
@@ -46,23 +56,44 @@ struct StartupReport {
   std::optional<CanaryReport> canary;
   double total_ms = 0.0;
   common::Json ToJson() const;
+  // One line per step: "startup: canary    skipped  0.0 ms  no GPU provider attached".
+  std::string Format() const;
 };
 
 struct StartupOptions {
   std::string root = "/";           // device-node root for the snapshot (tests, chroots)
   std::vector<std::string> models;  // opened with placement proof in step "open"
   OpenOptions open;
-  std::optional<CanaryOptions> canary;  // step "canary"; skipped when absent
-  int warmup_runs = 0;                  // step "warmup"; per opened model
+  // Step "canary": the child command line, cache and timeout. The chain fills the key's matrix
+  // fingerprint, GPU identity and library files from its snapshot, and the op types from the
+  // models. Skipped (with the reason) when absent or when no GPU provider is attached.
+  std::optional<CanaryOptions> canary;
+  int warmup_runs = 0;  // step "warmup"; per opened model
+  // doctor: the snapshot it already took (ORT core facts included) and its --matrix, used instead
+  // of a fresh snapshot and the policy's matrix. Not owned; must outlive Start.
+  const probe::Snapshot* snapshot = nullptr;
+  const policy::Matrix* matrix = nullptr;
 };
 
 class StartupChain {
  public:
   // Runs the steps in order and stops at the first refusal, whose Status is returned (the report
-  // says which step and why). `report` must not be null.
+  // says which step and why). With `options.models` empty it stops after "factory" (the caller
+  // opens, records "open" and calls Finish). `report` must not be null.
   static common::Result<StartupChain> Start(const RuntimePolicy& policy,
                                             const common::LibraryLoader& loader,
                                             const StartupOptions& options, StartupReport* report);
+
+  // Steps "canary" (over the op types of `model_paths`; the whole built-in set when it is empty,
+  // as for doctor) and "warmup" (over sessions()); returns
+  // the refusal, if any. Records into `report`.
+  common::Status Finish(const std::vector<std::string>& model_paths, const StartupOptions& options,
+                        StartupReport* report);
+
+  // Records a step the caller ran itself (e.g. "open"): outcome "ok", or for a failure "refused"
+  // in production and "advisory" in dev when `fatal` is false ("refused" whenever it is true).
+  static void RecordStep(StartupReport* report, const std::string& name, double ms,
+                         const common::Status& status, bool production, const std::string& detail);
 
   const SessionFactory& factory() const { return factory_; }
   // The sessions of StartupOptions::models, in that order.
@@ -71,6 +102,11 @@ class StartupChain {
  private:
   SessionFactory factory_;
   std::vector<Session> sessions_;
+  bool production_ = true;
+  // Canary key parts taken from the snapshot.
+  std::string matrix_fingerprint_;
+  std::string gpu_identity_;
+  std::vector<std::string> library_files_;
 };
 
 }  // namespace tg::runtime

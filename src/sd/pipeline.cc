@@ -19,6 +19,7 @@
 #include <immintrin.h>
 #endif
 
+#include "common/cpu_features.h"
 #include "sd/infotext.h"
 #include "sd/scheduler.h"
 
@@ -405,12 +406,6 @@ constexpr std::size_t kBlock = 1024;
 // The float32 passes of a step, each a single loop built twice: for baseline x86-64 and for AVX2
 // (8 floats per instruction), chosen once at run time. Same operations in the same order and no
 // FMA, so both builds give the same bits.
-#if defined(__x86_64__) || defined(__i386__)
-bool CpuHasAvx2() {
-  static const bool has = __builtin_cpu_supports("avx2");
-  return has;
-}
-#endif
 
 // noise = uncond + g * (cond - uncond), in float32 like diffusers' numpy pipeline.
 [[gnu::always_inline]] inline void GuideLoop(const float* u, const float* c, float g, float* out,
@@ -446,7 +441,7 @@ __attribute__((target("avx2"))) void ScaleDupAvx2(const float* x, bool scale, fl
 
 void Guide(const float* u, const float* c, float g, float* out, std::size_t n) {
 #if defined(__x86_64__) || defined(__i386__)
-  if (CpuHasAvx2()) return GuideAvx2(u, c, g, out, n);
+  if (common::CpuHasAvx2()) return GuideAvx2(u, c, g, out, n);
 #endif
   GuideLoop(u, c, g, out, n);
 }
@@ -457,7 +452,7 @@ void ScaleDup(const Scheduler& sched, int step, const float* x, float* out, floa
   const bool scale = s != 1.0;
   const auto f = static_cast<float>(s);
 #if defined(__x86_64__) || defined(__i386__)
-  if (CpuHasAvx2()) return ScaleDupAvx2(x, scale, f, out, out2, n);
+  if (common::CpuHasAvx2()) return ScaleDupAvx2(x, scale, f, out, out2, n);
 #endif
   ScaleDupLoop(x, scale, f, out, out2, n);
 }

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <deque>
 
+#include "common/cpu_features.h"
 #include "sd/scheduler_internal.h"
 
 namespace tg::sd::internal {
@@ -61,18 +62,10 @@ __attribute__((target("avx2"))) void Plms4Avx2(const Plms4Args& a) {
   a.v_prediction ? Plms4Loop<true>(a) : Plms4Loop<false>(a);
 }
 #endif
-bool CpuHasAvx2() {
-#if defined(__x86_64__) || defined(__i386__)
-  static const bool has = __builtin_cpu_supports("avx2");
-  return has;
-#else
-  return false;
-#endif
-}
 
 void Plms4(const Plms4Args& a) {
 #if defined(__x86_64__) || defined(__i386__)
-  if (CpuHasAvx2()) return Plms4Avx2(a);
+  if (common::CpuHasAvx2()) return Plms4Avx2(a);
 #endif
   Plms4Baseline(a);
 }
@@ -129,7 +122,7 @@ __attribute__((target("avx2"))) void PrevAvx2(const float* x, Eps eps, const Pre
 template <typename Eps>
 void Prev(const float* x, Eps eps, const PrevCoeffs& c, bool v, float* out, std::size_t n) {
 #if defined(__x86_64__) || defined(__i386__)
-  if (CpuHasAvx2()) return PrevAvx2(x, eps, c, v, out, n);
+  if (common::CpuHasAvx2()) return PrevAvx2(x, eps, c, v, out, n);
 #endif
   PrevBaseline(x, eps, c, v, out, n);
 }

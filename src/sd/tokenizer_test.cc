@@ -19,9 +19,7 @@ namespace fs = std::filesystem;
 using tg::testing::RunProcess;
 using tg::testing::SystemPython;
 
-std::string ClipGz() {
-  return tg::testing::ClipMergesFile();
-}
+std::string ClipGz() { return tg::testing::ClipMergesFile(); }
 
 // Builds (once per build tree; atomic rename so parallel tests can race safely) a tokenizer folder.
 // `num_merges` < 48 894 gives a small valid tokenizer for the error-path tests (fast to load).

@@ -45,12 +45,12 @@ class TempDir {
 void WriteFile(const std::string& path, const std::string& content);
 std::string ReadFile(const std::string& path);
 
-std::string SourceDir();      // repository root
-std::string BinaryDir();      // CMake build tree of this configuration
-std::string TruegreenPath();  // build/bin/truegreen of this configuration
+std::string SourceDir();       // repository root
+std::string BinaryDir();       // CMake build tree of this configuration
+std::string TruegreenPath();   // build/bin/truegreen of this configuration
 std::string ClipMergesFile();  // data/clip/bpe_simple_vocab_16e6.txt.gz (OpenAI CLIP, MIT)
-std::string OrtDir();         // third_party/onnxruntime (lib/, gpu/, include/)
-std::string FakeGpuDir();     // directory with the fake GPU libraries built for tests
+std::string OrtDir();          // third_party/onnxruntime (lib/, gpu/, include/)
+std::string FakeGpuDir();      // directory with the fake GPU libraries built for tests
 // Debian's python3 (which has python3-onnx), not whatever python3 is first on PATH.
 std::string SystemPython();
 
