@@ -70,6 +70,12 @@ Status LoadOnnxConfig(const std::string& path, ModelSpec* spec) {
   if (spec->batch_delay_ms < 0 || spec->batch_delay_ms > 1000) {
     return map->FieldError("batch_delay_ms", "an integer in 0..1000");
   }
+  TG_RETURN_IF_ERROR(map->Get("canary_p50_ms", &spec->canary_p50_ms));
+  TG_RETURN_IF_ERROR(map->Get("canary_p95_ms", &spec->canary_p95_ms));
+  for (const char* k : {"canary_p50_ms", "canary_p95_ms"}) {
+    const auto& v = std::string(k) == "canary_p50_ms" ? spec->canary_p50_ms : spec->canary_p95_ms;
+    if (v && !(*v > 0.0)) return map->FieldError(k, "a number of milliseconds > 0");
+  }
   auto seq = map->GetSequence("warmup");
   if (!seq.ok()) return seq.status();
   if (seq->IsSequence()) TG_RETURN_IF_ERROR(ParseWarmup(*seq, path, spec));

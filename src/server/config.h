@@ -7,8 +7,10 @@
 // config.yaml of a generic model (every key optional; unknown keys are errors):
 //   max_batch: 4            requests merged into one run along dim 0 (1 = no batching)
 //   batch_delay_ms: 2       how long the first request waits for others to join its batch
-//   warmup:                 shapes run once at start-up (input name -> shape)
-//     - {x: [1, 8]}
+//   warmup:                 shapes run once at start-up (input name -> shape); the first one is
+//     - {x: [1, 8]}         also the canary's shape
+//   canary_p50_ms: 5        canary latency ceilings of this model (exit 5 above)
+//   canary_p95_ms: 10
 // Errors: NOT_FOUND for a missing folder, INVALID_ARG naming file, line and field for anything
 // malformed; an empty repository is INVALID_ARG. Plain value types; no shared state.
 #pragma once
@@ -34,6 +36,10 @@ struct ModelSpec {
   int batch_delay_ms = 0;
   // Each entry is one warm-up run: input name -> shape (dynamic dims resolved).
   std::vector<std::map<std::string, std::vector<std::int64_t>>> warmup;
+  // Canary ceilings of this model (config.yaml canary_p50_ms / canary_p95_ms); unset = the
+  // --canary-p50-ms / --canary-p95-ms flags apply (image models), else not gated.
+  std::optional<double> canary_p50_ms;
+  std::optional<double> canary_p95_ms;
 };
 
 struct Limits {

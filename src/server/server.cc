@@ -188,7 +188,7 @@ Status Server::GateWarmup() {
   return Status::Ok();
 }
 
-CanaryResult Server::RunCanary() {
+CanaryResult Server::RunCanary(const CanaryResult* baseline) {
   CanaryResult c;
   c.ran = true;
   c.at_unix = static_cast<std::int64_t>(std::time(nullptr));
@@ -197,56 +197,84 @@ CanaryResult Server::RunCanary() {
     c.message = "injected fault (" + config_.fault_file + "): canary-fail";
     return c;
   }
+  std::string summary;
   for (auto& [name, mr] : models_) {
-    const int runs = mr->model->sd ? 3 : 5;
-    for (int i = 0; i < runs; ++i) {
-      auto ms = mr->model->sd ? TimeSdCanaryRun(mr.get(), i) : TimeOnnxCanaryRun(mr.get());
+    ModelCanary& mc = c.models[name];
+    const bool sd = mr->model->sd != nullptr;
+    for (int i = 0; i < (sd ? 3 : 5); ++i) {
+      auto ms = sd ? TimeSdCanaryRun(mr.get(), i) : TimeOnnxCanaryRun(mr.get());
       if (!ms.ok()) {
         c.message = "model " + name + ": " + ms.status().message();
         return c;
       }
-      c.samples_ms.push_back(*ms + (fault == "canary-slow" ? 1e6 : 0.0));
+      mc.samples_ms.push_back(*ms + (fault == "canary-slow" ? 1e6 : 0.0));
+    }
+    mc.p50_ms = Percentile(mc.samples_ms, 50);
+    mc.p95_ms = Percentile(mc.samples_ms, 95);
+    char buf[200];
+    std::snprintf(buf, sizeof(buf), "%s%s P50 %.2f ms P95 %.2f ms", summary.empty() ? "" : "; ",
+                  name.c_str(), mc.p50_ms, mc.p95_ms);
+    summary += buf;
+    const ModelSpec& spec = mr->model->spec;
+    // A ceiling <= 0 means "not gated".
+    auto pick = [sd](const std::optional<double>& own, const std::optional<double>& flag) {
+      return own ? *own : (sd && flag) ? *flag : -1.0;
+    };
+    auto over = [&](const char* what, double got, double ceiling) {
+      if (ceiling <= 0 || got <= ceiling || c.slow) return;
+      std::snprintf(buf, sizeof(buf), "model %s: canary %s %.2f ms is above the ceiling %.2f ms",
+                    name.c_str(), what, got, ceiling);
+      c.slow = true;
+      c.message = buf;
+    };
+    over("P50", mc.p50_ms, pick(spec.canary_p50_ms, config_.canary.p50_ms));
+    over("P95", mc.p95_ms, pick(spec.canary_p95_ms, config_.canary.p95_ms));
+    if (baseline && baseline->models.count(name)) {
+      const double limit = baseline->models.at(name).p50_ms * config_.canary.drift_tolerance;
+      if (!c.slow && mc.p50_ms > limit) {
+        std::snprintf(buf, sizeof(buf),
+                      "model %s: latency drift: P50 %.2f ms is above %.1f x the start-up P50 "
+                      "%.2f ms",
+                      name.c_str(), mc.p50_ms, config_.canary.drift_tolerance,
+                      baseline->models.at(name).p50_ms);
+        c.slow = true;
+        c.message = buf;
+      }
     }
   }
-  c.p50_ms = Percentile(c.samples_ms, 50);
-  c.p95_ms = Percentile(c.samples_ms, 95);
-  c.ok = true;
+  c.ok = !c.slow;
+  if (c.ok) c.message = summary;
   return c;
 }
 
-Status Server::GateCanary(int* exit_code) {
-  CanaryResult c = RunCanary();
-  char buf[160];
-  std::snprintf(buf, sizeof(buf), "P50 %.2f ms, P95 %.2f ms over %zu runs", c.p50_ms, c.p95_ms,
-                c.samples_ms.size());
-  if (c.ok && config_.canary.p50_ms && c.p50_ms > *config_.canary.p50_ms) {
-    c.ok = false;
-    c.message = std::string(buf) + ": P50 above the ceiling of " +
-                std::to_string(*config_.canary.p50_ms) + " ms";
+void Server::RecordCanary(const CanaryResult& c) {
+  for (const auto& [name, mc] : c.models) {
+    if (mc.samples_ms.empty()) continue;
+    metrics_.Set("truegreen_canary_latency_seconds", {{"model", name}, {"stat", "p50"}},
+                 mc.p50_ms / 1e3);
+    metrics_.Set("truegreen_canary_latency_seconds", {{"model", name}, {"stat", "p95"}},
+                 mc.p95_ms / 1e3);
   }
-  if (c.ok && config_.canary.p95_ms && c.p95_ms > *config_.canary.p95_ms) {
-    c.ok = false;
-    c.message = std::string(buf) + ": P95 above the ceiling of " +
-                std::to_string(*config_.canary.p95_ms) + " ms";
-  }
-  metrics_.Set("truegreen_canary_latency_seconds", {{"stat", "p50"}}, c.p50_ms / 1e3);
-  metrics_.Set("truegreen_canary_latency_seconds", {{"stat", "p95"}}, c.p95_ms / 1e3);
   metrics_.Set("truegreen_canary_ok", {}, c.ok ? 1 : 0);
   metrics_.Add("truegreen_canary_runs_total", {{"outcome", c.ok ? "pass" : "fail"}});
+}
+
+Status Server::GateCanary(int* exit_code) {
+  CanaryResult c = RunCanary(nullptr);
+  RecordCanary(c);
   {
     std::lock_guard<std::mutex> l(mu_);
     canary_ = c;
     last_canary_ = c;
   }
+  const bool gated = config_.canary.p50_ms || config_.canary.p95_ms;
   if (c.ok) {
-    return Status(common::StatusCode::kOk,
-                  std::string(buf) + (config_.canary.p50_ms || config_.canary.p95_ms
-                                          ? ""
-                                          : "; no P50/P95 ceiling set, latency not gated"));
+    return Status(
+        common::StatusCode::kOk,
+        c.message + (gated ? "" : "; no ceiling set for image models, latency not gated"));
   }
-  // An error is a broken fast path (3); a run that completed but too slowly is performance (5).
-  *exit_code = c.samples_ms.empty() || !c.message.starts_with(buf) ? common::kExitIntegrity
-                                                                   : common::kExitPerformance;
+  // A run that failed is a broken fast path (3); runs that completed too slowly are 5.
+  *exit_code = c.slow ? common::kExitPerformance : common::kExitIntegrity;
   return Status::Unavailable("canary: " + c.message);
 }
 
@@ -286,27 +314,13 @@ void Server::BackgroundCanary() {
         return;
       }
     }
-    CanaryResult c = RunCanary();
-    const double limit = canary_.p50_ms * config_.canary.drift_tolerance;
-    if (c.ok && c.p50_ms > limit) {
-      c.ok = false;
-      char buf[160];
-      std::snprintf(buf, sizeof(buf),
-                    "latency drift: P50 %.2f ms is above %.1f x the start-up P50 %.2f ms", c.p50_ms,
-                    config_.canary.drift_tolerance, canary_.p50_ms);
-      c.message = buf;
-    }
-    metrics_.Add("truegreen_canary_runs_total", {{"outcome", c.ok ? "pass" : "fail"}});
-    metrics_.Set("truegreen_canary_ok", {}, c.ok ? 1 : 0);
-    if (c.ok) {
-      metrics_.Set("truegreen_canary_latency_seconds", {{"stat", "p50"}}, c.p50_ms / 1e3);
-      metrics_.Set("truegreen_canary_latency_seconds", {{"stat", "p95"}}, c.p95_ms / 1e3);
-    }
+    CanaryResult c = RunCanary(&canary_);
+    RecordCanary(c);
     std::string was;
     {
       std::lock_guard<std::mutex> l(mu_);
       was = bg_fault_;
-      bg_fault_ = c.ok ? "" : "background canary: " + c.message;
+      bg_fault_ = c.ok ? "" : "background canary failed: " + c.message;
       last_canary_ = c;
     }
     metrics_.Set("truegreen_ready", {}, c.ok ? 1 : 0);
@@ -359,13 +373,12 @@ HttpResponse Server::Capabilities() const {
   }
   std::lock_guard<std::mutex> l(mu_);
   auto canary_json = [](const CanaryResult& c) {
-    return Json{{"ran", c.ran},
-                {"ok", c.ok},
-                {"p50_ms", c.p50_ms},
-                {"p95_ms", c.p95_ms},
-                {"samples_ms", c.samples_ms},
-                {"message", c.message},
-                {"at_unix", c.at_unix}};
+    Json models = Json::object();
+    for (const auto& [name, mc] : c.models) {
+      models[name] = {{"p50_ms", mc.p50_ms}, {"p95_ms", mc.p95_ms}, {"samples_ms", mc.samples_ms}};
+    }
+    return Json{{"ran", c.ran},         {"ok", c.ok},           {"slow", c.slow},
+                {"message", c.message}, {"at_unix", c.at_unix}, {"models", models}};
   };
   j["snapshot"] = admit_.snapshot;
   j["verdict"] = admit_.verdict;

@@ -31,14 +31,19 @@ struct Gate {
   std::string message;
 };
 
+struct ModelCanary {
+  std::vector<double> samples_ms;
+  double p50_ms = 0.0;
+  double p95_ms = 0.0;
+};
+
 struct CanaryResult {
   bool ran = false;
   bool ok = false;
-  double p50_ms = 0.0;
-  double p95_ms = 0.0;
-  std::vector<double> samples_ms;
-  std::string message;  // why it failed ("" when ok)
+  bool slow = false;    // every run completed but a ceiling or the drift tolerance was exceeded
+  std::string message;  // why it failed ("" when ok), or the latency summary when ok
   std::int64_t at_unix = 0;
+  std::map<std::string, ModelCanary> models;
 };
 
 struct ModelRuntime {
@@ -85,7 +90,9 @@ class Server {
   common::Status GateSessions(int* exit_code);
   common::Status GateWarmup();
   common::Status GateCanary(int* exit_code);
-  CanaryResult RunCanary();
+  // `baseline`: the start-up result, for the drift check (nullptr at start-up).
+  CanaryResult RunCanary(const CanaryResult* baseline);
+  void RecordCanary(const CanaryResult& c);
   void BackgroundCanary();
   void StartLanes(ModelRuntime* mr);
   std::string NotReadyReason() const;
