@@ -219,6 +219,75 @@ Result<NamedTensor> ParseInput(const Json& in, const runtime::TensorInfo& info, 
   return NamedTensor{name, std::move(t).value()};
 }
 
+// Validates a KServe v2 JSON infer request against the model's inputs and outputs into *job.
+// `limit` bounds element counts (each value takes at least one body byte).
+Status ParseInferBody(const std::string& text, const runtime::Session& session, std::size_t limit,
+                      InferJob* job) {
+  Json body = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (body.is_discarded()) return Status::InvalidArg("request body is not valid JSON (UTF-8)");
+  if (!body.is_object() || !body.contains("inputs") || !body["inputs"].is_array()) {
+    return Status::InvalidArg("request must be an object with an 'inputs' array");
+  }
+  if (body.contains("id")) {
+    if (!body["id"].is_string()) return Status::InvalidArg("field 'id' must be a string");
+    job->request_id = body["id"].get<std::string>().substr(0, 128);
+  }
+  for (const runtime::TensorInfo& info : session.inputs()) {
+    const Json* found = nullptr;
+    for (const Json& in : body["inputs"]) {
+      if (in.is_object() && in.contains("name") && in["name"] == info.name) found = &in;
+    }
+    if (!found) return Status::InvalidArg("input '" + info.name + "' is missing");
+    auto t = ParseInput(*found, info, limit);
+    if (!t.ok()) return t.status();
+    job->inputs.push_back(std::move(t).value());
+  }
+  if (body["inputs"].size() != session.inputs().size()) {
+    return Status::InvalidArg("request has " + std::to_string(body["inputs"].size()) +
+                              " inputs, the model takes " +
+                              std::to_string(session.inputs().size()));
+  }
+  if (!body.contains("outputs")) return Status::Ok();
+  if (!body["outputs"].is_array()) return Status::InvalidArg("'outputs' must be an array");
+  for (const Json& o : body["outputs"]) {
+    if (!o.is_object() || !o.contains("name") || !o["name"].is_string()) {
+      return Status::InvalidArg("each entry of 'outputs' needs a string 'name'");
+    }
+    const std::string n = o["name"].get<std::string>();
+    bool known = false;
+    for (const auto& oi : session.outputs()) known = known || oi.name == n;
+    if (!known) return Status::InvalidArg("the model has no output '" + n.substr(0, 64) + "'");
+    job->outputs.push_back(n);
+  }
+  return Status::Ok();
+}
+
+// Requests are batched along dim 0 only when every input and output is dynamic there and the
+// other dimensions and requested outputs agree (dtypes are fixed by the model).
+void SetBatchKey(const ModelSpec& spec, const runtime::Session& session, const std::string& id,
+                 InferJob* job) {
+  bool batchable = spec.max_batch > 1;
+  for (const auto& i : session.inputs()) {
+    batchable = batchable && !i.shape.empty() && i.shape[0] < 0;
+  }
+  for (const auto& o : session.outputs()) {
+    batchable = batchable && !o.shape.empty() && o.shape[0] < 0;
+  }
+  if (batchable) {
+    job->rows = job->inputs.front().tensor.shape()[0];
+    for (const auto& t : job->inputs) {
+      const auto& s = t.tensor.shape();
+      batchable = batchable && s[0] == job->rows && job->rows > 0;
+      job->batch_key += t.name + runtime::ShapeToString({s.begin() + 1, s.end()}) + ";";
+    }
+    for (const auto& o : job->outputs) job->batch_key += "out:" + o + ";";
+  }
+  if (!batchable) {
+    job->rows = 1;
+    job->batch_key = "solo:" + id;
+  }
+}
+
 }  // namespace
 
 Json Server::ModelMetadata(const ModelRuntime& mr) const {
@@ -276,63 +345,13 @@ void Server::HandleKserve(const HttpRequest& req, const std::string& path,
     return done(Error(
         400, "model '" + ctx->model + "' is an image model: use POST /v1/images/generations"));
   }
-  Json body = Json::parse(req.body, nullptr, /*allow_exceptions=*/false);
-  if (body.is_discarded()) return done(Error(400, "request body is not valid JSON (UTF-8)"));
-  if (!body.is_object() || !body.contains("inputs") || !body["inputs"].is_array()) {
-    return done(Error(400, "request must be an object with an 'inputs' array"));
-  }
   auto job = std::make_shared<InferJob>();
-  if (body.contains("id")) {
-    if (!body["id"].is_string()) return done(Error(400, "field 'id' must be a string"));
-    job->request_id = body["id"].get<std::string>().substr(0, 128);
+  if (Status st =
+          ParseInferBody(req.body, *mr->model->session, config_.limits.max_body_bytes, job.get());
+      !st.ok()) {
+    return done(Error(400, st.message()));
   }
-  const runtime::Session& session = *mr->model->session;
-  const std::size_t limit = config_.limits.max_body_bytes;  // a value takes >= 1 body byte
-  for (const runtime::TensorInfo& info : session.inputs()) {
-    const Json* found = nullptr;
-    for (const Json& in : body["inputs"]) {
-      if (in.is_object() && in.contains("name") && in["name"] == info.name) found = &in;
-    }
-    if (!found) return done(Error(400, "input '" + info.name + "' is missing"));
-    auto t = ParseInput(*found, info, limit);
-    if (!t.ok()) return done(Error(400, t.status().message()));
-    job->inputs.push_back(std::move(t).value());
-  }
-  if (body["inputs"].size() != session.inputs().size()) {
-    return done(Error(400, "request has " + std::to_string(body["inputs"].size()) +
-                               " inputs, the model takes " +
-                               std::to_string(session.inputs().size())));
-  }
-  if (body.contains("outputs")) {
-    if (!body["outputs"].is_array()) return done(Error(400, "'outputs' must be an array"));
-    for (const Json& o : body["outputs"]) {
-      if (!o.is_object() || !o.contains("name") || !o["name"].is_string()) {
-        return done(Error(400, "each entry of 'outputs' needs a string 'name'"));
-      }
-      const std::string n = o["name"].get<std::string>();
-      bool known = false;
-      for (const auto& oi : session.outputs()) known = known || oi.name == n;
-      if (!known) return done(Error(400, "the model has no output '" + n.substr(0, 64) + "'"));
-      job->outputs.push_back(n);
-    }
-  }
-  // Requests are batched along dim 0 only when every input and output is dynamic there and the
-  // other dimensions, dtypes and requested outputs agree.
-  bool batchable = mr->model->spec.max_batch > 1;
-  for (const auto& i : session.inputs())
-    batchable = batchable && !i.shape.empty() && i.shape[0] < 0;
-  for (const auto& o : session.outputs())
-    batchable = batchable && !o.shape.empty() && o.shape[0] < 0;
-  if (batchable) {
-    job->rows = job->inputs.front().tensor.shape()[0];
-    for (const auto& t : job->inputs) {
-      const auto& s = t.tensor.shape();
-      batchable = batchable && s[0] == job->rows && job->rows > 0;
-      job->batch_key += t.name + runtime::ShapeToString({s.begin() + 1, s.end()}) + ";";
-    }
-    for (const auto& o : job->outputs) job->batch_key += "out:" + o + ";";
-  }
-  if (!batchable) job->batch_key = "solo:" + ctx->id;
+  SetBatchKey(mr->model->spec, *mr->model->session, ctx->id, job.get());
   job->ctx = ctx;
   job->respond = respond;
   job->enqueued = Clock::now();
