@@ -38,6 +38,19 @@ TEST_F(ServerLifecycleTest, ProductionWithoutGpuExits3NamingTheCause) {
   EXPECT_NE(log.find("/dev/nvidia"), std::string::npos) << log;
 }
 
+TEST_F(ServerLifecycleTest, JsonSummaryOnStdoutNamesTheFailedGate) {
+  if (HasGpuDevice()) GTEST_SKIP() << "this node has NVIDIA devices";
+  ProcessResult r = RunTruegreen({"--json", "serve", "--models", Models(), "--port", "0"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  Json j = Json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << r.out;
+  EXPECT_EQ(j["exit_code"], 3);
+  EXPECT_FALSE(j["ok"].get<bool>());
+  EXPECT_EQ(j["gates"][0]["name"], "admit");
+  EXPECT_EQ(j["gates"][0]["status"], "failed");
+  EXPECT_EQ(j["gates"][1]["status"], "pending");
+}
+
 TEST_F(ServerLifecycleTest, ExitOnFailFalseStaysUpAnswering503WithTheReason) {
   if (HasGpuDevice()) GTEST_SKIP() << "this node has NVIDIA devices";
   ServerProcess s({}, {"--models", Models()}, {{"TRUEGREEN_EXIT_ON_FAIL", "false"}});

@@ -23,6 +23,7 @@ struct ServeFlags {
 int RunServe(const GlobalOptions& g, ServeFlags& f) {
   server::ServeConfig c = f.c;
   c.policy = g.policy;
+  c.json = g.json;
   // The global --policy has no env var of its own; TRUEGREEN_POLICY fills it when not given.
   if (const char* p = std::getenv("TRUEGREEN_POLICY"); p && *p && g.policy == "production") {
     c.policy = p;
@@ -62,7 +63,8 @@ void RegisterServeCommands(CLI::App& app, GlobalOptions& g, CommandRegistry& r) 
   auto opt = [&](const std::string& name, auto& var, const std::string& env, const char* help) {
     return cmd->add_option(name, var, help)->envname(env)->capture_default_str();
   };
-  opt("--models", c.models_dir, "TRUEGREEN_MODELS", "Model repository folder")->type_name("DIR");
+  opt("--models", c.models_dir, "TRUEGREEN_MODELS", "Model repository folder (a pod mounts it)")
+      ->type_name("DIR");
   opt("--matrix", c.matrix, "TRUEGREEN_MATRIX", "Version matrix (default: the --policy matrix)")
       ->type_name("FILE");
   opt("--host", c.host, "TRUEGREEN_HOST", "Address to bind (0.0.0.0 in a pod)");

@@ -184,7 +184,7 @@ Status ValidateServeConfig(const ServeConfig& c) {
   for (const auto& v : {c.canary.p50_ms, c.canary.p95_ms}) {
     if (v && !(*v > 0.0)) return Status::InvalidArg("canary ceilings must be > 0 ms");
   }
-  if (c.models_dir.empty()) return Status::InvalidArg("--models DIR is required");
+  if (c.models_dir.empty()) return Status::InvalidArg("--models DIR must not be empty");
   return Status::Ok();
 }
 

@@ -67,8 +67,8 @@ struct CanaryConfig {
 };
 
 struct ServeConfig {
-  std::string models_dir;
-  std::string matrix;  // "" = the --policy matrix
+  std::string models_dir = "/models";  // the model volume's mount point in a pod
+  std::string matrix;                  // "" = the --policy matrix
   std::string policy = "production";
   std::string host = "127.0.0.1";
   int port = 8000;
@@ -78,6 +78,7 @@ struct ServeConfig {
   int io_threads = 2;
   std::string access_log = "-";  // "-" = stderr, "off", or a file (appended)
   std::string fault_file;        // test hook: its content injects a background-canary fault
+  bool json = false;  // --json: a JSON summary (exit code, port, gates) on stdout at exit
   Limits limits;
   CanaryConfig canary;
 };

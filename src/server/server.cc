@@ -625,6 +625,7 @@ int Server::Run() {
     return common::ExitCodeFromStatus(port.status()) == common::kExitUsage ? common::kExitUsage
                                                                            : common::kExitInternal;
   }
+  port_ = *port;
   http_->Start(config_.io_threads);
   Log("listening on " + config_.host + ":" + std::to_string(*port) + " (port " +
       std::to_string(*port) + "), policy " + config_.policy);
@@ -654,7 +655,25 @@ int Server::Run() {
 int RunServer(const ServeConfig& config, const std::vector<ModelSpec>& models,
               const common::LibraryLoader& loader) {
   Server s(config, models, loader);
-  return s.Run();
+  const int code = s.Run();
+  if (config.json) std::printf("%s\n", s.Summary(code).dump(2).c_str());
+  return code;
+}
+
+Json Server::Summary(int exit_code) const {
+  Json gates = Json::array();
+  std::lock_guard<std::mutex> l(mu_);
+  for (const Gate& g : gates_) {
+    gates.push_back({{"name", g.name},
+                     {"status", std::string(GateStateName(g.state))},
+                     {"duration_ms", g.duration_ms},
+                     {"message", g.message}});
+  }
+  return {{"ok", exit_code == 0},
+          {"exit_code", exit_code},
+          {"port", port_},
+          {"degraded", degraded_},
+          {"gates", gates}};
 }
 
 }  // namespace tg::server

@@ -74,6 +74,8 @@ class Server {
   Server(ServeConfig config, std::vector<ModelSpec> specs, common::LibraryLoader loader);
   ~Server();
   int Run();
+  // What `serve --json` prints at exit: ok, exit_code, port, degraded, gates.
+  common::Json Summary(int exit_code) const;
 
   // Routing entry (HTTP handler).
   void Handle(HttpRequest req, Responder respond);
@@ -140,6 +142,7 @@ class Server {
   std::atomic<int> in_flight_{0};   // requests accepted and not yet answered
   std::atomic<std::uint64_t> next_id_{1};
   bool degraded_ = false;
+  int port_ = 0;
 
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;
