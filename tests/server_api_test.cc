@@ -137,6 +137,12 @@ TEST_F(ServerApiTest, ReadyzListsEveryGatePassed) {
 }
 
 TEST_F(ServerApiTest, MetricsPassPromtool) {
+  // ctest runs each test in its own process (and server): make one request of each kind first.
+  ASSERT_EQ(Request(port_, "POST", "/v1/images/generations",
+                    R"({"prompt":"a cat","size":"256x256","steps":1})")
+                .status,
+            200);
+  ASSERT_EQ(Request(port_, "POST", "/v1/images/generations", "{").status, 400);
   auto r = Request(port_, "GET", "/metrics");
   ASSERT_EQ(r.status, 200);
   EXPECT_NE(r.body.find("nv_inference_request_success{model=\"sd15\"}"), std::string::npos);
