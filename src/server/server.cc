@@ -355,7 +355,7 @@ HttpResponse Server::Readyz() const {
                        {"message", g.message}});
     }
   }
-  Json body = {{"ready", reason.empty()}, {"gates", gates}, {"degraded", degraded_}};
+  Json body = {{"ready", reason.empty()}, {"gates", gates}, {"degraded", degraded_.load()}};
   if (!reason.empty()) body["reason"] = reason;
   return JsonResponse(reason.empty() ? 200 : 503, body);
 }
@@ -386,7 +386,7 @@ HttpResponse Server::Capabilities() const {
   j["models"] = models;
   j["canary"] = canary_json(canary_);
   j["background_canary"] = canary_json(last_canary_);
-  j["degraded"] = degraded_;
+  j["degraded"] = degraded_.load();
   j["policy"] = config_.policy;
   return JsonResponse(200, j);
 }
@@ -672,7 +672,7 @@ Json Server::Summary(int exit_code) const {
   return {{"ok", exit_code == 0},
           {"exit_code", exit_code},
           {"port", port_},
-          {"degraded", degraded_},
+          {"degraded", degraded_.load()},
           {"gates", gates}};
 }
 

@@ -141,7 +141,7 @@ class Server {
   std::atomic<int> exit_code_{-1};  // set by a failed gate with exit_on_fail
   std::atomic<int> in_flight_{0};   // requests accepted and not yet answered
   std::atomic<std::uint64_t> next_id_{1};
-  bool degraded_ = false;
+  std::atomic<bool> degraded_{false};
   int port_ = 0;
 
   std::mutex stop_mu_;
