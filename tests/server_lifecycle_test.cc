@@ -217,7 +217,35 @@ TEST_F(ServerLifecycleTest, SigtermDrainsEveryAcceptedRequest) {
   for (auto& t : ts) t.join();
   for (const auto& r : rs) EXPECT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(s.Wait(), 0) << s.Log();
-  EXPECT_NE(s.Log().find("draining"), std::string::npos);
+  const std::string log = s.Log();
+  EXPECT_NE(log.find("draining"), std::string::npos);
+  // The JSON-lines access log (stderr by default) has one line per answered image request.
+  int logged = 0;
+  for (std::size_t p = 0;
+       (p = log.find("\"path\":\"/v1/images/generations\"", p)) != std::string::npos; ++p) {
+    ++logged;
+  }
+  EXPECT_EQ(logged, kN);
+}
+
+TEST_F(ServerLifecycleTest, LargeJobDoesNotHoldSmallOnesBehindIt) {
+  ServerProcess s({"--policy", "dev"}, {"--models", Models(), "--concurrency", "1"});
+  ASSERT_GT(s.WaitPort(), 0);
+  ASSERT_TRUE(s.WaitReady()) << s.Log();
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point large_done, small_done;
+  HttpResult large, small;
+  std::thread t([&] {
+    large = Generate(s.port(), 150, "512x512");  // 512*512*150/50 pixels: the large lane
+    large_done = Clock::now();
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  small = Generate(s.port(), 2);
+  small_done = Clock::now();
+  t.join();
+  EXPECT_EQ(large.status, 200) << large.body;
+  EXPECT_EQ(small.status, 200) << small.body;
+  EXPECT_LT(small_done, large_done);
 }
 
 TEST_F(ServerLifecycleTest, BearerTokenGuardsEverythingButHealth) {
