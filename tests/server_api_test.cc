@@ -321,6 +321,40 @@ TEST_F(ServerApiTest, SlowlorisConnectionIsClosedAndOthersAreServed) {
   EXPECT_FALSE(server_->Exited());
 }
 
+std::string ReadUntilClosed(int fd) {
+  std::string all;
+  char buf[4096];
+  ssize_t n;
+  while ((n = recv(fd, buf, sizeof(buf), 0)) > 0) all.append(buf, static_cast<std::size_t>(n));
+  return all;
+}
+
+TEST_F(ServerApiTest, HeadHasNoBodyAndExpectContinueIsAnswered) {
+  int fd = Connect(port_, 10);
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(SendAll(fd, "HEAD /v2 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+  std::string head = ReadUntilClosed(fd);
+  close(fd);
+  EXPECT_EQ(head.rfind("HTTP/1.1 200", 0), 0u) << head;
+  EXPECT_EQ(head.find("\r\n\r\n"), head.size() - 4) << head;  // nothing after the header
+
+  fd = Connect(port_, 10);
+  ASSERT_GE(fd, 0);
+  const std::string body = R"({"inputs":[{"name":"x","datatype":"FP32","shape":[1,8],)"
+                           R"("data":[1,2,3,4,5,6,7,8]}]})";
+  ASSERT_TRUE(SendAll(fd,
+                      "POST /v2/models/mm/infer HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+                      "Content-Length: " +
+                          std::to_string(body.size()) + "\r\n\r\n"));
+  char buf[64] = {};
+  ssize_t n = recv(fd, buf, 25, MSG_WAITALL);
+  ASSERT_EQ(n, 25);
+  EXPECT_EQ(std::string(buf, 25), "HTTP/1.1 100 Continue\r\n\r\n");
+  ASSERT_TRUE(SendAll(fd, body));
+  EXPECT_EQ(ReadResponse(fd).status, 200);
+  close(fd);
+}
+
 TEST_F(ServerApiTest, KeepAliveServesSeveralRequestsOnOneConnection) {
   int fd = Connect(port_, 10);
   ASSERT_GE(fd, 0);

@@ -65,6 +65,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
  private:
   void ReadHeader() {
+    head_ = false;
     parser_.emplace();
     parser_->header_limit(16 * 1024);
     parser_->body_limit(srv_->limits.max_body_bytes);
@@ -84,6 +85,22 @@ class Connection : public std::enable_shared_from_this<Connection> {
                              std::to_string(srv_->limits.max_body_bytes) + " bytes");
     }
     stream_.expires_after(std::chrono::milliseconds(srv_->limits.body_timeout_ms));
+    head_ = parser_->get().method() == bhttp::verb::head;
+    // Clients that send large bodies (curl above 1 KiB) wait for "100 Continue" first.
+    if (beast::iequals(parser_->get()[bhttp::field::expect], "100-continue")) {
+      auto cont = std::make_shared<bhttp::response<bhttp::empty_body>>(bhttp::status::continue_,
+                                                                       parser_->get().version());
+      bhttp::async_write(stream_, *cont,
+                         [self = shared_from_this(), cont](beast::error_code ec, std::size_t) {
+                           if (ec) return self->Close();
+                           self->ReadBody();
+                         });
+      return;
+    }
+    ReadBody();
+  }
+
+  void ReadBody() {
     bhttp::async_read(
         stream_, buffer_, *parser_,
         [self = shared_from_this()](beast::error_code ec, std::size_t) { self->OnBody(ec); });
@@ -144,10 +161,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
     res->set(bhttp::field::server, "truegreen");
     res->set(bhttp::field::content_type, r.content_type);
     for (const auto& [k, v] : r.headers) res->set(k, v);
-    res->body() = std::move(r.body);
     close_ = r.close || !keep_alive_;
     res->keep_alive(!close_);
-    res->prepare_payload();
+    if (head_) {
+      res->content_length(r.body.size());  // HEAD: the GET's length, no body
+    } else {
+      res->body() = std::move(r.body);
+      res->prepare_payload();
+    }
     stream_.expires_after(std::chrono::milliseconds(srv_->limits.body_timeout_ms));
     bhttp::async_write(stream_, *res,
                        [self = shared_from_this(), res](beast::error_code ec, std::size_t) {
@@ -170,6 +191,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool first_ = true;
   bool keep_alive_ = false;
   bool close_ = false;
+  bool head_ = false;
   unsigned version_ = 11;
 };
 
