@@ -1,5 +1,7 @@
 #include "server/scheduler.h"
 
+#include <algorithm>
+
 namespace tg::server {
 
 Lane::Lane(std::string name, int capacity, int concurrency, int max_batch,
@@ -11,6 +13,7 @@ Lane::Lane(std::string name, int capacity, int concurrency, int max_batch,
       run_(std::move(run)),
       expire_(std::move(expire)) {
   for (int i = 0; i < concurrency; ++i) workers_.emplace_back([this] { Worker(); });
+  reaper_ = std::thread([this] { Reaper(); });
 }
 
 Lane::~Lane() { Drain(); }
@@ -35,6 +38,37 @@ void Lane::Drain() {
     if (t.joinable()) t.join();
   }
   workers_.clear();
+  if (reaper_.joinable()) reaper_.join();
+}
+
+// Answers queued jobs at their deadline, so a client behind a long job gets its 504 on time.
+void Lane::Reaper() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    auto next = Clock::time_point::max();
+    std::vector<std::shared_ptr<Job>> expired;
+    const auto now = Clock::now();
+    for (auto it = queue_.begin(); it != queue_.end();) {
+      if ((*it)->deadline <= now) {
+        expired.push_back(*it);
+        it = queue_.erase(it);
+      } else {
+        next = std::min(next, (*it)->deadline);
+        ++it;
+      }
+    }
+    if (!expired.empty()) {
+      lock.unlock();
+      for (auto& j : expired) expire_(j);
+      lock.lock();
+      continue;
+    }
+    if (next == Clock::time_point::max()) {
+      cv_.wait(lock);
+    } else {
+      cv_.wait_until(lock, next);
+    }
+  }
 }
 
 int Lane::depth() const {

@@ -54,6 +54,7 @@ class Lane {
 
  private:
   void Worker();
+  void Reaper();
   std::vector<std::shared_ptr<Job>> TakeBatch(std::unique_lock<std::mutex>& lock);
 
   std::string name_;
@@ -68,6 +69,7 @@ class Lane {
   bool stopping_ = false;
   int running_ = 0;
   std::vector<std::thread> workers_;
+  std::thread reaper_;
 };
 
 }  // namespace tg::server

@@ -82,5 +82,25 @@ TEST(LaneTest, JobsPastTheirDeadlineAreExpiredNotRun) {
   EXPECT_EQ(ran.load(), 1);
 }
 
+TEST(LaneTest, QueuedJobIsExpiredAtItsDeadlineWhileTheWorkerIsBusy) {
+  std::atomic<bool> gate{false};
+  std::atomic<int> expired{0};
+  Lane lane(
+      "t", 10, 1, 1, std::chrono::milliseconds(0),
+      [&](std::vector<std::shared_ptr<Job>>&) {
+        while (!gate.load()) std::this_thread::yield();
+      },
+      [&](const std::shared_ptr<Job>&) { ++expired; });
+  ASSERT_TRUE(lane.Submit(MakeJob("busy", std::chrono::seconds(60))));
+  while (lane.in_flight() == 0) std::this_thread::yield();
+  ASSERT_TRUE(lane.Submit(MakeJob("late", std::chrono::milliseconds(20))));
+  // The worker is still blocked: only the reaper can answer the queued job.
+  while (expired.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(lane.depth(), 0);
+  gate.store(true);
+  lane.Drain();
+  EXPECT_EQ(expired.load(), 1);
+}
+
 }  // namespace
 }  // namespace tg::server
