@@ -229,8 +229,8 @@ common::Result<int> HttpServer::Listen(const std::string& host, int port) {
   if (!ec) a.bind(ep, ec);
   if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) {
-    return common::Status::Unavailable("cannot listen on " + host + ":" + std::to_string(port) +
-                                       ": " + ec.message());
+    return common::Status::InvalidArg("--host/--port: cannot listen on " + host + ":" +
+                                      std::to_string(port) + ": " + ec.message());
   }
   return static_cast<int>(a.local_endpoint().port());
 }

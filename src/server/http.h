@@ -54,8 +54,8 @@ class HttpServer {
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
-  // Binds and listens; returns the bound port (useful with port 0). INVALID_ARG for a bad host,
-  // UNAVAILABLE when the address is in use.
+  // Binds and listens; returns the bound port (useful with port 0). INVALID_ARG for a bad host
+  // or an address that cannot be bound (in use, not local): a configuration error, exit 2.
   common::Result<int> Listen(const std::string& host, int port);
   // Runs `threads` I/O threads (returns at once; Stop joins them).
   void Start(int threads);

@@ -622,8 +622,7 @@ int Server::Run() {
   auto port = http_->Listen(config_.host, config_.port);
   if (!port.ok()) {
     Log(port.status().message());
-    return common::ExitCodeFromStatus(port.status()) == common::kExitUsage ? common::kExitUsage
-                                                                           : common::kExitInternal;
+    return common::kExitUsage;
   }
   port_ = *port;
   http_->Start(config_.io_threads);
