@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_NOHASHDIR := 1
 
-.PHONY: all setup build build-asan test test-release test-asan fuzz format-check demo bench clean \
+.PHONY: all setup build build-asan test test-release test-asan fuzz format-check demo bench soak clean \
 	image audit-deploy
 
 all: build
@@ -54,6 +54,11 @@ demo: build
 
 bench: build
 	@bash scripts/bench.sh
+
+# `truegreen serve` under load (SOAK_SECONDS, default 300, at SOAK_CONCURRENCY 16): RSS bounded,
+# no response other than 200/429, clean SIGTERM drain (docs/SERVER.md).
+soak: build
+	@bash scripts/soak_server.sh
 
 clean:
 	rm -rf build build-asan build-debug build-fuzz

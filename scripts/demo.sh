@@ -5,6 +5,9 @@
 #     passes the matrix it says ACCELERATED (exit 0).
 #  2. doctor with the dev policy: CPU allowed, reported DEGRADED (exit 0).
 #  3. generate an image with the bundled tiny SD 1.5-shaped pipeline on the dev policy.
+#  4. truegreen serve on the tiny pipeline and a generic ONNX model (dev policy): wait for ready,
+#     one image through the OpenAI endpoint, one KServe v2 inference, /readyz and a few metrics,
+#     then SIGTERM (drain, exit 0).
 # The demo itself fails only if a step does something other than what is stated above.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -30,6 +33,64 @@ expect 0 "truegreen generate (tiny SD 1.5-shaped pipeline, dev policy = CPU, deg
   $TG --policy dev generate --model build/models/sd-tiny/sd15-legacy --prompt "a photo of a cat" \
   --steps 20 --size 512x512 --seed 0 -o build/demo/sd15-cat.png
 if [ -f build/demo/sd15-cat.png ]; then echo "image: build/demo/sd15-cat.png"; fi
+
+echo
+echo "== truegreen serve (dev policy: CPU, degraded) =="
+models=build/demo/models
+rm -rf "${models}" build/demo/serve.port
+mkdir -p "${models}/mm"
+ln -s "$(pwd)/build/models/sd-tiny/sd15-legacy" "${models}/sd15"
+ln -s "$(pwd)/build/models/runtime/matmul_softmax.onnx" "${models}/mm/model.onnx"
+printf 'max_batch: 4\nbatch_delay_ms: 2\nwarmup:\n  - {x: [1, 8]}\n' > "${models}/mm/config.yaml"
+echo "\$ $TG --policy dev serve --models ${models} --port 0 --port-file build/demo/serve.port"
+$TG --policy dev serve --models "${models}" --port 0 --port-file build/demo/serve.port \
+  --access-log build/demo/access.log 2> build/demo/serve.log &
+srv=$!
+port=""
+for _ in $(seq 1 600); do
+  [ -s build/demo/serve.port ] && port=$(cat build/demo/serve.port) && break
+  sleep 0.1
+done
+ready=0
+if [ -n "${port}" ]; then
+  for _ in $(seq 1 1200); do
+    if curl -sf "http://127.0.0.1:${port}/readyz" >/dev/null; then ready=1; break; fi
+    kill -0 "${srv}" 2>/dev/null || break
+    sleep 0.1
+  done
+fi
+if [ "${ready}" -eq 1 ]; then
+  grep -E "gate|ready" build/demo/serve.log | grep -v DEGRADED
+  base="http://127.0.0.1:${port}"
+  echo "\$ curl ${base}/readyz"
+  curl -s "${base}/readyz"; echo
+  echo "\$ curl -X POST ${base}/v1/images/generations (OpenAI images)"
+  curl -s -X POST "${base}/v1/images/generations" \
+    -d '{"prompt":"a photo of a cat","size":"256x256","steps":10,"seed":1}' \
+    > build/demo/openai.json
+  if python3 -c 'import json,base64,sys; d=json.load(open(sys.argv[1])); \
+open(sys.argv[2],"wb").write(base64.b64decode(d["data"][0]["b64_json"]))' \
+    build/demo/openai.json build/demo/serve-cat.png; then
+    echo "image: build/demo/serve-cat.png ($(stat -c %s build/demo/serve-cat.png) bytes)"
+  else
+    echo "no image in the response"; fail=1
+  fi
+  echo "\$ curl -X POST ${base}/v2/models/mm/infer (KServe v2)"
+  curl -s -X POST "${base}/v2/models/mm/infer" \
+    -d '{"id":"demo","inputs":[{"name":"x","shape":[1,8],"datatype":"FP32","data":[1,2,3,4,5,6,7,8]}]}' \
+    | tee build/demo/kserve.json; echo
+  grep -q '"outputs"' build/demo/kserve.json || fail=1
+  echo "\$ curl ${base}/metrics | grep ..."
+  curl -s "${base}/metrics" | grep -E '^(nv_inference_request_success|nv_inference_count|truegreen_images_generated_total|truegreen_gate_status|truegreen_degraded|truegreen_canary_latency_seconds)'
+else
+  echo "server did not become ready:"; cat build/demo/serve.log; fail=1
+fi
+kill -TERM "${srv}" 2>/dev/null
+wait "${srv}"
+rc=$?
+echo "(server exit ${rc} after SIGTERM; expected 0)"
+[ "${rc}" -eq 0 ] || fail=1
+
 if [ "${fail}" -ne 0 ]; then
   echo "demo: a step did not behave as stated" >&2
   exit 1

@@ -81,4 +81,7 @@ class CommandRegistry {
 // audit image|dockerfile|k8s, k8s render (hygiene).
 [[gnu::weak]] void RegisterAuditCommands(CLI::App& app, GlobalOptions& g, CommandRegistry& r);
 
+// serve (HTTP inference server, src/cli/serve_commands.cc).
+[[gnu::weak]] void RegisterServeCommands(CLI::App& app, GlobalOptions& g, CommandRegistry& r);
+
 }  // namespace tg::cli

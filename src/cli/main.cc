@@ -104,7 +104,8 @@ int RunMain(int argc, char** argv, GlobalOptions& g) {
   CommandRegistry registry;
   // Weak references: a developer build with TG_ONLY may leave an area out; the full build has all.
   for (auto* reg : {&tg::cli::RegisterIntegrityCommands, &tg::cli::RegisterRuntimeCommands,
-                    &tg::cli::RegisterSdCommands, &tg::cli::RegisterAuditCommands}) {
+                    &tg::cli::RegisterSdCommands, &tg::cli::RegisterAuditCommands,
+                    &tg::cli::RegisterServeCommands}) {
     if (reg != nullptr) reg(app, g, registry);
   }
   tg::cli::RegisterHelpCommands(app, g, registry);

@@ -1,0 +1,112 @@
+// `truegreen serve`: flags (each with a TRUEGREEN_* environment variable) → server::ServeConfig,
+// model repository, then server::RunServer. Exit codes as every command: 2 bad flag or model
+// repository, 3 no GPU path, 4 drift, 5 canary too slow, 0 after a SIGTERM drain.
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include "cli/command.h"
+#include "common/status.h"
+#include "server/config.h"
+#include "server/server.h"
+
+namespace tg::cli {
+namespace {
+
+struct ServeFlags {
+  server::ServeConfig c;
+  std::string token_file;
+  double p50 = 0.0, p95 = 0.0;
+};
+
+int RunServe(const GlobalOptions& g, ServeFlags& f) {
+  server::ServeConfig c = f.c;
+  c.policy = g.policy;
+  c.json = g.json;
+  // The global --policy has no env var of its own; TRUEGREEN_POLICY fills it when not given.
+  if (const char* p = std::getenv("TRUEGREEN_POLICY"); p && *p && g.policy == "production") {
+    c.policy = p;
+  }
+  auto fail = [](const common::Status& s) {
+    std::fprintf(stderr, "truegreen serve: %s\n", s.message().c_str());
+    const int rc = common::ExitCodeFromStatus(s);
+    return rc == common::kExitInternal ? common::kExitUsage : rc;
+  };
+  if (f.p50 > 0) c.canary.p50_ms = f.p50;
+  if (f.p95 > 0) c.canary.p95_ms = f.p95;
+  if (f.p50 < 0 || f.p95 < 0)
+    return fail(common::Status::InvalidArg("canary ceilings must be > 0"));
+  if (!f.token_file.empty()) {
+    auto t = server::ReadTokenFile(f.token_file);
+    if (!t.ok()) return fail(t.status());
+    c.token = *t;
+  } else if (const char* t = std::getenv("TRUEGREEN_TOKEN"); t && *t) {
+    c.token = t;
+  }
+  if (common::Status s = server::ValidateServeConfig(c); !s.ok()) return fail(s);
+  auto models = server::LoadModelRepository(c.models_dir);
+  if (!models.ok()) return fail(models.status());
+  return server::RunServer(c, *models, g.Loader());
+}
+
+}  // namespace
+
+void RegisterServeCommands(CLI::App& app, GlobalOptions& g, CommandRegistry& r) {
+  auto f = std::make_shared<ServeFlags>();
+  server::ServeConfig& c = f->c;
+  server::Limits& l = c.limits;
+  CLI::App* cmd = app.add_subcommand(
+      "serve",
+      "HTTP inference server (OpenAI images, KServe v2) that turns ready only after admission, "
+      "placement proof, warm-up and a timed canary (docs/SERVER.md)");
+  auto opt = [&](const std::string& name, auto& var, const std::string& env, const char* help) {
+    return cmd->add_option(name, var, help)->envname(env)->capture_default_str();
+  };
+  opt("--models", c.models_dir, "TRUEGREEN_MODELS", "Model repository folder (a pod mounts it)")
+      ->type_name("DIR");
+  opt("--matrix", c.matrix, "TRUEGREEN_MATRIX", "Version matrix (default: the --policy matrix)")
+      ->type_name("FILE");
+  opt("--host", c.host, "TRUEGREEN_HOST", "Address to bind (0.0.0.0 in a pod)");
+  opt("--port", c.port, "TRUEGREEN_PORT", "TCP port (0 = ephemeral, logged)");
+  opt("--port-file", c.port_file, "TRUEGREEN_PORT_FILE", "Write the bound port to FILE")
+      ->type_name("FILE");
+  cmd->add_option("--exit-on-fail", c.exit_on_fail,
+                  "Exit 3/4/5 when a start-up gate fails (false: stay up answering 503)")
+      ->envname("TRUEGREEN_EXIT_ON_FAIL")
+      ->capture_default_str();
+  opt("--token-file", f->token_file, "TRUEGREEN_TOKEN_FILE",
+      "Bearer token file (or TRUEGREEN_TOKEN); health endpoints stay open")
+      ->type_name("FILE");
+  opt("--io-threads", c.io_threads, "TRUEGREEN_IO_THREADS", "HTTP I/O threads");
+  opt("--access-log", c.access_log, "TRUEGREEN_ACCESS_LOG",
+      "JSON-lines access log: - | off | FILE");
+  opt("--max-body-bytes", l.max_body_bytes, "TRUEGREEN_MAX_BODY_BYTES", "413 above");
+  opt("--queue-size", l.queue_size, "TRUEGREEN_QUEUE_SIZE", "Queued requests per model lane (429)");
+  opt("--deadline-ms", l.deadline_ms, "TRUEGREEN_DEADLINE_MS", "Per-request deadline (504)");
+  opt("--concurrency", l.concurrency, "TRUEGREEN_CONCURRENCY", "Executions at once per model lane");
+  opt("--max-connections", l.max_connections, "TRUEGREEN_MAX_CONNECTIONS", "Open connection cap");
+  opt("--header-timeout-ms", l.header_timeout_ms, "TRUEGREEN_HEADER_TIMEOUT_MS",
+      "Time allowed for a request header");
+  opt("--body-timeout-ms", l.body_timeout_ms, "TRUEGREEN_BODY_TIMEOUT_MS",
+      "Time allowed for a request body");
+  opt("--idle-timeout-ms", l.idle_timeout_ms, "TRUEGREEN_IDLE_TIMEOUT_MS", "Keep-alive idle limit");
+  opt("--max-n", l.max_n, "TRUEGREEN_MAX_N", "Images per request (1..8)");
+  opt("--max-steps", l.max_steps, "TRUEGREEN_MAX_STEPS", "Denoising steps per request");
+  opt("--large-pixels", l.large_pixels, "TRUEGREEN_LARGE_PIXELS",
+      "SD jobs above width*height*steps/50*n use the large lane");
+  opt("--canary-steps", c.canary.steps, "TRUEGREEN_CANARY_STEPS", "Steps per canary image");
+  opt("--canary-size", c.canary.size, "TRUEGREEN_CANARY_SIZE", "Canary image side (0 = 256)");
+  opt("--canary-p50-ms", f->p50, "TRUEGREEN_CANARY_P50_MS", "Canary P50 ceiling (0 = not gated)");
+  opt("--canary-p95-ms", f->p95, "TRUEGREEN_CANARY_P95_MS", "Canary P95 ceiling (0 = not gated)");
+  opt("--canary-interval-s", c.canary.interval_s, "TRUEGREEN_CANARY_INTERVAL_S",
+      "Background canary period (0 = off)");
+  opt("--canary-drift-tolerance", c.canary.drift_tolerance, "TRUEGREEN_CANARY_DRIFT_TOLERANCE",
+      "Background P50 above this x start-up P50 flips /readyz");
+  opt("--fault-file", c.fault_file, "TRUEGREEN_FAULT_FILE",
+      "Test hook: 'canary-fail' or 'canary-slow' in FILE fails the background canary")
+      ->type_name("FILE");
+  r.Add(cmd, [&g, f] { return RunServe(g, *f); });
+}
+
+}  // namespace tg::cli

@@ -1,0 +1,488 @@
+// KServe v2 / Open Inference Protocol REST for generic ONNX models (JSON tensors), dynamic
+// batching of compatible requests, and the generic models' warm-up and canary runs.
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "server/server_internal.h"
+
+#ifndef TG_VERSION
+#define TG_VERSION "0.0.0"
+#endif
+
+namespace tg::server {
+
+using common::Json;
+using common::Result;
+using common::Status;
+using runtime::DataType;
+using runtime::NamedTensor;
+using runtime::Tensor;
+
+namespace {
+
+struct InferJob : ServerJob {
+  std::string request_id;
+  std::vector<NamedTensor> inputs;
+  std::vector<std::string> outputs;  // empty = all
+  std::int64_t rows = 1;             // dim 0 of the inputs (batching)
+};
+
+struct KType {
+  const char* name;
+  DataType dtype;
+};
+constexpr KType kTypes[] = {
+    {"BOOL", DataType::kBool},    {"UINT8", DataType::kUint8},   {"INT8", DataType::kInt8},
+    {"INT16", DataType::kInt16},  {"UINT16", DataType::kUint16}, {"INT32", DataType::kInt32},
+    {"INT64", DataType::kInt64},  {"FP16", DataType::kFloat16},  {"FP32", DataType::kFloat32},
+    {"FP64", DataType::kFloat64},
+};
+
+std::string KName(DataType d) {
+  for (const auto& t : kTypes) {
+    if (t.dtype == d) return t.name;
+  }
+  return "UNSUPPORTED";
+}
+
+// Flattens (possibly nested) JSON arrays of scalars into `out`; false when something else is
+// found or more than `limit` values are present.
+bool Flatten(const Json& v, std::size_t limit, std::vector<const Json*>* out, int depth = 0) {
+  if (depth > 16) return false;
+  if (!v.is_array()) {
+    if (out->size() >= limit) return false;
+    out->push_back(&v);
+    return true;
+  }
+  for (const Json& e : v) {
+    if (!Flatten(e, limit, out, depth + 1)) return false;
+  }
+  return true;
+}
+
+template <typename T>
+bool PutInt(const Json& v, void* dst) {
+  if (!v.is_number_integer()) return false;
+  if (v.is_number_unsigned()) {
+    auto u = v.get<std::uint64_t>();
+    if (u > static_cast<std::uint64_t>(std::numeric_limits<T>::max())) return false;
+    T t = static_cast<T>(u);
+    std::memcpy(dst, &t, sizeof(T));
+    return true;
+  }
+  auto i = v.get<std::int64_t>();
+  if (i < static_cast<std::int64_t>(std::numeric_limits<T>::min()) ||
+      (i > 0 && static_cast<std::uint64_t>(i) > std::numeric_limits<T>::max())) {
+    return false;
+  }
+  T t = static_cast<T>(i);
+  std::memcpy(dst, &t, sizeof(T));
+  return true;
+}
+
+bool PutValue(DataType d, const Json& v, char* dst) {
+  switch (d) {
+    case DataType::kBool:
+      if (!v.is_boolean()) return false;
+      *dst = v.get<bool>() ? 1 : 0;
+      return true;
+    case DataType::kUint8:
+      return PutInt<std::uint8_t>(v, dst);
+    case DataType::kInt8:
+      return PutInt<std::int8_t>(v, dst);
+    case DataType::kInt16:
+      return PutInt<std::int16_t>(v, dst);
+    case DataType::kUint16:
+      return PutInt<std::uint16_t>(v, dst);
+    case DataType::kInt32:
+      return PutInt<std::int32_t>(v, dst);
+    case DataType::kInt64:
+      return PutInt<std::int64_t>(v, dst);
+    case DataType::kFloat16: {
+      if (!v.is_number()) return false;
+      std::uint16_t h = runtime::FloatToHalf(v.get<float>());
+      std::memcpy(dst, &h, 2);
+      return true;
+    }
+    case DataType::kFloat32: {
+      if (!v.is_number()) return false;
+      float f = v.get<float>();
+      std::memcpy(dst, &f, 4);
+      return true;
+    }
+    case DataType::kFloat64: {
+      if (!v.is_number()) return false;
+      double f = v.get<double>();
+      std::memcpy(dst, &f, 8);
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+Json TensorData(const Tensor& t) {
+  Json a = Json::array();
+  const char* p = static_cast<const char*>(t.raw_data());
+  const std::int64_t n = t.element_count();
+  for (std::int64_t i = 0; i < n; ++i) {
+    switch (t.dtype()) {
+      case DataType::kBool:
+        a.push_back(p[i] != 0);
+        break;
+      case DataType::kUint8:
+        a.push_back(reinterpret_cast<const std::uint8_t*>(p)[i]);
+        break;
+      case DataType::kInt8:
+        a.push_back(reinterpret_cast<const std::int8_t*>(p)[i]);
+        break;
+      case DataType::kInt16:
+        a.push_back(reinterpret_cast<const std::int16_t*>(p)[i]);
+        break;
+      case DataType::kUint16:
+        a.push_back(reinterpret_cast<const std::uint16_t*>(p)[i]);
+        break;
+      case DataType::kInt32:
+        a.push_back(reinterpret_cast<const std::int32_t*>(p)[i]);
+        break;
+      case DataType::kInt64:
+        a.push_back(reinterpret_cast<const std::int64_t*>(p)[i]);
+        break;
+      case DataType::kFloat16:
+        a.push_back(runtime::HalfToFloat(reinterpret_cast<const std::uint16_t*>(p)[i]));
+        break;
+      case DataType::kFloat32:
+        a.push_back(reinterpret_cast<const float*>(p)[i]);
+        break;
+      case DataType::kFloat64:
+        a.push_back(reinterpret_cast<const double*>(p)[i]);
+        break;
+      default:
+        a.push_back(nullptr);
+    }
+  }
+  return a;
+}
+
+Result<NamedTensor> ParseInput(const Json& in, const runtime::TensorInfo& info, std::size_t limit) {
+  const std::string& name = info.name;
+  if (!in.contains("datatype") || !in["datatype"].is_string()) {
+    return Status::InvalidArg("input '" + name + "': 'datatype' must be a string");
+  }
+  const std::string dt = in["datatype"].get<std::string>();
+  if (dt != KName(info.dtype)) {
+    return Status::InvalidArg("input '" + name + "': datatype " + dt.substr(0, 16) +
+                              " given, the model takes " + KName(info.dtype));
+  }
+  if (!in.contains("shape") || !in["shape"].is_array() || in["shape"].size() > 8) {
+    return Status::InvalidArg("input '" + name + "': 'shape' must be an array of dimensions");
+  }
+  std::vector<std::int64_t> shape;
+  for (const Json& d : in["shape"]) {
+    if (!d.is_number_integer() || d.get<std::int64_t>() < 0 || d.get<std::int64_t>() > (1 << 24)) {
+      return Status::InvalidArg("input '" + name + "': shape dimensions must be integers >= 0");
+    }
+    shape.push_back(d.get<std::int64_t>());
+  }
+  if (shape.size() != info.shape.size()) {
+    return Status::InvalidArg("input '" + name + "': shape " + runtime::ShapeToString(shape) +
+                              " has the wrong rank, the model takes " +
+                              runtime::ShapeToString(info.shape));
+  }
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (info.shape[i] >= 0 && info.shape[i] != shape[i]) {
+      return Status::InvalidArg("input '" + name + "': shape " + runtime::ShapeToString(shape) +
+                                " does not fit the model's " + runtime::ShapeToString(info.shape));
+    }
+  }
+  const std::int64_t count = runtime::ElementCount(shape);
+  if (count < 0 || static_cast<std::size_t>(count) > limit) {
+    return Status::InvalidArg("input '" + name + "': shape has too many elements");
+  }
+  if (!in.contains("data")) return Status::InvalidArg("input '" + name + "': 'data' is missing");
+  std::vector<const Json*> values;
+  if (!Flatten(in["data"], limit, &values) || static_cast<std::int64_t>(values.size()) != count) {
+    return Status::InvalidArg("input '" + name + "': 'data' must hold " + std::to_string(count) +
+                              " scalar values for shape " + runtime::ShapeToString(shape));
+  }
+  auto t = Tensor::Create(info.dtype, shape);
+  if (!t.ok()) return t.status().WithPrefix("input '" + name + "'");
+  const std::size_t es = runtime::DataTypeSize(info.dtype);
+  char* dst = static_cast<char*>(t->raw_data());
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (!PutValue(info.dtype, *values[i], dst + i * es)) {
+      return Status::InvalidArg("input '" + name + "': data[" + std::to_string(i) +
+                                "] is not a valid " + dt + " value");
+    }
+  }
+  return NamedTensor{name, std::move(t).value()};
+}
+
+// Validates a KServe v2 JSON infer request against the model's inputs and outputs into *job.
+// `limit` bounds element counts (each value takes at least one body byte).
+Status ParseInferBody(const std::string& text, const runtime::Session& session, std::size_t limit,
+                      InferJob* job) {
+  Json body = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (body.is_discarded()) return Status::InvalidArg("request body is not valid JSON (UTF-8)");
+  if (!body.is_object() || !body.contains("inputs") || !body["inputs"].is_array()) {
+    return Status::InvalidArg("request must be an object with an 'inputs' array");
+  }
+  if (body.contains("id")) {
+    if (!body["id"].is_string()) return Status::InvalidArg("field 'id' must be a string");
+    job->request_id = body["id"].get<std::string>().substr(0, 128);
+  }
+  for (const runtime::TensorInfo& info : session.inputs()) {
+    const Json* found = nullptr;
+    for (const Json& in : body["inputs"]) {
+      if (in.is_object() && in.contains("name") && in["name"] == info.name) found = &in;
+    }
+    if (!found) return Status::InvalidArg("input '" + info.name + "' is missing");
+    auto t = ParseInput(*found, info, limit);
+    if (!t.ok()) return t.status();
+    job->inputs.push_back(std::move(t).value());
+  }
+  if (body["inputs"].size() != session.inputs().size()) {
+    return Status::InvalidArg("request has " + std::to_string(body["inputs"].size()) +
+                              " inputs, the model takes " +
+                              std::to_string(session.inputs().size()));
+  }
+  if (!body.contains("outputs")) return Status::Ok();
+  if (!body["outputs"].is_array()) return Status::InvalidArg("'outputs' must be an array");
+  for (const Json& o : body["outputs"]) {
+    if (!o.is_object() || !o.contains("name") || !o["name"].is_string()) {
+      return Status::InvalidArg("each entry of 'outputs' needs a string 'name'");
+    }
+    const std::string n = o["name"].get<std::string>();
+    bool known = false;
+    for (const auto& oi : session.outputs()) known = known || oi.name == n;
+    if (!known) return Status::InvalidArg("the model has no output '" + n.substr(0, 64) + "'");
+    job->outputs.push_back(n);
+  }
+  return Status::Ok();
+}
+
+// Requests are batched along dim 0 only when every input and output is dynamic there and the
+// other dimensions and requested outputs agree (dtypes are fixed by the model).
+void SetBatchKey(const ModelSpec& spec, const runtime::Session& session, const std::string& id,
+                 InferJob* job) {
+  bool batchable = spec.max_batch > 1;
+  for (const auto& i : session.inputs()) {
+    batchable = batchable && !i.shape.empty() && i.shape[0] < 0;
+  }
+  for (const auto& o : session.outputs()) {
+    batchable = batchable && !o.shape.empty() && o.shape[0] < 0;
+  }
+  if (batchable) {
+    job->rows = job->inputs.front().tensor.shape()[0];
+    for (const auto& t : job->inputs) {
+      const auto& s = t.tensor.shape();
+      batchable = batchable && s[0] == job->rows && job->rows > 0;
+      job->batch_key += t.name + runtime::ShapeToString({s.begin() + 1, s.end()}) + ";";
+    }
+    for (const auto& o : job->outputs) job->batch_key += "out:" + o + ";";
+  }
+  if (!batchable) {
+    job->rows = 1;
+    job->batch_key = "solo:" + id;
+  }
+}
+
+}  // namespace
+
+Json Server::ModelMetadata(const ModelRuntime& mr) const {
+  auto list = [](const std::vector<runtime::TensorInfo>& v) {
+    Json a = Json::array();
+    for (const auto& t : v)
+      a.push_back({{"name", t.name}, {"datatype", KName(t.dtype)}, {"shape", t.shape}});
+    return a;
+  };
+  const LoadedModel& m = *mr.model;
+  Json j = {
+      {"name", m.spec.name}, {"versions", Json::array({"1"})}, {"platform", "onnxruntime_onnx"}};
+  if (m.session) {
+    j["inputs"] = list(m.session->inputs());
+    j["outputs"] = list(m.session->outputs());
+    j["max_batch_size"] = m.spec.max_batch;
+  } else {
+    j["platform"] = "stable_diffusion_onnx";
+    j["inputs"] = Json::array();
+    j["outputs"] = Json::array();
+  }
+  return j;
+}
+
+void Server::HandleKserve(const HttpRequest& req, const std::string& path,
+                          std::shared_ptr<RequestCtx> ctx, Responder respond) {
+  auto done = [&](HttpResponse r) { Finish(ctx, respond, std::move(r)); };
+  const bool get = req.method == "GET" || req.method == "HEAD";
+  if (path == "/v2") {
+    if (!get) return done(Error(405, "use GET"));
+    return done(JsonResponse(
+        200, {{"name", "truegreen"}, {"version", TG_VERSION}, {"extensions", Json::array()}}));
+  }
+  static const std::string kPrefix = "/v2/models/";
+  if (!path.starts_with(kPrefix)) return done(Error(404, "no such endpoint: " + ctx->path));
+  std::string rest = path.substr(kPrefix.size());
+  std::string action;
+  if (auto slash = rest.find('/'); slash != std::string::npos) {
+    action = rest.substr(slash + 1);
+    rest.resize(slash);
+  }
+  if (!started_.load()) return done(Error(503, "not ready: " + NotReadyReason()));
+  ModelRuntime* mr = FindModel(rest);
+  if (!mr) return done(Error(404, "no model named '" + rest.substr(0, 64) + "'"));
+  ctx->model = mr->model->spec.name;
+  if (action.empty() || action == "ready") {
+    if (!get) return done(Error(405, "use GET"));
+    if (action.empty()) return done(JsonResponse(200, ModelMetadata(*mr)));
+    const bool ready = NotReadyReason().empty();
+    return done(JsonResponse(ready ? 200 : 503, {{"name", ctx->model}, {"ready", ready}}));
+  }
+  if (action != "infer") return done(Error(404, "no such endpoint: " + ctx->path));
+  if (req.method != "POST") return done(Error(405, "use POST"));
+  if (!mr->model->session) {
+    return done(Error(
+        400, "model '" + ctx->model + "' is an image model: use POST /v1/images/generations"));
+  }
+  auto job = std::make_shared<InferJob>();
+  if (Status st =
+          ParseInferBody(req.body, *mr->model->session, config_.limits.max_body_bytes, job.get());
+      !st.ok()) {
+    return done(Error(400, st.message()));
+  }
+  SetBatchKey(mr->model->spec, *mr->model->session, ctx->id, job.get());
+  job->ctx = ctx;
+  job->respond = respond;
+  job->enqueued = Clock::now();
+  job->deadline = job->enqueued + std::chrono::milliseconds(config_.limits.deadline_ms);
+  Lane* lane = mr->lanes.front().get();
+  if (!lane->Submit(job)) {
+    HttpResponse r = Error(429, "queue of model " + ctx->model + " is full: retry later");
+    r.headers.emplace_back("Retry-After", "1");
+    return done(std::move(r));
+  }
+}
+
+void Server::RunInferJobs(ModelRuntime* mr, std::vector<std::shared_ptr<Job>>& jobs) {
+  const runtime::Session& session = *mr->model->session;
+  auto* first = static_cast<InferJob*>(jobs.front().get());
+  const Labels lb = {{"model", first->ctx->model}};
+  // Merge the batch along dim 0 (row-major: concatenating the buffers concatenates the rows).
+  std::vector<NamedTensor> merged;
+  std::int64_t total = 0;
+  for (auto& j : jobs) total += static_cast<InferJob*>(j.get())->rows;
+  for (std::size_t i = 0; i < first->inputs.size(); ++i) {
+    if (jobs.size() == 1) {
+      merged.push_back(first->inputs[i]);
+      continue;
+    }
+    std::vector<std::int64_t> shape = first->inputs[i].tensor.shape();
+    shape[0] = total;
+    std::string bytes;
+    for (auto& j : jobs) bytes += static_cast<InferJob*>(j.get())->inputs[i].tensor.bytes();
+    auto t = Tensor::FromBytes(first->inputs[i].tensor.dtype(), shape, std::move(bytes));
+    merged.push_back({first->inputs[i].name, t.ok() ? std::move(t).value() : Tensor()});
+  }
+  const auto t0 = Clock::now();
+  std::vector<Tensor> outs;
+  Status s = session.Run(merged, first->outputs, &outs);
+  const double compute_ms = MsSince(t0);
+  metrics_.Add("nv_inference_exec_count", lb);
+  metrics_.Observe("truegreen_batch_size", lb, static_cast<double>(jobs.size()));
+  std::vector<std::string> names = first->outputs;
+  if (names.empty()) {
+    for (const auto& o : session.outputs()) names.push_back(o.name);
+  }
+  std::int64_t row = 0;
+  for (auto& j : jobs) {
+    auto* job = static_cast<InferJob*>(j.get());
+    job->ctx->queue_ms = std::chrono::duration<double, std::milli>(t0 - job->enqueued).count();
+    job->ctx->compute_ms = compute_ms;
+    if (!s.ok()) {
+      Finish(job->ctx, job->respond, Error(common::HttpStatusFromStatus(s), s.message()));
+      continue;
+    }
+    Json outputs = Json::array();
+    for (std::size_t k = 0; k < outs.size() && k < names.size(); ++k) {
+      Tensor part = outs[k];
+      if (jobs.size() > 1) {
+        const std::size_t row_bytes = outs[k].byte_size() / static_cast<std::size_t>(total);
+        std::vector<std::int64_t> shape = outs[k].shape();
+        shape[0] = job->rows;
+        auto p = Tensor::FromBytes(outs[k].dtype(), shape,
+                                   outs[k].bytes().substr(row * row_bytes, job->rows * row_bytes));
+        if (p.ok()) part = std::move(p).value();
+      }
+      outputs.push_back({{"name", names[k]},
+                         {"datatype", KName(part.dtype())},
+                         {"shape", part.shape()},
+                         {"data", TensorData(part)}});
+    }
+    row += job->rows;
+    job->ctx->items = static_cast<int>(job->rows);
+    metrics_.Add("nv_inference_count", lb, static_cast<double>(job->rows));
+    Json body = {{"model_name", job->ctx->model}, {"model_version", "1"}, {"outputs", outputs}};
+    if (!job->request_id.empty()) body["id"] = job->request_id;
+    Finish(job->ctx, job->respond, JsonResponse(200, body));
+  }
+}
+
+namespace {
+
+// Inputs of one warm-up/canary run: the given shapes, other dynamic dims set to 1, zeros.
+Result<std::vector<NamedTensor>> WarmupInputs(
+    const runtime::Session& s, const std::map<std::string, std::vector<std::int64_t>>& shapes) {
+  std::vector<NamedTensor> in;
+  for (const auto& info : s.inputs()) {
+    std::vector<std::int64_t> shape = info.shape;
+    if (auto it = shapes.find(info.name); it != shapes.end()) shape = it->second;
+    for (auto& d : shape) d = d < 0 ? 1 : d;
+    auto t = Tensor::Create(info.dtype, shape);
+    if (!t.ok()) return t.status().WithPrefix("warm-up input '" + info.name + "'");
+    in.push_back({info.name, std::move(t).value()});
+  }
+  for (const auto& [name, shape] : shapes) {
+    bool known = false;
+    for (const auto& info : s.inputs()) known = known || info.name == name;
+    if (!known) return Status::InvalidArg("warm-up names input '" + name + "', not in the model");
+  }
+  return in;
+}
+
+}  // namespace
+
+Status Server::WarmupOnnx(ModelRuntime* mr) {
+  const runtime::Session& s = *mr->model->session;
+  std::vector<std::map<std::string, std::vector<std::int64_t>>> runs = mr->model->spec.warmup;
+  if (runs.empty()) runs.emplace_back();
+  for (const auto& shapes : runs) {
+    auto in = WarmupInputs(s, shapes);
+    if (!in.ok()) return in.status();
+    std::vector<Tensor> out;
+    TG_RETURN_IF_ERROR(s.Run(*in, {}, &out));
+  }
+  return Status::Ok();
+}
+
+Result<double> Server::TimeOnnxCanaryRun(ModelRuntime* mr) {
+  const runtime::Session& s = *mr->model->session;
+  const std::map<std::string, std::vector<std::int64_t>> none;
+  const auto& warm = mr->model->spec.warmup;
+  auto in = WarmupInputs(s, warm.empty() ? none : warm.front());
+  if (!in.ok()) return in.status();
+  std::vector<Tensor> out;
+  const auto t0 = Clock::now();
+  TG_RETURN_IF_ERROR(s.Run(*in, {}, &out));
+  const double ms = MsSince(t0);
+  for (const Tensor& t : out) {
+    if (t.dtype() != DataType::kFloat32) continue;
+    const float* p = t.data<float>();
+    for (std::int64_t i = 0; i < t.element_count(); ++i) {
+      if (!std::isfinite(p[i])) return Status::Internal("the canary output is not finite");
+    }
+  }
+  return ms;
+}
+
+}  // namespace tg::server

@@ -1,0 +1,201 @@
+#include "server/config.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <system_error>
+
+#include "common/config.h"
+#include "common/file_util.h"
+
+namespace tg::server {
+
+using common::Result;
+namespace {
+
+namespace fs = std::filesystem;
+using common::Result;
+using common::Status;
+
+bool ValidName(const std::string& n) {
+  if (n.empty() || n.size() > 64) return false;
+  return std::all_of(n.begin(), n.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '_' || c == '-';
+  });
+}
+
+Status ParseWarmup(const YAML::Node& seq, const std::string& source, ModelSpec* spec) {
+  for (const YAML::Node& entry : seq) {
+    if (!entry.IsMap()) {
+      return Status::InvalidArg(common::YamlWhere(entry, source) +
+                                ": warmup entry must be a mapping input -> shape, found " +
+                                common::YamlDescribe(entry));
+    }
+    std::map<std::string, std::vector<std::int64_t>> shapes;
+    for (const auto& kv : entry) {
+      const YAML::Node& shape = kv.second;
+      const std::string input = kv.first.as<std::string>();
+      if (!shape.IsSequence() || shape.size() > 8) {
+        return Status::InvalidArg(common::YamlWhere(shape, source) + ": warmup." + input +
+                                  " must be a list of at most 8 dimensions, found " +
+                                  common::YamlDescribe(shape));
+      }
+      std::vector<std::int64_t> dims;
+      for (const YAML::Node& d : shape) {
+        std::int64_t v = -1;
+        if (!d.IsScalar() || !YAML::convert<std::int64_t>::decode(d, v) || v < 0 || v > 65536) {
+          return Status::InvalidArg(common::YamlWhere(d, source) + ": warmup." + input +
+                                    " dimension must be an integer in 0..65536, found " +
+                                    common::YamlDescribe(d));
+        }
+        dims.push_back(v);
+      }
+      shapes[input] = std::move(dims);
+    }
+    spec->warmup.push_back(std::move(shapes));
+  }
+  return Status::Ok();
+}
+
+Status LoadOnnxConfig(const std::string& path, ModelSpec* spec) {
+  auto doc = common::LoadYamlFile(path);
+  if (!doc.ok()) return doc.status();
+  auto map = common::YamlMap::From(*doc, path, "");
+  if (!map.ok()) return map.status();
+  TG_RETURN_IF_ERROR(map->Get("max_batch", &spec->max_batch));
+  if (spec->max_batch < 1 || spec->max_batch > 64) {
+    return map->FieldError("max_batch", "an integer in 1..64");
+  }
+  TG_RETURN_IF_ERROR(map->Get("batch_delay_ms", &spec->batch_delay_ms));
+  if (spec->batch_delay_ms < 0 || spec->batch_delay_ms > 1000) {
+    return map->FieldError("batch_delay_ms", "an integer in 0..1000");
+  }
+  TG_RETURN_IF_ERROR(map->Get("canary_p50_ms", &spec->canary_p50_ms));
+  TG_RETURN_IF_ERROR(map->Get("canary_p95_ms", &spec->canary_p95_ms));
+  for (const char* k : {"canary_p50_ms", "canary_p95_ms"}) {
+    const auto& v = std::string(k) == "canary_p50_ms" ? spec->canary_p50_ms : spec->canary_p95_ms;
+    if (v && !(*v > 0.0)) return map->FieldError(k, "a number of milliseconds > 0");
+  }
+  auto seq = map->GetSequence("warmup");
+  if (!seq.ok()) return seq.status();
+  if (seq->IsSequence()) TG_RETURN_IF_ERROR(ParseWarmup(*seq, path, spec));
+  return map->Finish();
+}
+
+// One repository entry; *skip is set for files that are not models (configs, hidden files).
+Result<ModelSpec> ReadEntry(const fs::directory_entry& e, bool* skip) {
+  ModelSpec spec;
+  const fs::path p = e.path();
+  std::error_code ec;
+  *skip = false;
+  if (e.is_directory(ec)) {
+    spec.name = p.filename().string();
+    if (fs::exists(p / "model_index.json", ec)) {
+      spec.kind = ModelKind::kStableDiffusion;
+      spec.path = p.string();
+    } else if (fs::exists(p / "model.onnx", ec)) {
+      spec.path = (p / "model.onnx").string();
+      if (fs::exists(p / "config.yaml", ec)) {
+        TG_RETURN_IF_ERROR(LoadOnnxConfig((p / "config.yaml").string(), &spec));
+      }
+    } else {
+      return Status::InvalidArg("--models: " + p.string() +
+                                ": neither model_index.json (Stable Diffusion pipeline) nor "
+                                "model.onnx (generic model) found in this model folder");
+    }
+  } else if (p.extension() == ".onnx") {
+    spec.name = p.stem().string();
+    spec.path = p.string();
+    fs::path cfg = p;
+    cfg.replace_extension(".yaml");
+    if (fs::exists(cfg, ec)) TG_RETURN_IF_ERROR(LoadOnnxConfig(cfg.string(), &spec));
+  } else {
+    *skip = true;
+    return spec;
+  }
+  if (!ValidName(spec.name)) {
+    return Status::InvalidArg("--models: model name '" + spec.name + "' (from " + p.string() +
+                              ") must be 1..64 characters of A-Z a-z 0-9 . _ -");
+  }
+  return spec;
+}
+
+}  // namespace
+
+std::string_view ModelKindName(ModelKind k) {
+  return k == ModelKind::kStableDiffusion ? "stable_diffusion" : "onnx";
+}
+
+Result<std::vector<ModelSpec>> LoadModelRepository(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    return Status::NotFound("--models: model repository folder not found: " + dir);
+  }
+  std::vector<ModelSpec> specs;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (e.path().filename().string().starts_with(".")) continue;
+    bool skip = false;
+    auto spec = ReadEntry(e, &skip);
+    if (!spec.ok()) return spec.status();
+    if (!skip) specs.push_back(std::move(spec).value());
+  }
+  if (ec) return Status::InvalidArg("--models: cannot list " + dir + ": " + ec.message());
+  if (specs.empty()) {
+    return Status::InvalidArg("--models: " + dir +
+                              " holds no model (expected <name>/model_index.json, "
+                              "<name>/model.onnx or <name>.onnx)");
+  }
+  std::sort(specs.begin(), specs.end(),
+            [](const ModelSpec& a, const ModelSpec& b) { return a.name < b.name; });
+  for (std::size_t i = 1; i < specs.size(); ++i) {
+    if (specs[i].name == specs[i - 1].name) {
+      return Status::InvalidArg("--models: two entries are named '" + specs[i].name + "'");
+    }
+  }
+  return specs;
+}
+
+Status ValidateServeConfig(const ServeConfig& c) {
+  auto range = [](const char* flag, std::int64_t v, std::int64_t lo, std::int64_t hi) {
+    if (v >= lo && v <= hi) return Status::Ok();
+    return Status::InvalidArg(std::string(flag) + " " + std::to_string(v) + " is outside " +
+                              std::to_string(lo) + ".." + std::to_string(hi));
+  };
+  const Limits& l = c.limits;
+  TG_RETURN_IF_ERROR(range("--port", c.port, 0, 65535));
+  TG_RETURN_IF_ERROR(range("--io-threads", c.io_threads, 1, 64));
+  TG_RETURN_IF_ERROR(range("--max-body-bytes", static_cast<std::int64_t>(l.max_body_bytes), 1024,
+                           std::int64_t{1} << 30));
+  TG_RETURN_IF_ERROR(range("--queue-size", l.queue_size, 1, 100000));
+  TG_RETURN_IF_ERROR(range("--deadline-ms", l.deadline_ms, 1, 86400000));
+  TG_RETURN_IF_ERROR(range("--concurrency", l.concurrency, 1, 256));
+  TG_RETURN_IF_ERROR(range("--max-connections", l.max_connections, 1, 100000));
+  TG_RETURN_IF_ERROR(range("--header-timeout-ms", l.header_timeout_ms, 1, 3600000));
+  TG_RETURN_IF_ERROR(range("--body-timeout-ms", l.body_timeout_ms, 1, 3600000));
+  TG_RETURN_IF_ERROR(range("--idle-timeout-ms", l.idle_timeout_ms, 1, 3600000));
+  TG_RETURN_IF_ERROR(range("--max-n", l.max_n, 1, 8));
+  TG_RETURN_IF_ERROR(range("--max-steps", l.max_steps, 1, 1000));
+  TG_RETURN_IF_ERROR(range("--canary-steps", c.canary.steps, 1, 1000));
+  TG_RETURN_IF_ERROR(range("--canary-interval-s", c.canary.interval_s, 0, 86400));
+  if (c.canary.size != 0) TG_RETURN_IF_ERROR(range("--canary-size", c.canary.size, 256, 1024));
+  if (c.canary.drift_tolerance < 1.0) {
+    return Status::InvalidArg("--canary-drift-tolerance must be >= 1.0");
+  }
+  for (const auto& v : {c.canary.p50_ms, c.canary.p95_ms}) {
+    if (v && !(*v > 0.0)) return Status::InvalidArg("canary ceilings must be > 0 ms");
+  }
+  if (c.models_dir.empty()) return Status::InvalidArg("--models DIR must not be empty");
+  return Status::Ok();
+}
+
+Result<std::string> ReadTokenFile(const std::string& path) {
+  auto text = common::ReadFileLimited(path, 4096);
+  if (!text.ok()) return text.status().WithPrefix("--token-file");
+  std::string t = *text;
+  if (auto nl = t.find_first_of("\r\n"); nl != std::string::npos) t.resize(nl);
+  while (!t.empty() && (t.back() == ' ' || t.back() == '\t')) t.pop_back();
+  if (t.empty()) return Status::InvalidArg("--token-file " + path + ": the token is empty");
+  return t;
+}
+
+}  // namespace tg::server

@@ -1,0 +1,95 @@
+// Configuration of `truegreen serve`: flags/env values (ServeConfig) and the model repository.
+//
+// Model repository (--models DIR), one entry per model, named by the entry:
+//   DIR/<name>/model_index.json     a Stable Diffusion pipeline folder (sd::LoadSdModel layout)
+//   DIR/<name>/model.onnx           a generic ONNX model, optional DIR/<name>/config.yaml
+//   DIR/<name>.onnx                 a generic ONNX model, optional DIR/<name>.yaml beside it
+// config.yaml of a generic model (every key optional; unknown keys are errors):
+//   max_batch: 4            requests merged into one run along dim 0 (1 = no batching)
+//   batch_delay_ms: 2       how long the first request waits for others to join its batch
+//   warmup:                 shapes run once at start-up (input name -> shape); the first one is
+//     - {x: [1, 8]}         also the canary's shape
+//   canary_p50_ms: 5        canary latency ceilings of this model (exit 5 above)
+//   canary_p95_ms: 10
+// Errors: NOT_FOUND for a missing folder, INVALID_ARG naming file, line and field for anything
+// malformed; an empty repository is INVALID_ARG. Plain value types; no shared state.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace tg::server {
+
+enum class ModelKind { kStableDiffusion, kOnnx };
+std::string_view ModelKindName(ModelKind k);  // "stable_diffusion" | "onnx"
+
+struct ModelSpec {
+  std::string name;  // URL-safe: [A-Za-z0-9._-], 1..64 characters
+  ModelKind kind = ModelKind::kOnnx;
+  std::string path;  // the pipeline folder, or the .onnx file
+  int max_batch = 1;
+  int batch_delay_ms = 0;
+  // Each entry is one warm-up run: input name -> shape (dynamic dims resolved).
+  std::vector<std::map<std::string, std::vector<std::int64_t>>> warmup;
+  // Canary ceilings of this model (config.yaml canary_p50_ms / canary_p95_ms); unset = the
+  // --canary-p50-ms / --canary-p95-ms flags apply (image models), else not gated.
+  std::optional<double> canary_p50_ms;
+  std::optional<double> canary_p95_ms;
+};
+
+struct Limits {
+  std::uint64_t max_body_bytes = 1 << 20;  // 413 above
+  int queue_size = 16;                     // waiting requests per model (lane); 429 above
+  int deadline_ms = 300000;                // per request, queue + compute; 504 after
+  int concurrency = 1;                     // requests computing at once per model (lane)
+  int max_connections = 256;               // open connections; more are closed at accept
+  int header_timeout_ms = 10000;           // time to receive the request header (slowloris)
+  int body_timeout_ms = 30000;             // time to receive the body once the header is in
+  int idle_timeout_ms = 60000;             // keep-alive connection with no request
+  int max_n = 8;                           // images per OpenAI request
+  int max_steps = 150;                     // denoising steps per request
+  int large_pixels = 768 * 768;            // SD jobs at or above (pixels x steps/50) use the
+                                           // large lane
+};
+
+struct CanaryConfig {
+  int steps = 4;                 // denoising steps of each canary generation
+  int size = 0;                  // image side; 0 = 256 (smallest the pipeline accepts)
+  std::optional<double> p50_ms;  // ceilings; unset = not gated (the result is still reported)
+  std::optional<double> p95_ms;
+  int interval_s = 0;            // background canary period; 0 = off
+  double drift_tolerance = 3.0;  // background P50 above tolerance x start-up P50 = drift
+};
+
+struct ServeConfig {
+  std::string models_dir = "/models";  // the model volume's mount point in a pod
+  std::string matrix;                  // "" = the --policy matrix
+  std::string policy = "production";
+  std::string host = "127.0.0.1";
+  int port = 8000;
+  std::string port_file;  // written with the bound port once listening
+  bool exit_on_fail = true;
+  std::string token;  // "" = no authentication
+  int io_threads = 2;
+  std::string access_log = "-";  // "-" = stderr, "off", or a file (appended)
+  std::string fault_file;        // test hook: its content injects a background-canary fault
+  bool json = false;  // --json: a JSON summary (exit code, port, gates) on stdout at exit
+  Limits limits;
+  CanaryConfig canary;
+};
+
+// Reads the repository in `dir` (see file comment), sorted by name.
+[[nodiscard]] common::Result<std::vector<ModelSpec>> LoadModelRepository(const std::string& dir);
+
+// Checks ranges of every numeric field; INVALID_ARG naming the flag.
+[[nodiscard]] common::Status ValidateServeConfig(const ServeConfig& config);
+
+// Reads a token file (first line, trimmed; empty file is an error).
+[[nodiscard]] common::Result<std::string> ReadTokenFile(const std::string& path);
+
+}  // namespace tg::server

@@ -1,0 +1,94 @@
+#include "server/config.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "tests/support/test_util.h"
+
+namespace tg::server {
+namespace {
+
+using testing::TempDir;
+using testing::WriteFile;
+
+TEST(ModelRepositoryTest, ReadsEveryEntryKindSortedByName) {
+  TempDir d;
+  WriteFile(d / "sd/model_index.json", "{}");
+  WriteFile(d / "b/model.onnx", "x");
+  WriteFile(d / "b/config.yaml",
+            "max_batch: 4\nbatch_delay_ms: 3\nwarmup:\n  - {x: [2, 8]}\ncanary_p95_ms: 7.5\n");
+  WriteFile(d / "a.onnx", "x");
+  WriteFile(d / "a.yaml", "max_batch: 2\n");
+  WriteFile(d / "README.txt", "not a model");
+  auto r = LoadModelRepository(d.path());
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->size(), 3u);
+  EXPECT_EQ((*r)[0].name, "a");
+  EXPECT_EQ((*r)[0].max_batch, 2);
+  EXPECT_EQ((*r)[1].name, "b");
+  EXPECT_EQ((*r)[1].kind, ModelKind::kOnnx);
+  EXPECT_EQ((*r)[1].batch_delay_ms, 3);
+  ASSERT_EQ((*r)[1].warmup.size(), 1u);
+  EXPECT_EQ((*r)[1].warmup[0].at("x"), (std::vector<std::int64_t>{2, 8}));
+  EXPECT_EQ((*r)[1].canary_p95_ms.value_or(0), 7.5);
+  EXPECT_FALSE((*r)[1].canary_p50_ms.has_value());
+  EXPECT_EQ((*r)[2].kind, ModelKind::kStableDiffusion);
+}
+
+TEST(ModelRepositoryTest, ErrorsNameTheFileLineAndField) {
+  TempDir d;
+  WriteFile(d / "m/model.onnx", "x");
+  WriteFile(d / "m/config.yaml", "max_batch: 2\nmax_btach: 3\n");
+  auto r = LoadModelRepository(d.path());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("config.yaml:2"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("max_btach"), std::string::npos);
+
+  WriteFile(d / "m/config.yaml", "max_batch: 0\n");
+  r = LoadModelRepository(d.path());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("max_batch"), std::string::npos) << r.status().message();
+
+  WriteFile(d / "m/config.yaml", "warmup:\n  - {x: [1, -3]}\n");
+  r = LoadModelRepository(d.path());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("warmup.x"), std::string::npos) << r.status().message();
+}
+
+TEST(ModelRepositoryTest, RejectsMissingEmptyAndUnusableFolders) {
+  TempDir d;
+  EXPECT_EQ(LoadModelRepository(d / "nope").status().code(), common::StatusCode::kNotFound);
+  EXPECT_EQ(LoadModelRepository(d.path()).status().code(), common::StatusCode::kInvalidArg);
+  std::filesystem::create_directories(d / "empty_model");
+  auto r = LoadModelRepository(d.path());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("empty_model"), std::string::npos);
+}
+
+TEST(ServeConfigTest, RangesAreChecked) {
+  ServeConfig c;
+  c.models_dir = "/m";
+  EXPECT_TRUE(ValidateServeConfig(c).ok());
+  c.limits.queue_size = 0;
+  EXPECT_NE(ValidateServeConfig(c).message().find("--queue-size"), std::string::npos);
+  c.limits.queue_size = 4;
+  c.port = 70000;
+  EXPECT_NE(ValidateServeConfig(c).message().find("--port"), std::string::npos);
+  c.port = 0;
+  c.canary.drift_tolerance = 0.5;
+  EXPECT_FALSE(ValidateServeConfig(c).ok());
+}
+
+TEST(ServeConfigTest, TokenFileFirstLineTrimmed) {
+  TempDir d;
+  WriteFile(d / "t", "abc \nsecond\n");
+  auto t = ReadTokenFile(d / "t");
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(*t, "abc");
+  WriteFile(d / "e", "\n");
+  EXPECT_FALSE(ReadTokenFile(d / "e").ok());
+}
+
+}  // namespace
+}  // namespace tg::server

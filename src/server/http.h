@@ -1,0 +1,74 @@
+// HTTP/1.1 transport of the server (Boost.Beast over Asio): accept loop with a connection cap,
+// keep-alive sessions with header, body and idle timeouts, body and header size limits.
+//
+// Transport errors are answered here, before any handler runs: 413 for a body over the limit
+// (from Content-Length when declared, else while reading), 431 for oversized headers, 400 for a
+// malformed request line or header, 503 (then close) above the connection cap. A connection that
+// does not deliver its header or body in time (slowloris) is closed.
+//
+// A Handler is called on an I/O thread for each complete request and must call its Responder
+// exactly once, from any thread (the response is posted back to the connection). Handlers must
+// not block for long: inference is handed to scheduler lanes.
+//
+// Thread safety: Start/StopAccepting/Stop may be called from any thread; Run blocks the calling
+// thread as one of the I/O threads.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/status.h"
+#include "server/config.h"
+
+namespace tg::server {
+
+struct HttpRequest {
+  std::string method;  // "GET", "POST", ...
+  std::string target;  // path and query as sent
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;  // names lower-cased
+  std::string Header(const std::string& lower_name) const;   // "" when absent
+};
+
+struct HttpResponse {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;
+  bool close = false;  // close the connection after writing
+};
+
+using Responder = std::function<void(HttpResponse)>;
+using Handler = std::function<void(HttpRequest, Responder)>;
+// Called for transport-level rejections (413/431/400/503-cap/timeouts) so they are counted/logged.
+using RejectHook = std::function<void(int status, const std::string& reason)>;
+
+class HttpServer {
+ public:
+  HttpServer(Limits limits, Handler handler, RejectHook on_reject);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds and listens; returns the bound port (useful with port 0). INVALID_ARG for a bad host
+  // or an address that cannot be bound (in use, not local): a configuration error, exit 2.
+  common::Result<int> Listen(const std::string& host, int port);
+  // Runs `threads` I/O threads (returns at once; Stop joins them).
+  void Start(int threads);
+  // Closes the listening socket: new connections are refused.
+  void StopAccepting();
+  // Stops the I/O threads and joins them; open connections are dropped.
+  void Stop();
+  int open_connections() const;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tg::server

@@ -1,0 +1,678 @@
+#include "server/server.h"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/sha.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <fstream>
+
+#include "common/file_util.h"
+#include "server/server_internal.h"
+
+namespace tg::server {
+
+using common::Json;
+using common::Status;
+
+namespace {
+
+// Nearest-rank percentile of a non-empty sample.
+double Percentile(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  std::size_t rank = static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size())));
+  return v[std::clamp<std::size_t>(rank, 1, v.size()) - 1];
+}
+
+std::string ReadFault(const std::string& path) {
+  if (path.empty()) return "";
+  auto t = common::ReadFileLimited(path, 4096);
+  if (!t.ok()) return "";
+  std::string s = *t;
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+std::string_view GateStateName(GateState s) {
+  switch (s) {
+    case GateState::kPending:
+      return "pending";
+    case GateState::kRunning:
+      return "running";
+    case GateState::kPassed:
+      return "passed";
+    case GateState::kFailed:
+      return "failed";
+  }
+  return "unknown";
+}
+
+std::string Base64(const std::string& bytes) {
+  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(bytes.data()),
+                                static_cast<int>(bytes.size()));
+  out.resize(static_cast<std::size_t>(n));
+  return out;
+}
+
+Server::Server(ServeConfig config, std::vector<ModelSpec> specs, common::LibraryLoader loader)
+    : config_(std::move(config)), specs_(std::move(specs)), loader_(std::move(loader)) {
+  startup_ = MakeLocalStartup(config_, loader_);
+  for (const char* g : {"admit", "sessions", "warmup", "canary"})
+    gates_.push_back({g, GateState::kPending, 0.0, ""});
+  DeclareMetrics();
+  if (config_.access_log == "-") {
+    access_log_ = stderr;
+  } else if (config_.access_log != "off") {
+    access_log_ = std::fopen(config_.access_log.c_str(), "a");
+    own_access_log_ = access_log_ != nullptr;
+  }
+}
+
+Server::~Server() {
+  if (own_access_log_) std::fclose(access_log_);
+}
+
+void Server::Log(const std::string& line) const {
+  // Operational log lines go to stderr whatever the --log-level: tests and operators read them.
+  std::fprintf(stderr, "truegreen serve: %s\n", line.c_str());
+  std::fflush(stderr);
+}
+
+HttpResponse Server::JsonResponse(int status, const Json& body) {
+  HttpResponse r;
+  r.status = status;
+  r.body = body.dump(-1, ' ', false, Json::error_handler_t::replace);
+  return r;
+}
+
+HttpResponse Server::Error(int status, const std::string& message) {
+  std::string code = status == 429   ? "rate_limited"
+                     : status == 504 ? "deadline_exceeded"
+                     : status == 413 ? "payload_too_large"
+                     : status == 401 ? "unauthorized"
+                     : status == 404 ? "not_found"
+                     : status == 405 ? "method_not_allowed"
+                     : status == 503 ? "unavailable"
+                     : status >= 500 ? "internal"
+                                     : "invalid_request";
+  return JsonResponse(status, {{"error", {{"code", code}, {"message", message}}}});
+}
+
+// ---- start-up gates -------------------------------------------------------------------------
+
+bool Server::RunGate(std::size_t index, const std::function<Status()>& step, int* exit_code) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    gates_[index].state = GateState::kRunning;
+  }
+  Log("gate " + gates_[index].name + ": running");
+  const auto t0 = Clock::now();
+  Status s = step();
+  const double ms = MsSince(t0);
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    gates_[index].duration_ms = ms;
+    gates_[index].state = s.ok() ? GateState::kPassed : GateState::kFailed;
+    gates_[index].message = s.message();
+  }
+  metrics_.Set("truegreen_gate_status", {{"gate", gates_[index].name}}, s.ok() ? 1 : 0);
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.1f ms", ms);
+  if (s.ok()) {
+    Log("gate " + gates_[index].name + ": passed in " + buf +
+        (s.message().empty() ? "" : " (" + s.message() + ")"));
+  } else {
+    Log("gate " + gates_[index].name + ": FAILED in " + buf + " (exit " +
+        std::to_string(*exit_code) + "): " + s.message());
+  }
+  return s.ok();
+}
+
+Status Server::GateAdmit(int* exit_code) {
+  AdmitOutcome a = startup_->SnapshotAndAdmit();
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    admit_ = a;
+  }
+  if (a.ok) return Status(common::StatusCode::kOk, "");
+  *exit_code = a.exit_code == 0 ? common::kExitIntegrity : a.exit_code;
+  return Status::Unavailable(a.verdict + ": " + a.message);
+}
+
+Status Server::GateSessions(int* exit_code) {
+  for (const ModelSpec& spec : specs_) {
+    auto m = startup_->OpenModel(spec);
+    if (!m.ok()) {
+      *exit_code = common::ExitCodeFromStatus(m.status());
+      if (*exit_code == common::kExitInternal) *exit_code = common::kExitIntegrity;
+      return m.status().WithPrefix("model " + spec.name);
+    }
+    auto mr = std::make_unique<ModelRuntime>();
+    mr->model = std::move(m).value();
+    if (mr->model->degraded()) {
+      degraded_ = true;
+      Log("model " + spec.name + " DEGRADED: " + mr->model->degraded_reason());
+    }
+    const Json placement = mr->model->Placement();
+    for (const auto& [part, p] : placement.items()) {
+      for (const auto& [prov, n] : p["nodes_per_provider"].items()) {
+        metrics_.Set("truegreen_session_nodes",
+                     {{"model", spec.name}, {"session", part}, {"provider", prov}},
+                     n.get<double>());
+      }
+    }
+    StartLanes(mr.get());
+    models_[spec.name] = std::move(mr);
+  }
+  metrics_.Set("truegreen_degraded", {}, degraded_ ? 1 : 0);
+  models_open_.store(true, std::memory_order_release);
+  return Status::Ok();
+}
+
+Status Server::GateWarmup() {
+  for (auto& [name, mr] : models_) {
+    const auto t0 = Clock::now();
+    Status s = mr->model->sd ? WarmupSd(mr.get()) : WarmupOnnx(mr.get());
+    if (!s.ok()) return s.WithPrefix("warm-up of model " + name);
+    Log("warm-up " + name + ": " + std::to_string(static_cast<int>(MsSince(t0))) + " ms");
+  }
+  return Status::Ok();
+}
+
+CanaryResult Server::RunCanary(const CanaryResult* baseline) {
+  CanaryResult c;
+  c.ran = true;
+  c.at_unix = static_cast<std::int64_t>(std::time(nullptr));
+  const std::string fault = ReadFault(config_.fault_file);
+  if (fault == "canary-fail") {
+    c.message = "injected fault (" + config_.fault_file + "): canary-fail";
+    return c;
+  }
+  std::string summary;
+  for (auto& [name, mr] : models_) {
+    ModelCanary& mc = c.models[name];
+    const bool sd = mr->model->sd != nullptr;
+    for (int i = 0; i < (sd ? 3 : 5); ++i) {
+      auto ms = sd ? TimeSdCanaryRun(mr.get(), i) : TimeOnnxCanaryRun(mr.get());
+      if (!ms.ok()) {
+        c.message = "model " + name + ": " + ms.status().message();
+        return c;
+      }
+      mc.samples_ms.push_back(*ms + (fault == "canary-slow" ? 1e6 : 0.0));
+    }
+    mc.p50_ms = Percentile(mc.samples_ms, 50);
+    mc.p95_ms = Percentile(mc.samples_ms, 95);
+    char buf[200];
+    std::snprintf(buf, sizeof(buf), "%s%s P50 %.2f ms P95 %.2f ms", summary.empty() ? "" : "; ",
+                  name.c_str(), mc.p50_ms, mc.p95_ms);
+    summary += buf;
+    const ModelSpec& spec = mr->model->spec;
+    // A ceiling <= 0 means "not gated".
+    auto pick = [sd](const std::optional<double>& own, const std::optional<double>& flag) {
+      return own ? *own : (sd && flag) ? *flag : -1.0;
+    };
+    auto over = [&](const char* what, double got, double ceiling) {
+      if (ceiling <= 0 || got <= ceiling || c.slow) return;
+      std::snprintf(buf, sizeof(buf), "model %s: canary %s %.2f ms is above the ceiling %.2f ms",
+                    name.c_str(), what, got, ceiling);
+      c.slow = true;
+      c.message = buf;
+    };
+    over("P50", mc.p50_ms, pick(spec.canary_p50_ms, config_.canary.p50_ms));
+    over("P95", mc.p95_ms, pick(spec.canary_p95_ms, config_.canary.p95_ms));
+    if (baseline && baseline->models.count(name)) {
+      const double limit = baseline->models.at(name).p50_ms * config_.canary.drift_tolerance;
+      if (!c.slow && mc.p50_ms > limit) {
+        std::snprintf(buf, sizeof(buf),
+                      "model %s: latency drift: P50 %.2f ms is above %.1f x the start-up P50 "
+                      "%.2f ms",
+                      name.c_str(), mc.p50_ms, config_.canary.drift_tolerance,
+                      baseline->models.at(name).p50_ms);
+        c.slow = true;
+        c.message = buf;
+      }
+    }
+  }
+  c.ok = !c.slow;
+  if (c.ok) c.message = summary;
+  return c;
+}
+
+void Server::RecordCanary(const CanaryResult& c) {
+  for (const auto& [name, mc] : c.models) {
+    if (mc.samples_ms.empty()) continue;
+    metrics_.Set("truegreen_canary_latency_seconds", {{"model", name}, {"stat", "p50"}},
+                 mc.p50_ms / 1e3);
+    metrics_.Set("truegreen_canary_latency_seconds", {{"model", name}, {"stat", "p95"}},
+                 mc.p95_ms / 1e3);
+  }
+  metrics_.Set("truegreen_canary_ok", {}, c.ok ? 1 : 0);
+  metrics_.Add("truegreen_canary_runs_total", {{"outcome", c.ok ? "pass" : "fail"}});
+}
+
+Status Server::GateCanary(int* exit_code) {
+  CanaryResult c = RunCanary(nullptr);
+  RecordCanary(c);
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    canary_ = c;
+    last_canary_ = c;
+  }
+  const bool gated = config_.canary.p50_ms || config_.canary.p95_ms;
+  if (c.ok) {
+    return Status(
+        common::StatusCode::kOk,
+        c.message + (gated ? "" : "; no ceiling set for image models, latency not gated"));
+  }
+  // A run that failed is a broken fast path (3); runs that completed too slowly are 5.
+  *exit_code = c.slow ? common::kExitPerformance : common::kExitIntegrity;
+  return Status::Unavailable("canary: " + c.message);
+}
+
+void Server::RunGates() {
+  int exit_code = common::kExitIntegrity;
+  bool ok = RunGate(
+                0, [&] { return GateAdmit(&exit_code); }, &exit_code) &&
+            RunGate(
+                1, [&] { return GateSessions(&exit_code); }, &exit_code) &&
+            RunGate(
+                2, [&] { return GateWarmup(); }, &exit_code) &&
+            RunGate(
+                3, [&] { return GateCanary(&exit_code); }, &exit_code);
+  if (ok) {
+    started_.store(true);
+    metrics_.Set("truegreen_ready", {}, 1);
+    Log(std::string("ready") + (degraded_ ? " (DEGRADED: CPU, dev policy)" : ""));
+    if (config_.canary.interval_s > 0) bg_thread_ = std::thread([this] { BackgroundCanary(); });
+    return;
+  }
+  if (config_.exit_on_fail) {
+    exit_code_.store(exit_code);
+    std::lock_guard<std::mutex> l(stop_mu_);
+    stop_ = true;
+    stop_cv_.notify_all();
+  } else {
+    Log("--exit-on-fail=false: staying up, /readyz answers 503 with the reason");
+  }
+}
+
+void Server::BackgroundCanary() {
+  while (true) {
+    {
+      std::unique_lock<std::mutex> l(stop_mu_);
+      if (stop_cv_.wait_for(l, std::chrono::seconds(config_.canary.interval_s),
+                            [this] { return stop_; })) {
+        return;
+      }
+    }
+    CanaryResult c = RunCanary(&canary_);
+    RecordCanary(c);
+    std::string was;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      was = bg_fault_;
+      bg_fault_ = c.ok ? "" : "background canary failed: " + c.message;
+      last_canary_ = c;
+    }
+    metrics_.Set("truegreen_ready", {}, c.ok ? 1 : 0);
+    if (c.ok && !was.empty()) Log("background canary recovered: ready again");
+    if (!c.ok && was.empty()) Log("background canary FAILED, /readyz now 503: " + c.message);
+  }
+}
+
+// ---- health and introspection ---------------------------------------------------------------
+
+std::string Server::NotReadyReason() const {
+  if (draining_.load()) return "draining: shutting down";
+  std::lock_guard<std::mutex> l(mu_);
+  for (const Gate& g : gates_) {
+    if (g.state == GateState::kFailed) return "gate " + g.name + " failed: " + g.message;
+    if (g.state != GateState::kPassed) {
+      return "gate " + g.name + " " + std::string(GateStateName(g.state));
+    }
+  }
+  return bg_fault_;
+}
+
+HttpResponse Server::Readyz() const {
+  const std::string reason = NotReadyReason();
+  Json gates = Json::array();
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (const Gate& g : gates_) {
+      gates.push_back({{"name", g.name},
+                       {"status", std::string(GateStateName(g.state))},
+                       {"duration_ms", g.duration_ms},
+                       {"message", g.message}});
+    }
+  }
+  Json body = {{"ready", reason.empty()}, {"gates", gates}, {"degraded", degraded_.load()}};
+  if (!reason.empty()) body["reason"] = reason;
+  return JsonResponse(reason.empty() ? 200 : 503, body);
+}
+
+HttpResponse Server::Capabilities() const {
+  Json j;
+  Json models = Json::object();
+  if (models_open_.load(std::memory_order_acquire)) {
+    for (const auto& [name, mr] : models_) {
+      models[name] = {{"kind", std::string(ModelKindName(mr->model->spec.kind))},
+                      {"degraded", mr->model->degraded()},
+                      {"degraded_reason", mr->model->degraded_reason()},
+                      {"placement", mr->model->Placement()}};
+    }
+  }
+  std::lock_guard<std::mutex> l(mu_);
+  auto canary_json = [](const CanaryResult& c) {
+    Json models = Json::object();
+    for (const auto& [name, mc] : c.models) {
+      models[name] = {{"p50_ms", mc.p50_ms}, {"p95_ms", mc.p95_ms}, {"samples_ms", mc.samples_ms}};
+    }
+    return Json{{"ran", c.ran},         {"ok", c.ok},           {"slow", c.slow},
+                {"message", c.message}, {"at_unix", c.at_unix}, {"models", models}};
+  };
+  j["snapshot"] = admit_.snapshot;
+  j["verdict"] = admit_.verdict;
+  j["admission"] = admit_.report;
+  j["models"] = models;
+  j["canary"] = canary_json(canary_);
+  j["background_canary"] = canary_json(last_canary_);
+  j["degraded"] = degraded_.load();
+  j["policy"] = config_.policy;
+  return JsonResponse(200, j);
+}
+
+HttpResponse Server::MetricsText() {
+  if (models_open_.load(std::memory_order_acquire)) {
+    for (auto& [name, mr] : models_) {
+      int pending = 0;
+      for (const auto& lane : mr->lanes) {
+        Labels lb = {{"model", name}, {"lane", lane->name()}};
+        metrics_.Set("truegreen_queue_depth", lb, lane->depth());
+        metrics_.Set("truegreen_in_flight", lb, lane->in_flight());
+        pending += lane->depth();
+      }
+      metrics_.Set("nv_inference_pending_request_count", {{"model", name}}, pending);
+      runtime::IoStats io = mr->model->Io();
+      metrics_.Set("truegreen_host_to_device_bytes_total", {{"model", name}},
+                   static_cast<double>(io.h2d_bytes));
+      metrics_.Set("truegreen_device_to_host_bytes_total", {{"model", name}},
+                   static_cast<double>(io.d2h_bytes));
+    }
+  }
+  metrics_.Set("truegreen_http_requests_in_flight", {}, in_flight_.load());
+  HttpResponse r;
+  r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+  r.body = metrics_.Render();
+  return r;
+}
+
+void Server::DeclareMetrics() {
+  Metrics& m = metrics_;
+  // Triton-compatible names (same meaning as Triton's; counters without _total, as Triton has).
+  m.DeclareCounter("nv_inference_request_success", "Successful inference requests per model");
+  m.DeclareCounter("nv_inference_request_failure", "Failed inference requests per model, reason");
+  m.DeclareCounter("nv_inference_count", "Inferences performed (images or batch rows)");
+  m.DeclareCounter("nv_inference_exec_count", "Model executions (a batch counts once)");
+  m.DeclareGauge("nv_inference_pending_request_count", "Requests queued, not yet executing");
+  m.DeclareCounter("nv_inference_request_duration_us", "Cumulative end-to-end request time (us)");
+  m.DeclareCounter("nv_inference_queue_duration_us", "Cumulative time requests waited in queue");
+  m.DeclareCounter("nv_inference_compute_infer_duration_us", "Cumulative model compute time (us)");
+  const auto lat = Metrics::LatencyBuckets();
+  m.DeclareHistogram("truegreen_request_duration_seconds", "End-to-end request latency", lat);
+  m.DeclareHistogram("truegreen_queue_duration_seconds", "Time spent queued", lat);
+  m.DeclareHistogram("truegreen_compute_duration_seconds", "Model compute time", lat);
+  m.DeclareHistogram("truegreen_denoise_step_duration_seconds", "UNet time per denoising step",
+                     lat);
+  m.DeclareHistogram("truegreen_batch_size", "Requests per model execution",
+                     Metrics::CountBuckets());
+  m.DeclareGauge("truegreen_queue_depth", "Queued requests per model lane");
+  m.DeclareGauge("truegreen_in_flight", "Executions running per model lane");
+  m.DeclareGauge("truegreen_http_requests_in_flight", "HTTP requests accepted, not yet answered");
+  m.DeclareCounter("truegreen_images_generated_total", "Images generated per model");
+  m.DeclareCounter("truegreen_http_requests_total", "HTTP responses by status code");
+  m.DeclareCounter("truegreen_http_rejections_total", "Requests refused by the transport");
+  m.DeclareGauge("truegreen_canary_latency_seconds", "Latest canary latency quantiles");
+  m.DeclareGauge("truegreen_canary_ok", "1 when the latest canary passed");
+  m.DeclareCounter("truegreen_canary_runs_total", "Canary runs by outcome");
+  m.DeclareGauge("truegreen_gate_status", "1 when the start-up gate passed, 0 otherwise");
+  m.DeclareGauge("truegreen_session_nodes", "Graph nodes per provider per model session");
+  m.DeclareGauge("truegreen_degraded", "1 when any model runs degraded (dev policy, CPU)");
+  m.DeclareGauge("truegreen_ready", "1 when /readyz answers 200");
+  m.DeclareCounter("truegreen_host_to_device_bytes_total", "Host to device bytes (IO binding)");
+  m.DeclareCounter("truegreen_device_to_host_bytes_total", "Device to host bytes (IO binding)");
+  for (const Gate& g : gates_) m.Set("truegreen_gate_status", {{"gate", g.name}}, 0);
+  m.Set("truegreen_ready", {}, 0);
+  m.Set("truegreen_canary_ok", {}, 0);
+}
+
+// ---- routing ----------------------------------------------------------------------------------
+
+bool Server::Authorized(const HttpRequest& req) const {
+  if (config_.token.empty()) return true;
+  const std::string got = req.Header("authorization");
+  const std::string want = "Bearer " + config_.token;
+  // Compare digests in constant time, so neither content nor length leaks through timing.
+  unsigned char a[SHA256_DIGEST_LENGTH], b[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(got.data()), got.size(), a);
+  SHA256(reinterpret_cast<const unsigned char*>(want.data()), want.size(), b);
+  return CRYPTO_memcmp(a, b, sizeof(a)) == 0;
+}
+
+ModelRuntime* Server::FindModel(const std::string& name) const {
+  if (!models_open_.load(std::memory_order_acquire)) return nullptr;
+  auto it = models_.find(name);
+  return it == models_.end() ? nullptr : it->second.get();
+}
+
+void Server::Finish(const std::shared_ptr<RequestCtx>& ctx, const Responder& respond,
+                    HttpResponse r) {
+  const double total_ms = MsSince(ctx->start);
+  metrics_.Add("truegreen_http_requests_total", {{"code", std::to_string(r.status)}});
+  if (!ctx->model.empty()) {
+    Labels lb = {{"model", ctx->model}};
+    if (r.status == 200) {
+      metrics_.Add("nv_inference_request_success", lb);
+    } else {
+      metrics_.Add("nv_inference_request_failure",
+                   {{"model", ctx->model}, {"reason", std::to_string(r.status)}});
+    }
+    metrics_.Add("nv_inference_request_duration_us", lb, total_ms * 1e3);
+    metrics_.Add("nv_inference_queue_duration_us", lb, ctx->queue_ms * 1e3);
+    metrics_.Add("nv_inference_compute_infer_duration_us", lb, ctx->compute_ms * 1e3);
+    metrics_.Observe("truegreen_request_duration_seconds", lb, total_ms / 1e3);
+    metrics_.Observe("truegreen_queue_duration_seconds", lb, ctx->queue_ms / 1e3);
+    if (ctx->compute_ms > 0) {
+      metrics_.Observe("truegreen_compute_duration_seconds", lb, ctx->compute_ms / 1e3);
+    }
+  }
+  r.headers.emplace_back("X-Request-Id", ctx->id);
+  if (draining_.load()) r.close = true;
+  if (access_log_) {
+    Json line = {{"ts", static_cast<std::int64_t>(std::time(nullptr))},
+                 {"id", ctx->id},
+                 {"method", ctx->method},
+                 {"path", ctx->path},
+                 {"model", ctx->model},
+                 {"status", r.status},
+                 {"outcome", r.status < 400 ? "ok" : "error"},
+                 {"queue_ms", ctx->queue_ms},
+                 {"compute_ms", ctx->compute_ms},
+                 {"total_ms", total_ms},
+                 {"items", ctx->items}};
+    const std::string s = line.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
+    std::lock_guard<std::mutex> l(log_mu_);
+    std::fwrite(s.data(), 1, s.size(), access_log_);
+    std::fflush(access_log_);
+  }
+  respond(std::move(r));
+  in_flight_.fetch_sub(1);
+}
+
+void Server::Handle(HttpRequest req, Responder respond) {
+  in_flight_.fetch_add(1);
+  auto ctx = std::make_shared<RequestCtx>();
+  ctx->id = req.Header("x-request-id");
+  if (ctx->id.empty() || ctx->id.size() > 64) ctx->id = "r" + std::to_string(next_id_++);
+  ctx->start = Clock::now();
+  ctx->method = req.method;
+  std::string path = req.target.substr(0, req.target.find('?'));
+  ctx->path = path.size() > 256 ? path.substr(0, 256) : path;
+  const bool get = req.method == "GET" || req.method == "HEAD";
+  auto done = [&](HttpResponse r) { Finish(ctx, respond, std::move(r)); };
+
+  if (path == "/healthz" || path == "/v2/health/live") {
+    return done(get ? JsonResponse(200, {{"live", true}}) : Error(405, "use GET"));
+  }
+  if (path == "/readyz" || path == "/v2/health/ready") {
+    return done(get ? Readyz() : Error(405, "use GET"));
+  }
+  if (!Authorized(req)) {
+    HttpResponse r = Error(401, "missing or wrong bearer token (Authorization: Bearer <token>)");
+    r.headers.emplace_back("WWW-Authenticate", "Bearer");
+    return done(std::move(r));
+  }
+  if (path == "/metrics") return done(get ? MetricsText() : Error(405, "use GET"));
+  if (path == "/v1/capabilities") return done(get ? Capabilities() : Error(405, "use GET"));
+  if (draining_.load()) return done(Error(503, "server is draining (SIGTERM): not accepting work"));
+  if (path == "/v1/images/generations") {
+    if (req.method != "POST") return done(Error(405, "use POST"));
+    return HandleImages(req, ctx, respond);
+  }
+  if (path == "/v2" || path.starts_with("/v2/")) return HandleKserve(req, path, ctx, respond);
+  done(Error(404, "no such endpoint: " + ctx->path));
+}
+
+void Server::StartLanes(ModelRuntime* mr) {
+  const ModelSpec& spec = mr->model->spec;
+  const Limits& l = config_.limits;
+  auto expire = [this](const std::shared_ptr<Job>& j) {
+    auto* job = static_cast<ServerJob*>(j.get());
+    job->ctx->queue_ms = MsSince(job->enqueued);
+    Finish(job->ctx, job->respond,
+           Error(504, "deadline of " + std::to_string(config_.limits.deadline_ms) +
+                          " ms passed while the request was queued"));
+  };
+  if (mr->model->sd) {
+    // Two lanes so one large job (big image or many steps) never holds small ones behind it.
+    // SD requests are not batched together (each lane runs one generation at a time per worker).
+    for (const char* lane : {"small", "large"}) {
+      mr->lanes.push_back(std::make_unique<Lane>(
+          lane, l.queue_size, l.concurrency, 1, std::chrono::milliseconds(0),
+          [this, mr](std::vector<std::shared_ptr<Job>>& jobs) { RunSdJobs(mr, jobs); }, expire));
+    }
+  } else {
+    mr->lanes.push_back(std::make_unique<Lane>(
+        "default", l.queue_size, l.concurrency, spec.max_batch,
+        std::chrono::milliseconds(spec.batch_delay_ms),
+        [this, mr](std::vector<std::shared_ptr<Job>>& jobs) { RunInferJobs(mr, jobs); }, expire));
+  }
+}
+
+// ---- lifecycle --------------------------------------------------------------------------------
+
+void Server::Shutdown(bool drain) {
+  if (drain) {
+    draining_.store(true);
+    metrics_.Set("truegreen_ready", {}, 0);
+    http_->StopAccepting();
+    Log("draining: no new connections; finishing " + std::to_string(in_flight_.load()) +
+        " accepted request(s)");
+    // Accepted requests are in lanes or being answered; wait until every one has its response.
+    while (in_flight_.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    // Give the I/O threads a moment to write the last responses before they stop.
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  {
+    std::lock_guard<std::mutex> l(stop_mu_);
+    stop_ = true;
+  }
+  stop_cv_.notify_all();
+  if (gate_thread_.joinable()) gate_thread_.join();
+  if (bg_thread_.joinable()) bg_thread_.join();
+  for (auto& [name, mr] : models_) {
+    for (auto& lane : mr->lanes) lane->Drain();
+  }
+  http_->Stop();
+}
+
+int Server::Run() {
+  // SIGTERM/SIGINT are taken synchronously by this thread; every thread started from here on
+  // (I/O, lanes, ORT's pools) inherits the blocked mask.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+
+  http_ = std::make_unique<HttpServer>(
+      config_.limits, [this](HttpRequest r, Responder w) { Handle(std::move(r), std::move(w)); },
+      [this](int status, const std::string& reason) {
+        metrics_.Add("truegreen_http_rejections_total", {{"code", std::to_string(status)}});
+      });
+  auto port = http_->Listen(config_.host, config_.port);
+  if (!port.ok()) {
+    Log(port.status().message());
+    return common::kExitUsage;
+  }
+  port_ = *port;
+  http_->Start(config_.io_threads);
+  Log("listening on " + config_.host + ":" + std::to_string(*port) + " (port " +
+      std::to_string(*port) + "), policy " + config_.policy);
+  if (!config_.port_file.empty()) {
+    Status s = common::WriteFileAtomic(config_.port_file, std::to_string(*port) + "\n");
+    if (!s.ok()) Log("cannot write --port-file: " + s.message());
+  }
+  gate_thread_ = std::thread([this] { RunGates(); });
+
+  while (true) {
+    timespec ts{0, 100 * 1000 * 1000};
+    const int sig = sigtimedwait(&set, nullptr, &ts);
+    if (sig == SIGTERM || sig == SIGINT) {
+      Log(std::string("received ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT"));
+      Shutdown(/*drain=*/true);
+      Log("stopped");
+      return common::kExitOk;
+    }
+    if (exit_code_.load() >= 0) {
+      const int code = exit_code_.load();
+      Shutdown(/*drain=*/false);
+      return code;
+    }
+  }
+}
+
+int RunServer(const ServeConfig& config, const std::vector<ModelSpec>& models,
+              const common::LibraryLoader& loader) {
+  Server s(config, models, loader);
+  const int code = s.Run();
+  if (config.json) std::printf("%s\n", s.Summary(code).dump(2).c_str());
+  return code;
+}
+
+Json Server::Summary(int exit_code) const {
+  Json gates = Json::array();
+  std::lock_guard<std::mutex> l(mu_);
+  for (const Gate& g : gates_) {
+    gates.push_back({{"name", g.name},
+                     {"status", std::string(GateStateName(g.state))},
+                     {"duration_ms", g.duration_ms},
+                     {"message", g.message}});
+  }
+  return {{"ok", exit_code == 0},
+          {"exit_code", exit_code},
+          {"port", port_},
+          {"degraded", degraded_.load()},
+          {"gates", gates}};
+}
+
+}  // namespace tg::server

@@ -1,0 +1,24 @@
+// `truegreen serve`: an inference server that turns ready only when its fast path is proven.
+//
+// RunServer binds the HTTP port first (so /healthz and /readyz answer during start-up), then runs
+// the gates in order on a background thread: admit (snapshot + admission), sessions (placement
+// proof per model), warm-up (per model and shape), canary (fixed prompts and seeds, timed against
+// the P50/P95 ceilings). /readyz is 503 naming the pending or failed gate until all pass. A failed
+// gate exits with the shared code (3 no GPU path, 4 drift, 5 canary too slow, 2 bad model files)
+// unless exit_on_fail is false, in which case the process stays up answering 503 with the reason.
+// SIGTERM/SIGINT drain: stop accepting, finish every accepted request, exit 0.
+//
+// Thread safety: call RunServer once per process (it installs signal handling for SIGTERM/SIGINT
+// through Asio and blocks until shutdown).
+#pragma once
+
+#include "common/dynlib.h"
+#include "server/config.h"
+
+namespace tg::server {
+
+// Returns the process exit code.
+int RunServer(const ServeConfig& config, const std::vector<ModelSpec>& models,
+              const common::LibraryLoader& loader);
+
+}  // namespace tg::server

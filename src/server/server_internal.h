@@ -1,0 +1,167 @@
+// Internals of the server (server/ only): the Server object shared by server.cc (start-up gates,
+// routing, health, metrics), api_images.cc (OpenAI images) and api_kserve.cc (KServe v2).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/config.h"
+#include "server/config.h"
+#include "server/http.h"
+#include "server/metrics.h"
+#include "server/scheduler.h"
+#include "server/startup.h"
+
+namespace tg::server {
+
+enum class GateState { kPending, kRunning, kPassed, kFailed };
+std::string_view GateStateName(GateState s);
+
+struct Gate {
+  std::string name;
+  GateState state = GateState::kPending;
+  double duration_ms = 0.0;
+  std::string message;
+};
+
+struct ModelCanary {
+  std::vector<double> samples_ms;
+  double p50_ms = 0.0;
+  double p95_ms = 0.0;
+};
+
+struct CanaryResult {
+  bool ran = false;
+  bool ok = false;
+  bool slow = false;    // every run completed but a ceiling or the drift tolerance was exceeded
+  std::string message;  // why it failed ("" when ok), or the latency summary when ok
+  std::int64_t at_unix = 0;
+  std::map<std::string, ModelCanary> models;
+};
+
+struct ModelRuntime {
+  std::unique_ptr<LoadedModel> model;
+  std::vector<std::unique_ptr<Lane>> lanes;  // SD: small, large; ONNX: one
+};
+
+// Per-request bookkeeping for metrics and the access log.
+struct RequestCtx {
+  std::string id;
+  std::string method;
+  std::string path;
+  std::string model;
+  Clock::time_point start;
+  double queue_ms = 0.0;
+  double compute_ms = 0.0;
+  int items = 0;  // images or batch rows produced
+};
+
+// A queued request: its bookkeeping and how to answer it.
+struct ServerJob : Job {
+  std::shared_ptr<RequestCtx> ctx;
+  Responder respond;
+};
+
+class Server {
+ public:
+  Server(ServeConfig config, std::vector<ModelSpec> specs, common::LibraryLoader loader);
+  ~Server();
+  int Run();
+  // What `serve --json` prints at exit: ok, exit_code, port, degraded, gates.
+  common::Json Summary(int exit_code) const;
+
+  // Routing entry (HTTP handler).
+  void Handle(HttpRequest req, Responder respond);
+
+  // JSON error body {"error":{"code","message"}}.
+  static HttpResponse Error(int status, const std::string& message);
+  static HttpResponse JsonResponse(int status, const common::Json& body);
+
+ private:
+  // server.cc
+  void RunGates();
+  bool RunGate(std::size_t index, const std::function<common::Status()>& step, int* exit_code);
+  common::Status GateAdmit(int* exit_code);
+  common::Status GateSessions(int* exit_code);
+  common::Status GateWarmup();
+  common::Status GateCanary(int* exit_code);
+  // `baseline`: the start-up result, for the drift check (nullptr at start-up).
+  CanaryResult RunCanary(const CanaryResult* baseline);
+  void RecordCanary(const CanaryResult& c);
+  void BackgroundCanary();
+  void StartLanes(ModelRuntime* mr);
+  std::string NotReadyReason() const;
+  HttpResponse Readyz() const;
+  HttpResponse Capabilities() const;
+  HttpResponse MetricsText();
+  void DeclareMetrics();
+  bool Authorized(const HttpRequest& req) const;
+  void Finish(const std::shared_ptr<RequestCtx>& ctx, const Responder& respond, HttpResponse r);
+  ModelRuntime* FindModel(const std::string& name) const;
+  void Shutdown(bool drain);
+  void Log(const std::string& line) const;
+
+  // api_images.cc
+  void HandleImages(const HttpRequest& req, std::shared_ptr<RequestCtx> ctx, Responder respond);
+  void RunSdJobs(ModelRuntime* mr, std::vector<std::shared_ptr<Job>>& jobs);
+  common::Result<double> TimeSdCanaryRun(ModelRuntime* mr, int index);
+  common::Status WarmupSd(ModelRuntime* mr);
+
+  // api_kserve.cc
+  void HandleKserve(const HttpRequest& req, const std::string& path,
+                    std::shared_ptr<RequestCtx> ctx, Responder respond);
+  void RunInferJobs(ModelRuntime* mr, std::vector<std::shared_ptr<Job>>& jobs);
+  common::Status WarmupOnnx(ModelRuntime* mr);
+  common::Result<double> TimeOnnxCanaryRun(ModelRuntime* mr);
+  common::Json ModelMetadata(const ModelRuntime& mr) const;
+
+  ServeConfig config_;
+  std::vector<ModelSpec> specs_;
+  common::LibraryLoader loader_;
+  std::unique_ptr<Startup> startup_;
+  Metrics metrics_;
+
+  mutable std::mutex mu_;  // guards gates_, canary_, admit_, bg_fault_
+  std::vector<Gate> gates_;
+  CanaryResult canary_;       // start-up canary
+  CanaryResult last_canary_;  // latest background canary
+  std::string bg_fault_;      // background canary / liveness failure ("" = holding)
+  AdmitOutcome admit_;
+  std::map<std::string, std::unique_ptr<ModelRuntime>> models_;  // filled by the sessions gate
+  std::atomic<bool> models_open_{false};                         // models_ complete and immutable
+  std::atomic<bool> started_{false};                             // every gate passed
+  std::atomic<bool> draining_{false};
+  std::atomic<int> exit_code_{-1};  // set by a failed gate with exit_on_fail
+  std::atomic<int> in_flight_{0};   // requests accepted and not yet answered
+  std::atomic<std::uint64_t> next_id_{1};
+  std::atomic<bool> degraded_{false};
+  int port_ = 0;
+
+  std::mutex stop_mu_;
+  std::condition_variable stop_cv_;
+  bool stop_ = false;
+
+  FILE* access_log_ = nullptr;
+  bool own_access_log_ = false;
+  std::mutex log_mu_;
+
+  std::unique_ptr<HttpServer> http_;
+  std::thread gate_thread_;
+  std::thread bg_thread_;
+};
+
+inline double MsSince(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+
+// Base64 (standard alphabet, padded).
+std::string Base64(const std::string& bytes);
+
+}  // namespace tg::server

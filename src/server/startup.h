@@ -1,0 +1,65 @@
+// What the server needs from the startup chain, behind one narrow interface.
+//
+// SWAP POINT (merge note): issue 14 defines the one shared startup chain (snapshot -> admit ->
+// factory with locked providers -> open with placement proof -> op canary -> warm-up) in
+// src/runtime/. Until it lands, MakeLocalStartup() calls the pieces `doctor` and `generate` use
+// today (probe::TakeSnapshot + policy::Admit, runtime::SessionFactory, sd::LoadSdModel). Replace
+// the body of LocalStartup (startup.cc) with calls into the shared chain; the server itself only
+// sees this interface. Warm-up and the timed canary stay in the server (server.cc), they are
+// per-model serving concerns.
+//
+// Ownership: a LoadedModel owns its sessions (and the SD pipeline over them); it is immutable
+// after OpenModel and safe to use from several threads (sessions are thread-safe for Run).
+// Startup is used from one thread (the server's gate thread).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "common/config.h"
+#include "common/dynlib.h"
+#include "common/status.h"
+#include "runtime/session.h"
+#include "sd/model_loader.h"
+#include "sd/pipeline.h"
+#include "server/config.h"
+
+namespace tg::server {
+
+struct AdmitOutcome {
+  bool ok = false;
+  int exit_code = 0;      // the shared exit code when !ok (3 no GPU path, 4 drift, 2 config)
+  std::string verdict;    // "ACCELERATED", "DEGRADED (...)", "NOT ACCELERATED", ...
+  std::string message;    // the root cause when !ok ("[check] found; required; fix")
+  common::Json snapshot;  // probe::ToJson of the node
+  common::Json report;    // the admission report
+};
+
+struct LoadedModel {
+  ModelSpec spec;
+  std::unique_ptr<sd::SdModel> sd;          // kStableDiffusion
+  std::unique_ptr<sd::Pipeline> pipeline;   // over *sd
+  std::optional<runtime::Session> session;  // kOnnx
+  bool degraded() const;
+  std::string degraded_reason() const;
+  // Placement per session: {"unet": {"nodes_per_provider": ..., "gpu_active": ...}, ...}.
+  common::Json Placement() const;
+  // Host<->device bytes over all sessions.
+  runtime::IoStats Io() const;
+};
+
+class Startup {
+ public:
+  virtual ~Startup() = default;
+  // Snapshot of the node and admission against the matrix (--matrix, else the --policy matrix).
+  virtual AdmitOutcome SnapshotAndAdmit() = 0;
+  // Sessions with placement proof. Errors: UNAVAILABLE (no GPU path / placement violated, exit
+  // 3), FAILED_PRECONDITION (drift, 4), NOT_FOUND / INVALID_ARG (model files, 2).
+  virtual common::Result<std::unique_ptr<LoadedModel>> OpenModel(const ModelSpec& spec) = 0;
+};
+
+// The interim chain (see file comment). `policy` is the global --policy value.
+std::unique_ptr<Startup> MakeLocalStartup(const ServeConfig& config, common::LibraryLoader loader);
+
+}  // namespace tg::server
