@@ -77,6 +77,7 @@ std::vector<BadInput> BadInputs(const std::string& tmp) {
       {"audit dockerfile", {"audit", "dockerfile", missing + "/Dockerfile"}, 2, "NOT_FOUND"},
       {"audit k8s", {"audit", "k8s", missing + ".yaml"}, 2, "NOT_FOUND"},
       {"k8s render", {"k8s", "render", "--matrix", missing + ".yaml"}, 2, "NOT_FOUND"},
+      {"serve", {"serve", "--models", missing}, 2, "NOT_FOUND"},
       {"help", {"help", "no-such-command"}, 2, "INVALID_ARG"},
   };
 }

@@ -39,6 +39,9 @@ const std::map<std::string, std::string>& Examples() {
       {"k8s render",
        "truegreen k8s render --matrix deploy/matrix.production.yaml --image "
        "registry.example/truegreen@sha256:DIGEST"},
+      {"serve",
+       "truegreen serve --models /models --matrix deploy/matrix.production.yaml --host 0.0.0.0 "
+       "--port 8000"},
       {"help", "truegreen help audit image"},
   };
   return *kExamples;

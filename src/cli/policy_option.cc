@@ -40,9 +40,9 @@ common::Result<std::optional<policy::Matrix>> RequestedMatrix(const std::string&
 }
 
 bool CommandReadsPolicy(std::string_view command_path) {
-  static constexpr std::array<std::string_view, 8> kReaders = {
-      "admit",          "doctor",   "run",         "engines build",
-      "engines verify", "generate", "audit image", "audit k8s"};
+  static constexpr std::array<std::string_view, 9> kReaders = {
+      "admit",          "doctor",   "run",         "engines build", "engines verify",
+      "generate",       "audit image", "audit k8s", "serve"};
   for (std::string_view c : kReaders) {
     if (c == command_path) return true;
   }

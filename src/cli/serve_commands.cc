@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cli/command.h"
+#include "cli/output.h"
 #include "common/status.h"
 #include "server/config.h"
 #include "server/server.h"
@@ -28,10 +29,12 @@ int RunServe(const GlobalOptions& g, ServeFlags& f) {
   if (const char* p = std::getenv("TRUEGREEN_POLICY"); p && *p && g.policy == "production") {
     c.policy = p;
   }
+  // Configuration and model-repository problems are the user's to fix (exit 2), whatever code
+  // the reader chose; every error leaves through the one error path.
   auto fail = [](const common::Status& s) {
-    std::fprintf(stderr, "truegreen serve: %s\n", s.message().c_str());
-    const int rc = common::ExitCodeFromStatus(s);
-    return rc == common::kExitInternal ? common::kExitUsage : rc;
+    return ReportError(s.code() == common::StatusCode::kInternal
+                           ? common::Status::InvalidArg(s.message())
+                           : s);
   };
   if (f.p50 > 0) c.canary.p50_ms = f.p50;
   if (f.p95 > 0) c.canary.p95_ms = f.p95;
