@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cli/command.h"
+#include "cli/integrity_canary.h"
 #include "cli/output.h"
 #include "common/status.h"
 #include "server/config.h"
@@ -29,6 +30,10 @@ int RunServe(const GlobalOptions& g, ServeFlags& f) {
   if (const char* p = std::getenv("TRUEGREEN_POLICY"); p && *p && g.policy == "production") {
     c.policy = p;
   }
+  // The op canary's child runs under the same policy as the server.
+  GlobalOptions child = g;
+  child.policy = c.policy;
+  c.op_canary = StartupCanaryOptions(child);
   // Configuration and model-repository problems are the user's to fix (exit 2), whatever code
   // the reader chose; every error leaves through the one error path.
   auto fail = [](const common::Status& s) {

@@ -114,6 +114,7 @@ Status AdmitSteps(const RuntimePolicy& policy, const common::LibraryLoader& load
   for (const auto& p : snap.onnxruntime.provider_libraries) {
     if (!p.file.empty()) key->library_files.push_back(p.file);
   }
+  report->snapshot = snap;
   TG_RETURN_IF_ERROR(Record(report, "snapshot", t0, Status::Ok(), production));
 
   t0 = Clock::now();

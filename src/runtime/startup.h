@@ -52,6 +52,7 @@ struct StartupStep {
 
 struct StartupReport {
   std::vector<StartupStep> steps;
+  std::optional<probe::Snapshot> snapshot;  // the node as step "snapshot" saw it
   std::optional<policy::AdmissionReport> admission;
   std::optional<CanaryReport> canary;
   double total_ms = 0.0;

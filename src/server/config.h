@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "runtime/canary.h"
 
 namespace tg::server {
 
@@ -81,6 +82,8 @@ struct ServeConfig {
   bool json = false;  // --json: a JSON summary (exit code, port, gates) on stdout at exit
   Limits limits;
   CanaryConfig canary;
+  // The op canary of the shared startup chain (child command line, cache); none: step skipped.
+  std::optional<runtime::CanaryOptions> op_canary;
 };
 
 // Reads the repository in `dir` (see file comment), sorted by name.

@@ -65,7 +65,7 @@ std::string Base64(const std::string& bytes) {
 
 Server::Server(ServeConfig config, std::vector<ModelSpec> specs, common::LibraryLoader loader)
     : config_(std::move(config)), specs_(std::move(specs)), loader_(std::move(loader)) {
-  startup_ = MakeLocalStartup(config_, loader_);
+  startup_ = MakeChainStartup(config_, loader_);
   for (const char* g : {"admit", "sessions", "warmup", "canary"})
     gates_.push_back({g, GateState::kPending, 0.0, ""});
   DeclareMetrics();
@@ -172,6 +172,12 @@ Status Server::GateSessions(int* exit_code) {
     }
     StartLanes(mr.get());
     models_[spec.name] = std::move(mr);
+  }
+  // The shared chain's op canary over every opened model: a GPU that crashes or miscomputes one
+  // of their ops never serves (a CPU-only dev run skips it, saying so).
+  if (Status c = startup_->OpCanary(specs_); !c.ok()) {
+    *exit_code = common::kExitIntegrity;
+    return c;
   }
   metrics_.Set("truegreen_degraded", {}, degraded_ ? 1 : 0);
   models_open_.store(true, std::memory_order_release);
@@ -364,6 +370,8 @@ HttpResponse Server::Capabilities() const {
   Json j;
   Json models = Json::object();
   if (models_open_.load(std::memory_order_acquire)) {
+    // The chain's report is final once the models are open (the gate thread no longer writes it).
+    j["startup"] = startup_->StartupJson();
     for (const auto& [name, mr] : models_) {
       models[name] = {{"kind", std::string(ModelKindName(mr->model->spec.kind))},
                       {"degraded", mr->model->degraded()},

@@ -1,8 +1,12 @@
 #include "server/startup.h"
 
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <system_error>
+
 #include "policy/admission.h"
-#include "policy/matrix.h"
-#include "probe/probe.h"
+#include "probe/snapshot.h"
 #include "runtime/runtime_policy.h"
 
 namespace tg::server {
@@ -12,65 +16,100 @@ using common::Json;
 using common::Result;
 using common::Status;
 
-class LocalStartup : public Startup {
+// The SD pipeline's component models (<folder>/<component>/*.onnx), for the canary's op set.
+std::vector<std::string> ModelFiles(const ModelSpec& spec) {
+  if (spec.kind != ModelKind::kStableDiffusion) return {spec.path};
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& comp : std::filesystem::directory_iterator(spec.path, ec)) {
+    if (!comp.is_directory(ec)) continue;
+    for (const auto& f : std::filesystem::directory_iterator(comp.path(), ec)) {
+      if (f.path().extension() == ".onnx") out.push_back(f.path().string());
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+class ChainStartup : public Startup {
  public:
-  LocalStartup(const ServeConfig& c, common::LibraryLoader loader)
+  ChainStartup(const ServeConfig& c, common::LibraryLoader loader)
       : config_(c), loader_(std::move(loader)) {}
 
   AdmitOutcome SnapshotAndAdmit() override {
     AdmitOutcome out;
-    auto m = config_.matrix.empty() ? policy::ResolvePolicyMatrix(config_.policy)
-                                    : policy::LoadMatrix(config_.matrix);
-    if (!m.ok()) {
+    auto p = runtime::LoadRuntimePolicy(config_.policy);
+    if (!p.ok()) {
       out.exit_code = common::kExitUsage;
-      out.message = m.status().message();
+      out.message = p.status().WithPrefix("--policy").message();
       return out;
     }
-    probe::Snapshot snap = probe::TakeSnapshot(loader_);
-    policy::AdmissionReport r = policy::Admit(snap, *m);
-    out.snapshot = probe::ToJson(snap);
-    out.report = r.ToJson();
-    out.verdict = std::string(policy::VerdictName(r.verdict));
-    out.exit_code = r.exit_code;
-    out.ok = r.exit_code == common::kExitOk;
-    auto causes = r.Causes();
-    if (!causes.empty()) {
-      const policy::Check* c = causes.front();
-      out.message = "[" + c->id + "] " + c->found;
-      if (!c->required.empty()) out.message += "; required: " + c->required;
-      if (!c->cause.empty()) out.message += "; fix: " + c->cause;
+    if (!config_.matrix.empty()) p->matrix_path = config_.matrix;
+    options_.canary = config_.op_canary;
+    auto chain = runtime::StartupChain::Start(*p, loader_, options_, &report_);
+    if (report_.snapshot) out.snapshot = probe::ToJson(*report_.snapshot);
+    if (report_.admission) {
+      out.report = report_.admission->ToJson();
+      out.verdict = std::string(policy::VerdictName(report_.admission->verdict));
     }
+    if (!chain.ok()) {
+      // The step that refused says why (drift at admit: 4; no GPU path at factory: 3).
+      out.exit_code = common::ExitCodeFromStatus(chain.status());
+      if (out.exit_code == common::kExitInternal) out.exit_code = common::kExitIntegrity;
+      if (out.exit_code == common::kExitIntegrity) out.verdict = "NOT ACCELERATED";
+      out.message = chain.status().message();
+      return out;
+    }
+    chain_.emplace(std::move(chain).value());
+    out.ok = true;
     return out;
   }
 
   Result<std::unique_ptr<LoadedModel>> OpenModel(const ModelSpec& spec) override {
-    if (!factory_) {
-      auto p = runtime::LoadRuntimePolicy(config_.policy);
-      if (!p.ok()) return p.status().WithPrefix("--policy");
-      if (!config_.matrix.empty()) p->matrix_path = config_.matrix;
-      auto f = runtime::SessionFactory::Create(*p, loader_);
-      if (!f.ok()) return f.status();
-      factory_ = std::move(f).value();
-    }
+    if (!chain_) return Status::Internal("OpenModel before SnapshotAndAdmit succeeded");
+    const runtime::SessionFactory& factory = chain_->factory();
     auto m = std::make_unique<LoadedModel>();
     m->spec = spec;
+    const auto t0 = std::chrono::steady_clock::now();
+    Status st = Status::Ok();
     if (spec.kind == ModelKind::kStableDiffusion) {
-      auto sd = sd::LoadSdModel(spec.path, *factory_);
-      if (!sd.ok()) return sd.status();
-      m->sd = std::move(sd).value();
-      m->pipeline = std::make_unique<sd::Pipeline>(*m->sd);
+      auto sd = sd::LoadSdModel(spec.path, factory);
+      st = sd.status();
+      if (sd.ok()) {
+        m->sd = std::move(sd).value();
+        m->pipeline = std::make_unique<sd::Pipeline>(*m->sd);
+      }
     } else {
-      auto s = factory_->Open(spec.path);
-      if (!s.ok()) return s.status();
-      m->session.emplace(std::move(s).value());
+      auto s = factory.Open(spec.path);
+      st = s.status();
+      if (s.ok()) m->session.emplace(std::move(s).value());
     }
+    runtime::StartupChain::RecordStep(
+        &report_, "open",
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(),
+        st, true, spec.path);
+    if (!st.ok()) return st;
     return m;
   }
+
+  Status OpCanary(const std::vector<ModelSpec>& specs) override {
+    if (!chain_) return Status::Internal("OpCanary before SnapshotAndAdmit succeeded");
+    std::vector<std::string> files;
+    for (const ModelSpec& s : specs) {
+      for (std::string& f : ModelFiles(s)) files.push_back(std::move(f));
+    }
+    // Warm-up runs are the server's own gate, so the chain's warm-up step is skipped here.
+    return chain_->Finish(files, options_, &report_);
+  }
+
+  Json StartupJson() const override { return report_.ToJson(); }
 
  private:
   ServeConfig config_;
   common::LibraryLoader loader_;
-  std::optional<runtime::SessionFactory> factory_;
+  runtime::StartupOptions options_;
+  runtime::StartupReport report_;
+  std::optional<runtime::StartupChain> chain_;
 };
 
 Json ReportPlacement(const runtime::SessionReport& r) {
@@ -133,8 +172,8 @@ runtime::IoStats LoadedModel::Io() const {
   return t;
 }
 
-std::unique_ptr<Startup> MakeLocalStartup(const ServeConfig& config, common::LibraryLoader loader) {
-  return std::make_unique<LocalStartup>(config, std::move(loader));
+std::unique_ptr<Startup> MakeChainStartup(const ServeConfig& config, common::LibraryLoader loader) {
+  return std::make_unique<ChainStartup>(config, std::move(loader));
 }
 
 }  // namespace tg::server

@@ -1,12 +1,10 @@
 // What the server needs from the startup chain, behind one narrow interface.
 //
-// SWAP POINT (merge note): issue 14 defines the one shared startup chain (snapshot -> admit ->
-// factory with locked providers -> open with placement proof -> op canary -> warm-up) in
-// src/runtime/. Until it lands, MakeLocalStartup() calls the pieces `doctor` and `generate` use
-// today (probe::TakeSnapshot + policy::Admit, runtime::SessionFactory, sd::LoadSdModel). Replace
-// the body of LocalStartup (startup.cc) with calls into the shared chain; the server itself only
-// sees this interface. Warm-up and the timed canary stay in the server (server.cc), they are
-// per-model serving concerns.
+// The implementation (MakeChainStartup) is the one shared chain of src/runtime/startup.h, the
+// same one doctor, run and generate use: snapshot -> admit -> factory (locked providers) in
+// SnapshotAndAdmit, open with placement proof in OpenModel, the op canary (in a child process,
+// over the opened models' op types) in OpCanary. Warm-up and the timed request canary stay in the
+// server (server.cc): they are per-model serving concerns.
 //
 // Ownership: a LoadedModel owns its sessions (and the SD pipeline over them); it is immutable
 // after OpenModel and safe to use from several threads (sessions are thread-safe for Run).
@@ -16,12 +14,14 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/config.h"
 #include "common/dynlib.h"
 #include "common/status.h"
 #include "runtime/session.h"
 #include "sd/model_loader.h"
+#include "runtime/startup.h"
 #include "sd/pipeline.h"
 #include "server/config.h"
 
@@ -57,9 +57,15 @@ class Startup {
   // Sessions with placement proof. Errors: UNAVAILABLE (no GPU path / placement violated, exit
   // 3), FAILED_PRECONDITION (drift, 4), NOT_FOUND / INVALID_ARG (model files, 2).
   virtual common::Result<std::unique_ptr<LoadedModel>> OpenModel(const ModelSpec& spec) = 0;
+  // The chain's op canary over the op types of the models opened so far (skipped, never passed,
+  // when no GPU provider is attached). UNAVAILABLE (exit 3) when an op crashes, hangs, errs or
+  // gives a wrong result on the GPU in production.
+  virtual common::Status OpCanary(const std::vector<ModelSpec>& specs) = 0;
+  // The chain's steps so far (name, outcome, ms, detail), for /v1/capabilities.
+  virtual common::Json StartupJson() const = 0;
 };
 
-// The interim chain (see file comment). `policy` is the global --policy value.
-std::unique_ptr<Startup> MakeLocalStartup(const ServeConfig& config, common::LibraryLoader loader);
+// The shared chain (see file comment). `config.policy` is the global --policy value.
+std::unique_ptr<Startup> MakeChainStartup(const ServeConfig& config, common::LibraryLoader loader);
 
 }  // namespace tg::server
