@@ -202,9 +202,8 @@ TEST(CliContract, RunPerformanceGateExitsFive) {
   auto j = common::ParseJson(r.out, "run");
   ASSERT_TRUE(j.ok()) << r.out;
   EXPECT_FALSE((*j)["gate"]["passed"].get<bool>());
-  ProcessResult ok = RunTruegreen(
-      {"--policy", "dev", "run", "--model", model, "--runs", "2", "--min-time", "0",
-       "--max-p99-ms", "100000"});
+  ProcessResult ok = RunTruegreen({"--policy", "dev", "run", "--model", model, "--runs", "2",
+                                   "--min-time", "0", "--max-p99-ms", "100000"});
   EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
   EXPECT_THAT(ok.out, HasSubstr("passed"));
 }

@@ -40,9 +40,10 @@ common::Result<std::optional<policy::Matrix>> RequestedMatrix(const std::string&
 }
 
 bool CommandReadsPolicy(std::string_view command_path) {
-  static constexpr std::array<std::string_view, 9> kReaders = {
-      "admit",          "doctor",   "run",         "engines build", "engines verify",
-      "generate",       "audit image", "audit k8s", "serve"};
+  // __canary-child is the op canary's child process: it attaches the policy's providers.
+  static constexpr std::array<std::string_view, 10> kReaders = {
+      "admit",    "doctor",      "run",       "engines build", "engines verify",
+      "generate", "audit image", "audit k8s", "serve",         "__canary-child"};
   for (std::string_view c : kReaders) {
     if (c == command_path) return true;
   }

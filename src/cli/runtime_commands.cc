@@ -323,16 +323,11 @@ int MeasureAndReport(const GlobalOptions& g, const RunArgs& a, runtime::Session&
   const bool gate_failed = a.max_p99_ms > 0 && p99 > a.max_p99_ms;
   const int rc = gate_failed ? common::kExitPerformance : common::kExitOk;
   if (g.json) {
-    Json j = {{"ok", !gate_failed},
-              {"command", "run"},
-              {"degraded", rep.degraded},
-              {"session", runtime::SessionReportToJson(rep)},
-              {"warnings", warnings},
-              {"latency", latency},
-              {"throughput", tput},
-              {"io", io},
-              {"outputs", *outs},
-              {"checksum", checksum},
+    Json j = {{"ok", !gate_failed},         {"command", "run"},
+              {"degraded", rep.degraded},   {"session", runtime::SessionReportToJson(rep)},
+              {"warnings", warnings},       {"latency", latency},
+              {"throughput", tput},         {"io", io},
+              {"outputs", *outs},           {"checksum", checksum},
               {"startup", startup.ToJson()}};
     if (a.max_p99_ms > 0) j["gate"] = {{"max_p99_ms", a.max_p99_ms}, {"passed", !gate_failed}};
     std::cout << j.dump(2) << "\n";
@@ -597,8 +592,7 @@ void RegisterRuntimeCommands(CLI::App& app, GlobalOptions& g, CommandRegistry& r
                   "NAME:1x4x64x64 shape of a random input with dynamic dimensions (repeatable; "
                   "unset dynamic dimensions are 1, with a warning)")
       ->type_name("NAME:DIMS");
-  run->add_option("--runs", ra->runs,
-                  "At least this many timed runs (default 100); see --min-time")
+  run->add_option("--runs", ra->runs, "At least this many timed runs (default 100); see --min-time")
       ->type_name("N");
   run->add_option("--min-time", ra->min_time_s,
                   "And time runs for at least SECONDS (default 2; 0 = --runs alone)")

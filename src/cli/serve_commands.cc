@@ -37,9 +37,8 @@ int RunServe(const GlobalOptions& g, ServeFlags& f) {
   // Configuration and model-repository problems are the user's to fix (exit 2), whatever code
   // the reader chose; every error leaves through the one error path.
   auto fail = [](const common::Status& s) {
-    return ReportError(s.code() == common::StatusCode::kInternal
-                           ? common::Status::InvalidArg(s.message())
-                           : s);
+    return ReportError(
+        s.code() == common::StatusCode::kInternal ? common::Status::InvalidArg(s.message()) : s);
   };
   if (f.p50 > 0) c.canary.p50_ms = f.p50;
   if (f.p95 > 0) c.canary.p95_ms = f.p95;

@@ -20,8 +20,8 @@
 #include "common/dynlib.h"
 #include "common/status.h"
 #include "runtime/session.h"
-#include "sd/model_loader.h"
 #include "runtime/startup.h"
+#include "sd/model_loader.h"
 #include "sd/pipeline.h"
 #include "server/config.h"
 
