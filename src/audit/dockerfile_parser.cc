@@ -15,6 +15,8 @@ namespace {
 using common::Result;
 using common::Status;
 
+constexpr std::size_t kArgExpansionMargin = 64 * 1024;
+
 std::string Lower(std::string_view s) {
   std::string out(s);
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -118,6 +120,33 @@ bool LooksLikeDirective(std::string_view line, std::string* key, std::string* va
   *key = Lower(k);
   *value = std::string(Trim(rest.substr(1)));
   return true;
+}
+
+// Upper bound on the bytes that variable references inside one value can add: the value's own
+// references, each as long as the longest value so far. Cheap to compute before expanding.
+std::size_t ExpansionUpperBound(std::string_view value,
+                                const std::map<std::string, std::string>& vars) {
+  std::size_t longest = 0;
+  for (const auto& [k, v] : vars) longest = std::max(longest, v.size());
+  std::size_t refs = static_cast<std::size_t>(std::count(value.begin(), value.end(), '$'));
+  return value.size() + refs * longest;
+}
+
+Status ExpandArgBounded(const std::string& value, const std::string& name, int line,
+                        const std::string& source, std::size_t budget,
+                        std::map<std::string, std::string>* vars, std::size_t* expanded) {
+  std::size_t bound = ExpansionUpperBound(value, *vars);
+  if (bound > budget || *expanded + bound > budget) {
+    return Status::InvalidArg(fmt::format(
+        "{}:{}: ARG {}: expansion limit hit: its default would expand to more than the {} bytes "
+        "allowed for all ARG values (4x the Dockerfile plus {} KiB); references to earlier ARGs "
+        "multiply the text",
+        source, line, name, budget, kArgExpansionMargin / 1024));
+  }
+  std::string v = ExpandDockerVariables(value, *vars, nullptr);
+  *expanded += v.size();
+  (*vars)[name] = std::move(v);
+  return Status::Ok();
 }
 
 }  // namespace
@@ -402,6 +431,10 @@ Result<Dockerfile> ParseDockerfile(const std::string& text, const std::string& s
   }
 
   std::map<std::string, std::string> global_vars;
+  // Every ARG default may name earlier ones several times, so values can double per line; the sum
+  // of expanded values is held to the input's size (plus a margin), never to what the text asks.
+  const std::size_t expansion_budget = 4 * text.size() + kArgExpansionMargin;
+  std::size_t expanded = 0;
   for (RawInstruction& raw : raws) {
     DockerfileInstruction ins;
     ins.line = raw.line;
@@ -435,6 +468,11 @@ Result<Dockerfile> ParseDockerfile(const std::string& text, const std::string& s
       st.index = static_cast<int>(df.stages.size());
       st.line = ins.line;
       st.base_raw = w[0];
+      if (ExpansionUpperBound(w[0], global_vars) > expansion_budget) {
+        return err(ins.line, fmt::format("FROM: expansion limit hit: the image expands to more "
+                                         "than {} bytes",
+                                         expansion_budget));
+      }
       st.base = ExpandDockerVariables(w[0], global_vars, &st.unresolved_args);
       if (w.size() == 3) st.name = Lower(w[2]);
       st.parent_stage = df.StageIndex(st.base);
@@ -458,7 +496,8 @@ Result<Dockerfile> ParseDockerfile(const std::string& text, const std::string& s
         if (auto it = build_args.find(name); it != build_args.end()) {
           global_vars[name] = it->second;
         } else if (eq != std::string::npos) {
-          global_vars[name] = ExpandDockerVariables(word.substr(eq + 1), global_vars, nullptr);
+          TG_RETURN_IF_ERROR(ExpandArgBounded(word.substr(eq + 1), name, ins.line, source,
+                                              expansion_budget, &global_vars, &expanded));
         }
       }
       df.global_args.push_back(std::move(ins));

@@ -5,6 +5,7 @@
 // errors to stderr.
 #include <fmt/format.h>
 
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -100,11 +101,13 @@ int RunAuditDockerfile(const DockerfileArgs& a, const GlobalOptions& g) {
 struct K8sArgs {
   std::vector<std::string> files;
   std::string matrix;
+  std::string runtime_class;
 };
 
 int RunAuditK8s(const K8sArgs& a, const GlobalOptions& g) {
   constexpr std::string_view kCmd = "audit k8s";
   audit::K8sAuditOptions opts;
+  opts.runtime_class = a.runtime_class;
   if (!a.matrix.empty()) {
     auto m = policy::LoadMatrix(a.matrix);
     if (!m.ok()) return UsageError(kCmd, m.status().message());
@@ -133,6 +136,44 @@ int RunAuditK8s(const K8sArgs& a, const GlobalOptions& g) {
   return fail ? kExitAudit : kExitOk;
 }
 
+// Kubernetes quantities as `k8s render` accepts them: CPU "2", "0.5", "500m"; memory "8Gi",
+// "512Mi", "1G", "1073741824". Positive, digits checked by hand (the input is a command-line
+// argument of any length).
+bool IsQuantity(std::string_view q, bool cpu) {
+  std::size_t i = 0, digits = 0, nonzero = 0;
+  bool dot = false;
+  for (; i < q.size() && (std::isdigit(static_cast<unsigned char>(q[i])) || q[i] == '.'); ++i) {
+    if (q[i] == '.') {
+      if (dot) return false;
+      dot = true;
+      continue;
+    }
+    ++digits;
+    if (q[i] != '0') ++nonzero;
+  }
+  if (digits == 0 || nonzero == 0 || q.size() > 32 || q.back() == '.') return false;
+  std::string_view unit = q.substr(i);
+  if (cpu) return unit.empty() || (unit == "m" && !dot);
+  for (std::string_view u :
+       {"", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "k", "M", "G", "T", "P", "E"}) {
+    if (unit == u) return true;
+  }
+  return false;
+}
+
+// An image reference: name[:tag][@digest] in the reference grammar's character set. Anything
+// else (spaces, newlines, quotes) would be written verbatim into the rendered YAML.
+bool IsImageReference(std::string_view ref) {
+  if (ref.empty() || ref.size() > 512) return false;
+  for (char c : ref) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' ||
+          c == '/' || c == ':' || c == '@')) {
+      return false;
+    }
+  }
+  return true;
+}
+
 struct RenderArgs {
   std::string matrix;
   audit::K8sRenderOptions opts;
@@ -149,6 +190,21 @@ int RunK8sRender(RenderArgs a, const GlobalOptions& g) {
     return UsageError(kCmd, fmt::format("--name '{}': must be a DNS label (lower case letters, "
                                         "digits and '-', at most 42 characters)",
                                         a.opts.name));
+  }
+  if (!IsQuantity(a.opts.cpu, true)) {
+    return UsageError(kCmd, fmt::format("--cpu '{}': expected a positive CPU quantity such as 2, "
+                                        "0.5 or 500m",
+                                        a.opts.cpu.substr(0, 64)));
+  }
+  if (!IsQuantity(a.opts.memory, false)) {
+    return UsageError(kCmd, fmt::format("--memory '{}': expected a positive memory quantity such "
+                                        "as 8Gi, 512Mi or 1G",
+                                        a.opts.memory.substr(0, 64)));
+  }
+  if (!IsImageReference(a.opts.image)) {
+    return UsageError(kCmd,
+                      "--image: expected an image reference (name[:tag][@sha256:digest]; "
+                      "letters, digits and . _ - / : @ only, at most 512 characters)");
   }
   if (a.opts.image.find("@sha256:") == std::string::npos) {
     std::fprintf(stderr,
@@ -192,6 +248,9 @@ void RegisterAuditConfigCommands(CLI::App& app, CLI::App& audit, GlobalOptions& 
       ->required();
   k8s->add_option("--matrix", ka->matrix, "Version matrix: check node affinity against it")
       ->type_name("FILE");
+  k8s->add_option("--runtime-class", ka->runtime_class,
+                  "The RuntimeClass GPU pods must use on this cluster (k8s.runtime-class)")
+      ->type_name("NAME");
   r.Add(k8s, [ka, &g] { return RunAuditK8s(*ka, g); });
 
   CLI::App* group = app.add_subcommand("k8s", "Kubernetes objects for truegreen");
