@@ -17,7 +17,7 @@ PACKAGES=(
   libboost-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev
   libspng-dev libpng-dev zlib1g-dev libutf8proc-dev libarchive-dev libssl-dev libzstd-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  python3 python3-onnx python3-numpy
+  python3 python3-onnx python3-numpy python3-jsonschema
   umoci skopeo buildah zstd tar gzip file binutils
 )
 

@@ -15,6 +15,7 @@
 #include "audit/dockerfile_parser.h"
 #include "audit/k8s_audit.h"
 #include "audit/k8s_render.h"
+#include "cli/audit_output.h"
 #include "cli/command_areas.h"
 #include "common/file_util.h"
 #include "policy/matrix.h"
@@ -41,6 +42,7 @@ struct DockerfileArgs {
   std::string file;
   std::string context;
   std::vector<std::string> build_args;
+  AuditOutputFlags output;
 };
 
 int RunAuditDockerfile(const DockerfileArgs& a, const GlobalOptions& g) {
@@ -63,9 +65,17 @@ int RunAuditDockerfile(const DockerfileArgs& a, const GlobalOptions& g) {
   if (!df.ok()) return UsageError(kCmd, df.status().message());
   auto rep = audit::AuditDockerfile(*df, {a.file, a.context});
   if (!rep.ok()) return UsageError(kCmd, rep.status().message());
-  bool fail = audit::AnyAtLeast(rep->findings, audit::Severity::kError);
+  auto out = ResolveAuditOutput(a.output, g);
+  if (!out.ok()) return UsageError(kCmd, out.status().message());
+  audit::Severity fail_on = out->fail_on.value_or(audit::Severity::kError);
+  bool printed = false;
+  common::Status emitted = EmitAuditReports(*out, kCmd, fail_on, &rep->findings, &printed);
+  if (!emitted.ok()) return UsageError(kCmd, emitted.message());
+  bool fail = audit::GateFails(rep->findings, fail_on);
 
-  if (g.json) {
+  if (printed) {
+    // SARIF or JUnit went to stdout.
+  } else if (out->format == audit::OutputFormat::kJson) {
     common::Json j;
     j["dockerfile"] = a.file;
     j["context"] = a.context.empty() ? fs::path(a.file).parent_path().string() : a.context;
@@ -102,6 +112,7 @@ struct K8sArgs {
   std::vector<std::string> files;
   std::string matrix;
   std::string runtime_class;
+  AuditOutputFlags output;
 };
 
 int RunAuditK8s(const K8sArgs& a, const GlobalOptions& g) {
@@ -118,9 +129,19 @@ int RunAuditK8s(const K8sArgs& a, const GlobalOptions& g) {
     common::Status s = audit::AuditK8sPath(f, opts, &rep);
     if (!s.ok()) return UsageError(kCmd, s.message());
   }
-  bool fail = false;
-  for (const auto& kf : rep.findings) fail = fail || kf.finding.severity == audit::Severity::kError;
-  if (g.json) {
+  auto out = ResolveAuditOutput(a.output, g);
+  if (!out.ok()) return UsageError(kCmd, out.status().message());
+  audit::Severity fail_on = out->fail_on.value_or(audit::Severity::kError);
+  std::vector<audit::Finding> findings;
+  for (const auto& kf : rep.findings) findings.push_back(kf.finding);
+  bool printed = false;
+  common::Status emitted = EmitAuditReports(*out, kCmd, fail_on, &findings, &printed);
+  if (!emitted.ok()) return UsageError(kCmd, emitted.message());
+  for (std::size_t i = 0; i < findings.size(); ++i) rep.findings[i].finding = findings[i];
+  bool fail = audit::GateFails(findings, fail_on);
+  if (printed) {
+    // SARIF or JUnit went to stdout.
+  } else if (out->format == audit::OutputFormat::kJson) {
     common::Json j = audit::K8sReportToJson(rep);
     j["matrix"] = a.matrix;
     j["verdict"] = fail ? "fail" : "pass";
@@ -237,6 +258,7 @@ void RegisterAuditConfigCommands(CLI::App& app, CLI::App& audit, GlobalOptions& 
       ->type_name("DIR");
   df->add_option("--build-arg", dfa->build_args, "NAME=VALUE for a global ARG used in FROM")
       ->type_name("NAME=VALUE");
+  AddAuditOutputFlags(df, &dfa->output);
   r.Add(df, [dfa, &g] { return RunAuditDockerfile(*dfa, g); });
 
   auto ka = std::make_shared<K8sArgs>();
@@ -251,6 +273,7 @@ void RegisterAuditConfigCommands(CLI::App& app, CLI::App& audit, GlobalOptions& 
   k8s->add_option("--runtime-class", ka->runtime_class,
                   "The RuntimeClass GPU pods must use on this cluster (k8s.runtime-class)")
       ->type_name("NAME");
+  AddAuditOutputFlags(k8s, &ka->output);
   r.Add(k8s, [ka, &g] { return RunAuditK8s(*ka, g); });
 
   CLI::App* group = app.add_subcommand("k8s", "Kubernetes objects for truegreen");

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "audit/image_audit.h"
+#include "cli/audit_output.h"
 #include "cli/command_areas.h"
 #include "common/log.h"
 #include "common/status.h"
@@ -21,6 +22,7 @@ struct AuditImageFlags {
   std::string matrix;
   bool diff = false;
   bool verify_digests = false;
+  AuditOutputFlags output;
 };
 
 int Fail(const common::Status& s) {
@@ -76,8 +78,17 @@ int RunAuditImage(const AuditImageFlags& f, const GlobalOptions& g) {
     }
     return common::kExitOk;
   }
-  const auto& r = reports[0];
-  if (g.json) {
+  auto& r = reports[0];
+  auto out = ResolveAuditOutput(f.output, g);
+  if (!out.ok()) return Fail(out.status());
+  if (out->fail_on) r.fail_on = *out->fail_on;
+  bool printed = false;
+  common::Status emitted = EmitAuditReports(*out, "audit image", r.fail_on, &r.findings, &printed);
+  if (!emitted.ok()) return Fail(emitted);
+  r.failed = audit::GateFails(r.findings, r.fail_on);
+  if (printed) {
+    // SARIF or JUnit went to stdout.
+  } else if (out->format == audit::OutputFormat::kJson) {
     std::cout << audit::ReportToJson(r).dump(2) << "\n";
   } else {
     std::cout << audit::ReportToText(r);
@@ -104,6 +115,7 @@ void RegisterAuditImageCommands(CLI::App& audit, GlobalOptions& g, CommandRegist
   cmd->add_flag("--verify-digests", flags->verify_digests,
                 "Hash every layer blob and compare with its digest (manifests and configs are "
                 "always checked); reads plain layers in full instead of seeking over file data");
+  AddAuditOutputFlags(cmd, &flags->output);
   r.Add(cmd, [flags, &g] { return RunAuditImage(*flags, g); });
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/audit_output.h"
 #include "cli/command_areas.h"
 #include "common/status.h"
 #include "policy/admission.h"
@@ -134,10 +135,26 @@ int RunDiff(const DiffFlags& f, const GlobalOptions& g) {
   return d->empty() ? 0 : 1;
 }
 
-int RunLogscan(const std::string& path, const GlobalOptions& g) {
+// Matches kept for --format sarif|junit and --suppressions; beyond this many a log is reported by
+// its counts (the text stream still shows every match).
+constexpr std::size_t kMaxLogFindings = 10000;
+
+int RunLogscan(const std::string& path, const AuditOutputFlags& flags, const GlobalOptions& g) {
+  auto out = ResolveAuditOutput(flags, g);
+  if (!out.ok()) return UsageError(out.status());
   Json matches = Json::array();
+  std::vector<audit::Finding> findings;
   auto on_match = [&](const policy::LogMatch& m) {
-    if (g.json) {
+    if (findings.size() < kMaxLogFindings) {
+      audit::Finding f;
+      f.rule = m.pattern->id;
+      f.path = path == "-" ? "" : path;
+      f.line = m.line;
+      f.message = "[" + std::string(m.pattern->category) + "] " + m.text;
+      f.fix = m.pattern->explanation;
+      findings.push_back(std::move(f));
+    }
+    if (out->format != audit::OutputFormat::kText) {
       matches.push_back({{"line", m.line},
                          {"category", m.pattern->category},
                          {"pattern", m.pattern->id},
@@ -151,7 +168,19 @@ int RunLogscan(const std::string& path, const GlobalOptions& g) {
   };
   auto r = policy::ScanLogFile(path, on_match);
   if (!r.ok()) return UsageError(r.status());
-  if (g.json) {
+  audit::Severity fail_on = out->fail_on.value_or(audit::Severity::kError);
+  bool printed = false;
+  common::Status emitted = EmitAuditReports(*out, "logscan", fail_on, &findings, &printed);
+  if (!emitted.ok()) return UsageError(emitted);
+  // Every match fails unless suppressed; matches past kMaxLogFindings cannot be suppressed.
+  bool fail = r->matches > static_cast<std::int64_t>(findings.size()) ||
+              audit::GateFails(findings, fail_on);
+  for (std::size_t i = 0; i < findings.size() && i < matches.size(); ++i) {
+    if (findings[i].suppressed) matches[i]["suppressed"] = findings[i].suppression;
+  }
+  if (printed) {
+    // SARIF or JUnit went to stdout.
+  } else if (out->format == audit::OutputFormat::kJson) {
     Json cats = Json::object();
     for (const auto& [c, n] : r->per_category) cats[c] = n;
     Print(Json{{"file", path},
@@ -167,7 +196,7 @@ int RunLogscan(const std::string& path, const GlobalOptions& g) {
     for (const auto& [c, n] : r->per_category) summary += "; " + c + " " + std::to_string(n);
     Print(summary + (r->matches ? "" : " — no fallback or degradation language found") + "\n");
   }
-  return r->matches > 0 ? common::kExitIntegrity : common::kExitOk;
+  return fail ? common::kExitIntegrity : common::kExitOk;
 }
 
 }  // namespace
@@ -219,7 +248,10 @@ void RegisterPolicyCommands(CLI::App& app, GlobalOptions& g, CommandRegistry& r)
       "when anything matched, 0 when clean)");
   logscan->add_option("file", *log_path, "Log file, or - for standard input (default)")
       ->type_name("FILE|-");
-  r.Add(logscan, [log_path, &g] { return RunLogscan(*log_path, g); });
+  auto logscan_output = std::make_shared<AuditOutputFlags>();
+  AddAuditOutputFlags(logscan, logscan_output.get());
+  r.Add(logscan,
+        [log_path, logscan_output, &g] { return RunLogscan(*log_path, *logscan_output, g); });
 }
 
 }  // namespace tg::cli
