@@ -91,6 +91,29 @@ std::string ArgBomb() {
   return d + "FROM scratch\n";
 }
 
+// A docker-archive whose manifest names one small layer `refs` times (entries x references was
+// the memory class: a few MB of manifest asked for gigabytes).
+void WriteManyRefImage(const std::string& path, int refs) {
+  const std::string script =
+      "import io,json,sys,tarfile\n"
+      "def add(t,name,data):\n"
+      "  i=tarfile.TarInfo(name); i.size=len(data); t.addfile(i,io.BytesIO(data))\n"
+      "lb=io.BytesIO(); lt=tarfile.open(fileobj=lb,mode='w')\n"
+      "for k in range(50): add(lt,'f%d'%k,b'x')\n"
+      "lt.close(); layer=lb.getvalue()\n"
+      "import hashlib; d='sha256:'+hashlib.sha256(layer).hexdigest()\n"
+      "n=int(sys.argv[2])\n"
+      "cfg=json.dumps({'architecture':'amd64','os':'linux','rootfs':{'type':'layers',"
+      "'diff_ids':[d]*n}}).encode()\n"
+      "t=tarfile.open(sys.argv[1],'w')\n"
+      "add(t,'layer.tar',layer); add(t,'config.json',cfg)\n"
+      "add(t,'manifest.json',json.dumps([{'Config':'config.json','RepoTags':['x:1'],"
+      "'Layers':['layer.tar']*n}]).encode())\n"
+      "t.close()\n";
+  ProcessResult r = RunProcess({SystemPython(), "-c", script, path, std::to_string(refs)});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+}
+
 struct Case {
   const char* name;
   std::function<void(const TempDir&)> setup;  // writes the inputs
@@ -215,6 +238,20 @@ const std::vector<Case>& Cases() {
        "expansion limit hit",
        nullptr,
        128},
+      {"image_too_many_layer_references",
+       [](const TempDir& d) { WriteManyRefImage(d / "img.tar", 5000); },
+       {"audit", "image", "{dir}/img.tar"},
+       2,
+       "the manifest names 5000 layers",
+       nullptr,
+       256},
+      {"image_layer_references_within_limit",
+       [](const TempDir& d) { WriteManyRefImage(d / "img.tar", 200); },
+       {"audit", "image", "{dir}/img.tar"},
+       6,
+       "image.efficiency",
+       "image.hostile.entry-limit",
+       256},
       {"render_negative_cpu",
        [](const TempDir&) {},
        {"k8s", "render", "--matrix", SourceDir() + "/deploy/matrix.example.yaml", "--cpu", "-5"},
