@@ -305,109 +305,124 @@ bool CaptureForRules(std::string_view path) {
 
 // ---- file rules ---------------------------------------------------------------------------------
 
-std::vector<Finding> RunFileRules(const Image& image, const FileSystem& fs) {
-  std::vector<Finding> out;
+namespace {
+
+// Directories whose files are reported as one finding each (root -> sizes).
+struct FileGroups {
   std::map<std::string, Group> headers, tests, caches, vcs, checkpoints;
-  for (const auto& [path, n] : fs) {
-    bool leafish = n.type == EntryType::kFile || n.type == EntryType::kSymlink ||
-                   n.type == EntryType::kHardlink;
-    std::string_view base = Basename(path);
-    if (leafish && IsBuildTool(path)) {
-      out.push_back(Make("image.build-tools", Severity::kError, path, n.layer, n.size,
-                         fmt::format("build tool '{}' ships in the runtime image", base),
-                         "compile in a build stage and COPY only the artifacts into a slim "
-                         "runtime stage"));
-    }
-    if (n.type == EntryType::kDir) continue;
-    // Headers: /usr/include and CUDA include directories (toolkit and pip nvidia-* wheels).
-    std::string hroot;
-    if (path.starts_with("usr/include/")) {
-      hroot = "usr/include";
-    } else {
-      hroot = RootAt(
-          path,
-          [](const auto& c, std::size_t i) {
-            if (c[i] != "include" || i == 0) return false;
-            for (std::size_t k = 0; k < i; ++k) {
-              if (c[k].starts_with("cuda") || c[k] == "nvidia" || c[k] == "tensorrt" ||
-                  c[k] == "TensorRT") {
-                return true;
-              }
-            }
-            return false;
-          },
-          true);
-    }
-    if (!hroot.empty()) AddTo(&headers, hroot, n);
-    std::string cp = RootAt(
-        path, [](const auto& c, std::size_t i) { return c[i] == ".ipynb_checkpoints"; }, false);
-    if (base.ends_with(".ipynb") && n.type == EntryType::kFile && cp.empty()) {
-      out.push_back(Make("image.notebooks", Severity::kError, path, n.layer, n.size,
-                         "Jupyter notebook ships in the runtime image",
-                         "exclude *.ipynb in .dockerignore; ship code as modules"));
-    }
-    if (!cp.empty()) AddTo(&checkpoints, cp, n);
-    std::string troot = RootAt(
-        path, [](const auto& c, std::size_t i) { return c[i] == "tests" || c[i] == "test"; }, true);
-    if (!troot.empty()) AddTo(&tests, troot, n);
-    std::string croot = RootAt(
-        path,
-        [](const auto& c, std::size_t i) {
-          return i > 0 && c[i - 1] == ".cache" && (c[i] == "pip" || c[i] == "huggingface");
-        },
-        false);
-    if (croot.empty() && path.starts_with("var/lib/apt/lists/") && base != "lock" &&
-        !HasComponent(path, "partial")) {
-      croot = "var/lib/apt/lists";
-    }
-    if (croot.empty() && path.starts_with("var/cache/apt/archives/") && base.ends_with(".deb")) {
-      croot = "var/cache/apt/archives";
-    }
-    if (!croot.empty()) AddTo(&caches, croot, n);
-    std::string vroot = RootAt(
-        path,
-        [](const auto& c, std::size_t i) {
-          return c[i] == ".git" || c[i] == ".svn" || c[i] == ".hg";
-        },
-        false);
-    if (!vroot.empty()) AddTo(&vcs, vroot, n);
-    bool secret = false;
-    if (base == ".env" ||
-        (base.starts_with(".env.") && !base.ends_with(".example") && !base.ends_with(".sample"))) {
-      secret = true;
-    }
-    if (base == "id_rsa" || base == "id_dsa" || base == "id_ecdsa" || base == "id_ed25519") {
-      secret = true;
-    }
-    if (base.ends_with(".pem") && !IsCertStore(path)) secret = true;
-    if (secret && n.type == EntryType::kFile) {
-      out.push_back(Make("image.secrets", Severity::kError, path, n.layer, n.size,
-                         "secret-looking file ships in the image (anyone who can pull the image "
-                         "can read it)",
-                         "remove it, rotate the credential, and mount secrets at run time "
-                         "(Kubernetes Secret, BuildKit --mount=type=secret)"));
-    }
+};
+
+// /usr/include and CUDA include directories (toolkit and pip nvidia-* wheels).
+std::string HeaderRoot(const std::string& path) {
+  if (path.starts_with("usr/include/")) return "usr/include";
+  return RootAt(
+      path,
+      [](const auto& c, std::size_t i) {
+        if (c[i] != "include" || i == 0) return false;
+        for (std::size_t k = 0; k < i; ++k) {
+          if (c[k].starts_with("cuda") || c[k] == "nvidia" || c[k] == "tensorrt" ||
+              c[k] == "TensorRT") {
+            return true;
+          }
+        }
+        return false;
+      },
+      true);
+}
+
+std::string CacheRoot(const std::string& path, std::string_view base) {
+  std::string croot = RootAt(
+      path,
+      [](const auto& c, std::size_t i) {
+        return i > 0 && c[i - 1] == ".cache" && (c[i] == "pip" || c[i] == "huggingface");
+      },
+      false);
+  if (croot.empty() && path.starts_with("var/lib/apt/lists/") && base != "lock" &&
+      !HasComponent(path, "partial")) {
+    croot = "var/lib/apt/lists";
   }
+  if (croot.empty() && path.starts_with("var/cache/apt/archives/") && base.ends_with(".deb")) {
+    croot = "var/cache/apt/archives";
+  }
+  return croot;
+}
+
+bool LooksLikeSecretFile(const std::string& path, std::string_view base) {
+  if (base == ".env" ||
+      (base.starts_with(".env.") && !base.ends_with(".example") && !base.ends_with(".sample"))) {
+    return true;
+  }
+  if (base == "id_rsa" || base == "id_dsa" || base == "id_ecdsa" || base == "id_ed25519") {
+    return true;
+  }
+  return base.ends_with(".pem") && !IsCertStore(path);
+}
+
+// One path of the final filesystem: direct findings into `out`, grouped ones into `g`.
+void ClassifyPath(const std::string& path, const FsNode& n, FileGroups* g,
+                  std::vector<Finding>* out) {
+  bool leafish =
+      n.type == EntryType::kFile || n.type == EntryType::kSymlink || n.type == EntryType::kHardlink;
+  std::string_view base = Basename(path);
+  if (leafish && IsBuildTool(path)) {
+    out->push_back(Make("image.build-tools", Severity::kError, path, n.layer, n.size,
+                        fmt::format("build tool '{}' ships in the runtime image", base),
+                        "compile in a build stage and COPY only the artifacts into a slim "
+                        "runtime stage"));
+  }
+  if (n.type == EntryType::kDir) return;
+  if (std::string h = HeaderRoot(path); !h.empty()) AddTo(&g->headers, h, n);
+  std::string cp = RootAt(
+      path, [](const auto& c, std::size_t i) { return c[i] == ".ipynb_checkpoints"; }, false);
+  if (base.ends_with(".ipynb") && n.type == EntryType::kFile && cp.empty()) {
+    out->push_back(Make("image.notebooks", Severity::kError, path, n.layer, n.size,
+                        "Jupyter notebook ships in the runtime image",
+                        "exclude *.ipynb in .dockerignore; ship code as modules"));
+  }
+  if (!cp.empty()) AddTo(&g->checkpoints, cp, n);
+  std::string troot = RootAt(
+      path, [](const auto& c, std::size_t i) { return c[i] == "tests" || c[i] == "test"; }, true);
+  if (!troot.empty()) AddTo(&g->tests, troot, n);
+  if (std::string c = CacheRoot(path, base); !c.empty()) AddTo(&g->caches, c, n);
+  std::string vroot = RootAt(
+      path,
+      [](const auto& c, std::size_t i) {
+        return c[i] == ".git" || c[i] == ".svn" || c[i] == ".hg";
+      },
+      false);
+  if (!vroot.empty()) AddTo(&g->vcs, vroot, n);
+  if (n.type == EntryType::kFile && LooksLikeSecretFile(path, base)) {
+    out->push_back(Make("image.secrets", Severity::kError, path, n.layer, n.size,
+                        "secret-looking file ships in the image (anyone who can pull the image "
+                        "can read it)",
+                        "remove it, rotate the credential, and mount secrets at run time "
+                        "(Kubernetes Secret, BuildKit --mount=type=secret)"));
+  }
+}
+
+void EmitGroups(const FileGroups& g, std::vector<Finding>* out) {
   auto emit = [&](const std::map<std::string, Group>& groups, const char* rule, Severity sev,
                   const std::string& what, const std::string& fix) {
-    for (const auto& [root, g] : groups) {
-      out.push_back(Make(rule, sev, root, g.MainLayer(), g.bytes,
-                         fmt::format("{} ({} files)", what, g.files), fix));
+    for (const auto& [root, gr] : groups) {
+      out->push_back(Make(rule, sev, root, gr.MainLayer(), gr.bytes,
+                          fmt::format("{} ({} files)", what, gr.files), fix));
     }
   };
-  emit(headers, "image.headers", Severity::kError, "C/C++/CUDA headers ship in the runtime image",
+  emit(g.headers, "image.headers", Severity::kError, "C/C++/CUDA headers ship in the runtime image",
        "use a -runtime base image (not -devel) and install headers only in the build stage");
-  emit(checkpoints, "image.notebooks", Severity::kError, "Jupyter checkpoints ship in the image",
+  emit(g.checkpoints, "image.notebooks", Severity::kError, "Jupyter checkpoints ship in the image",
        "add .ipynb_checkpoints to .dockerignore");
-  emit(tests, "image.tests", Severity::kWarning, "test suites ship in the image",
+  emit(g.tests, "image.tests", Severity::kWarning, "test suites ship in the image",
        "exclude tests from the runtime stage (.dockerignore, or delete in the same layer)");
-  emit(caches, "image.caches", Severity::kError, "package or model cache ships in the image",
+  emit(g.caches, "image.caches", Severity::kError, "package or model cache ships in the image",
        "use pip --no-cache-dir, 'rm -rf /var/lib/apt/lists/*' in the same RUN, and mount model "
        "caches at run time");
-  emit(vcs, "image.vcs", Severity::kError, "version-control metadata ships in the image",
+  emit(g.vcs, "image.vcs", Severity::kError, "version-control metadata ships in the image",
        "add .git to .dockerignore");
+}
 
-  // -dev packages from the dpkg database as it is in the final filesystem.
+// -dev packages from the dpkg database as it is in the final filesystem.
+void DevPackageRule(const Image& image, const FileSystem& fs, std::vector<Finding>* out) {
   for (const auto& [path, n] : fs) {
     if (n.type != EntryType::kFile || !CaptureForRules(path)) continue;
     if (n.layer < 0 || n.layer >= static_cast<int>(image.layers.size())) continue;
@@ -421,27 +436,37 @@ std::vector<Finding> RunFileRules(const Image& image, const FileSystem& fs) {
       std::string_view name = pkg.name;
       if (auto colon = name.find(':'); colon != std::string_view::npos)
         name = name.substr(0, colon);
-      if (installed && name.ends_with("-dev")) {
-        out.push_back(Make("image.dev-packages", Severity::kError, path, n.layer,
-                           pkg.installed_kib * 1024,
-                           fmt::format("development package '{}' is installed", pkg.name),
-                           "install -dev packages only in the build stage; the runtime stage "
-                           "needs the runtime library package"));
-      }
+      if (!installed || !name.ends_with("-dev")) continue;
+      out->push_back(Make("image.dev-packages", Severity::kError, path, n.layer,
+                          pkg.installed_kib * 1024,
+                          fmt::format("development package '{}' is installed", pkg.name),
+                          "install -dev packages only in the build stage; the runtime stage "
+                          "needs the runtime library package"));
     }
   }
+}
 
-  // Symlink loops: harmless to the audit (resolution is bounded) but a broken image.
+// Symlink loops: harmless to the audit (resolution is bounded) but a broken image.
+void SymlinkLoopRule(const FileSystem& fs, std::vector<Finding>* out) {
   for (const auto& [path, n] : fs) {
-    if (n.type != EntryType::kSymlink) continue;
-    if (!ResolvePath(fs, path)) {
-      out.push_back(Make("image.hostile.symlink-loop", Severity::kWarning, path, n.layer, 0,
-                         fmt::format("symbolic link '{}' -> '{}' never resolves (loop or more than "
-                                     "40 hops)",
-                                     path, n.link),
-                         "fix or remove the link"));
-    }
+    if (n.type != EntryType::kSymlink || ResolvePath(fs, path)) continue;
+    out->push_back(Make("image.hostile.symlink-loop", Severity::kWarning, path, n.layer, 0,
+                        fmt::format("symbolic link '{}' -> '{}' never resolves (loop or more than "
+                                    "40 hops)",
+                                    path, n.link),
+                        "fix or remove the link"));
   }
+}
+
+}  // namespace
+
+std::vector<Finding> RunFileRules(const Image& image, const FileSystem& fs) {
+  std::vector<Finding> out;
+  FileGroups groups;
+  for (const auto& [path, n] : fs) ClassifyPath(path, n, &groups, &out);
+  EmitGroups(groups, &out);
+  DevPackageRule(image, fs, &out);
+  SymlinkLoopRule(fs, &out);
   return out;
 }
 
