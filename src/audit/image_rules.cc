@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <regex>
 #include <sstream>
 
@@ -621,9 +622,12 @@ bool Truthy(const std::string& v) {
 
 }  // namespace
 
-std::vector<Finding> RunGpuRules(const Image& image, const FileSystem& fs,
-                                 const CapabilitySnapshot& snap, const policy::Matrix* matrix) {
-  std::vector<Finding> out;
+namespace {
+
+using EnvLookup = std::function<std::optional<std::string>(const char*)>;
+
+// libcuda / libnvidia-ml baked into the image (stubs are fine, compat is a warning).
+void DriverLibRule(const FileSystem& fs, std::vector<Finding>* out) {
   for (const auto& [path, n] : fs) {
     if (n.type != EntryType::kFile && n.type != EntryType::kSymlink) continue;
     std::string_view base = Basename(path);
@@ -636,67 +640,66 @@ std::vector<Finding> RunGpuRules(const Image& image, const FileSystem& fs,
     }
     if (!driver || HasComponent(path, "stubs")) continue;
     if (HasComponent(path, "compat")) {
-      out.push_back(Make("image.gpu.driver-libs", Severity::kWarning, path, n.layer, n.size,
-                         "CUDA forward-compatibility driver library baked in: it only works on "
-                         "data-center GPUs and fails with error 804 elsewhere",
-                         "drop cuda-compat unless every target node is a data-center GPU whose "
-                         "driver is older than the toolkit"));
+      out->push_back(Make("image.gpu.driver-libs", Severity::kWarning, path, n.layer, n.size,
+                          "CUDA forward-compatibility driver library baked in: it only works on "
+                          "data-center GPUs and fails with error 804 elsewhere",
+                          "drop cuda-compat unless every target node is a data-center GPU whose "
+                          "driver is older than the toolkit"));
       continue;
     }
-    out.push_back(Make("image.gpu.driver-libs", Severity::kError, path, n.layer, n.size,
-                       fmt::format("driver library '{}' baked into the image: it shadows the "
-                                   "host driver the NVIDIA container toolkit injects (version "
-                                   "mismatch, error 803)",
-                                   base),
-                       "remove driver libraries from the image; only the toolkit may provide "
-                       "libcuda and libnvidia-ml (link against the stubs/ copies at build time)"));
+    out->push_back(Make("image.gpu.driver-libs", Severity::kError, path, n.layer, n.size,
+                        fmt::format("driver library '{}' baked into the image: it shadows the "
+                                    "host driver the NVIDIA container toolkit injects (version "
+                                    "mismatch, error 803)",
+                                    base),
+                        "remove driver libraries from the image; only the toolkit may provide "
+                        "libcuda and libnvidia-ml (link against the stubs/ copies at build time)"));
   }
+}
 
-  auto env = [&](const char* k) -> std::optional<std::string> {
-    auto it = image.env.find(k);
-    if (it == image.env.end()) return std::nullopt;
-    return it->second;
-  };
-  if (snap.gpu_image) {
-    auto vis = env("NVIDIA_VISIBLE_DEVICES");
-    if (!vis || vis->empty() || *vis == "void" || *vis == "none") {
-      out.push_back(
-          Make("image.gpu.visible-devices", Severity::kError, "", -1, 0,
-               fmt::format("GPU image with NVIDIA_VISIBLE_DEVICES {}: the NVIDIA container toolkit "
-                           "injects no GPU (and no libcuda) unless the runtime sets it",
-                           vis ? fmt::format("'{}'", *vis) : std::string("unset")),
-               "set ENV NVIDIA_VISIBLE_DEVICES=all in the image (Kubernetes narrows it to the "
-               "requested GPUs)"));
-    }
-    auto caps = env("NVIDIA_DRIVER_CAPABILITIES");
-    std::vector<std::string> need = {"compute", "utility"};
-    if (matrix != nullptr && !matrix->container.driver_capabilities.empty()) {
-      need = matrix->container.driver_capabilities;
-    }
-    if (caps && !caps->empty()) {
-      std::set<std::string> have;
-      std::stringstream ss(*caps);
-      std::string item;
-      while (std::getline(ss, item, ',')) {
-        item.erase(0, item.find_first_not_of(' '));
-        item.erase(item.find_last_not_of(' ') + 1);
-        have.insert(item);
-      }
-      std::vector<std::string> missing;
-      if (!have.count("all")) {
-        for (const auto& c : need) {
-          if (!have.count(c)) missing.push_back(c);
-        }
-      }
-      if (!missing.empty()) {
-        out.push_back(Make("image.gpu.driver-capabilities", Severity::kError, "", -1, 0,
-                           fmt::format("NVIDIA_DRIVER_CAPABILITIES='{}' lacks {}: CUDA needs "
-                                       "'compute' (libcuda) and NVML needs 'utility'",
-                                       *caps, fmt::join(missing, ", ")),
-                           "set NVIDIA_DRIVER_CAPABILITIES=compute,utility"));
-      }
+// NVIDIA_VISIBLE_DEVICES and NVIDIA_DRIVER_CAPABILITIES of a GPU image.
+void ToolkitEnvRules(const EnvLookup& env, const policy::Matrix* matrix,
+                     std::vector<Finding>* out) {
+  auto vis = env("NVIDIA_VISIBLE_DEVICES");
+  if (!vis || vis->empty() || *vis == "void" || *vis == "none") {
+    out->push_back(
+        Make("image.gpu.visible-devices", Severity::kError, "", -1, 0,
+             fmt::format("GPU image with NVIDIA_VISIBLE_DEVICES {}: the NVIDIA container toolkit "
+                         "injects no GPU (and no libcuda) unless the runtime sets it",
+                         vis ? fmt::format("'{}'", *vis) : std::string("unset")),
+             "set ENV NVIDIA_VISIBLE_DEVICES=all in the image (Kubernetes narrows it to the "
+             "requested GPUs)"));
+  }
+  auto caps = env("NVIDIA_DRIVER_CAPABILITIES");
+  if (!caps || caps->empty()) return;
+  std::vector<std::string> need = {"compute", "utility"};
+  if (matrix != nullptr && !matrix->container.driver_capabilities.empty()) {
+    need = matrix->container.driver_capabilities;
+  }
+  std::set<std::string> have;
+  std::stringstream ss(*caps);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    item.erase(0, item.find_first_not_of(' '));
+    item.erase(item.find_last_not_of(' ') + 1);
+    have.insert(item);
+  }
+  std::vector<std::string> missing;
+  if (!have.count("all")) {
+    for (const auto& c : need) {
+      if (!have.count(c)) missing.push_back(c);
     }
   }
+  if (missing.empty()) return;
+  out->push_back(Make("image.gpu.driver-capabilities", Severity::kError, "", -1, 0,
+                      fmt::format("NVIDIA_DRIVER_CAPABILITIES='{}' lacks {}: CUDA needs "
+                                  "'compute' (libcuda) and NVML needs 'utility'",
+                                  *caps, fmt::join(missing, ", ")),
+                      "set NVIDIA_DRIVER_CAPABILITIES=compute,utility"));
+}
+
+// CUDA_VERSION, NVIDIA_REQUIRE_CUDA and NVIDIA_DISABLE_REQUIRE against the shipped libcudart.
+void CudaEnvRules(const EnvLookup& env, const CapabilitySnapshot& snap, std::vector<Finding>* out) {
   auto cuda_version = env("CUDA_VERSION");
   auto require = env("NVIDIA_REQUIRE_CUDA");
   std::string runtime_version;
@@ -707,7 +710,7 @@ std::vector<Finding> RunGpuRules(const Image& image, const FileSystem& fs,
     auto req = RequiredCuda(*require);
     std::string against = cuda_version ? *cuda_version : runtime_version;
     if (req && !against.empty() && Parts(against) >= 2 && MajorMinor(*req) != MajorMinor(against)) {
-      out.push_back(
+      out->push_back(
           Make("image.gpu.require-cuda", Severity::kError, "", -1, 0,
                fmt::format("NVIDIA_REQUIRE_CUDA requires cuda>={} but the image's CUDA is {} ({}); "
                            "the toolkit's driver check then admits or refuses the wrong hosts",
@@ -715,81 +718,98 @@ std::vector<Finding> RunGpuRules(const Image& image, const FileSystem& fs,
                fmt::format("set NVIDIA_REQUIRE_CUDA=cuda>={}", MajorMinor(against))));
     }
   } else if (snap.gpu_image && cuda_version) {
-    out.push_back(Make("image.gpu.require-cuda", Severity::kWarning, "", -1, 0,
-                       fmt::format("CUDA_VERSION={} but NVIDIA_REQUIRE_CUDA is unset: a host "
-                                   "driver too old for this CUDA is not refused at start",
-                                   *cuda_version),
-                       fmt::format("set NVIDIA_REQUIRE_CUDA=cuda>={}", MajorMinor(*cuda_version))));
+    out->push_back(
+        Make("image.gpu.require-cuda", Severity::kWarning, "", -1, 0,
+             fmt::format("CUDA_VERSION={} but NVIDIA_REQUIRE_CUDA is unset: a host "
+                         "driver too old for this CUDA is not refused at start",
+                         *cuda_version),
+             fmt::format("set NVIDIA_REQUIRE_CUDA=cuda>={}", MajorMinor(*cuda_version))));
   }
   if (cuda_version && !runtime_version.empty() && Parts(runtime_version) >= 2 &&
       MajorMinor(*cuda_version) != MajorMinor(runtime_version)) {
     const auto& c = snap.components.at("cuda-runtime");
-    out.push_back(Make("image.gpu.cuda-version", Severity::kError, c.path, c.layer, 0,
-                       fmt::format("CUDA_VERSION={} but the image ships libcudart {}",
-                                   *cuda_version, runtime_version),
-                       "make CUDA_VERSION describe the CUDA runtime actually installed"));
+    out->push_back(Make("image.gpu.cuda-version", Severity::kError, c.path, c.layer, 0,
+                        fmt::format("CUDA_VERSION={} but the image ships libcudart {}",
+                                    *cuda_version, runtime_version),
+                        "make CUDA_VERSION describe the CUDA runtime actually installed"));
   }
   if (auto d = env("NVIDIA_DISABLE_REQUIRE"); d && Truthy(*d)) {
-    out.push_back(Make("image.gpu.disable-require", Severity::kError, "", -1, 0,
-                       fmt::format("NVIDIA_DISABLE_REQUIRE={} disables the toolkit's driver "
-                                   "compatibility check: containers start on drivers too old "
-                                   "for their CUDA and fail later (error 35)",
-                                   *d),
-                       "remove NVIDIA_DISABLE_REQUIRE"));
+    out->push_back(Make("image.gpu.disable-require", Severity::kError, "", -1, 0,
+                        fmt::format("NVIDIA_DISABLE_REQUIRE={} disables the toolkit's driver "
+                                    "compatibility check: containers start on drivers too old "
+                                    "for their CUDA and fail later (error 35)",
+                                    *d),
+                        "remove NVIDIA_DISABLE_REQUIRE"));
   }
+}
 
-  if (matrix != nullptr) {
-    struct Pin {
-      const char* component;
-      const char* field;
-      const std::optional<policy::VersionSpec>* spec;
-    };
-    const Pin pins[] = {{"cuda-runtime", "cuda.runtime", &matrix->cuda.runtime},
-                        {"cublas", "cuda.cublas", &matrix->cuda.cublas},
-                        {"cudnn", "cudnn", &matrix->cudnn},
-                        {"tensorrt", "tensorrt", &matrix->tensorrt},
-                        {"onnxruntime", "onnxruntime.version", &matrix->onnxruntime.version}};
-    for (const auto& pin : pins) {
-      if (!pin.spec->has_value()) continue;
-      const policy::VersionSpec& spec = **pin.spec;
-      auto it = snap.components.find(pin.component);
-      if (it == snap.components.end() || it->second.version.empty()) {
-        out.push_back(Make("image.matrix", Severity::kError, "", -1, 0,
-                           fmt::format("matrix {} pins {} '{}' but the image ships no versioned "
-                                       "{} library",
-                                       matrix->source, pin.field, spec.text(), pin.component),
-                           "install the pinned library in the runtime stage"));
-        continue;
-      }
-      const Component& c = it->second;
-      bool ok = spec.Matches(c.version);
-      if (!ok && Parts(c.version) == 1) {
-        // Only the soname major is known (libcudnn.so.9): consistent if the spec's major agrees.
-        auto maj = spec.SingleMajor();
-        ok = maj && std::to_string(*maj) == c.version;
-      }
-      if (!ok) {
-        out.push_back(
-            Make("image.matrix", Severity::kError, c.path, c.layer, c.bytes,
-                 fmt::format("{} {} in the image does not satisfy matrix {} {} '{}'", pin.component,
-                             c.version, matrix->source, pin.field, spec.text()),
-                 fmt::format("install {} matching '{}' or update the matrix", pin.component,
-                             spec.text())));
-      }
+// The shipped CUDA/cuBLAS/cuDNN/TensorRT/ORT libraries against the matrix pins.
+void MatrixPinRules(const CapabilitySnapshot& snap, const policy::Matrix& matrix,
+                    std::vector<Finding>* out) {
+  struct Pin {
+    const char* component;
+    const char* field;
+    const std::optional<policy::VersionSpec>* spec;
+  };
+  const Pin pins[] = {{"cuda-runtime", "cuda.runtime", &matrix.cuda.runtime},
+                      {"cublas", "cuda.cublas", &matrix.cuda.cublas},
+                      {"cudnn", "cudnn", &matrix.cudnn},
+                      {"tensorrt", "tensorrt", &matrix.tensorrt},
+                      {"onnxruntime", "onnxruntime.version", &matrix.onnxruntime.version}};
+  for (const auto& pin : pins) {
+    if (!pin.spec->has_value()) continue;
+    const policy::VersionSpec& spec = **pin.spec;
+    auto it = snap.components.find(pin.component);
+    if (it == snap.components.end() || it->second.version.empty()) {
+      out->push_back(Make("image.matrix", Severity::kError, "", -1, 0,
+                          fmt::format("matrix {} pins {} '{}' but the image ships no versioned "
+                                      "{} library",
+                                      matrix.source, pin.field, spec.text(), pin.component),
+                          "install the pinned library in the runtime stage"));
+      continue;
     }
-    if (matrix->onnxruntime.provider_cuda_major && snap.components.count("ort-provider-cuda") &&
-        snap.components.count("cuda-runtime")) {
-      const auto& rt = snap.components.at("cuda-runtime");
-      auto v = policy::Version::Parse(rt.version);
-      if (v && v->major() != *matrix->onnxruntime.provider_cuda_major) {
-        out.push_back(Make("image.matrix", Severity::kError, rt.path, rt.layer, 0,
-                           fmt::format("CUDA runtime major {} differs from the matrix's "
-                                       "onnxruntime.provider_cuda_major {}",
-                                       v->major(), *matrix->onnxruntime.provider_cuda_major),
-                           "use the ONNX Runtime GPU build made for this CUDA major"));
-      }
+    const Component& c = it->second;
+    bool ok = spec.Matches(c.version);
+    if (!ok && Parts(c.version) == 1) {
+      // Only the soname major is known (libcudnn.so.9): consistent if the spec's major agrees.
+      auto maj = spec.SingleMajor();
+      ok = maj && std::to_string(*maj) == c.version;
+    }
+    if (ok) continue;
+    out->push_back(Make(
+        "image.matrix", Severity::kError, c.path, c.layer, c.bytes,
+        fmt::format("{} {} in the image does not satisfy matrix {} {} '{}'", pin.component,
+                    c.version, matrix.source, pin.field, spec.text()),
+        fmt::format("install {} matching '{}' or update the matrix", pin.component, spec.text())));
+  }
+  if (matrix.onnxruntime.provider_cuda_major && snap.components.count("ort-provider-cuda") &&
+      snap.components.count("cuda-runtime")) {
+    const auto& rt = snap.components.at("cuda-runtime");
+    auto v = policy::Version::Parse(rt.version);
+    if (v && v->major() != *matrix.onnxruntime.provider_cuda_major) {
+      out->push_back(Make("image.matrix", Severity::kError, rt.path, rt.layer, 0,
+                          fmt::format("CUDA runtime major {} differs from the matrix's "
+                                      "onnxruntime.provider_cuda_major {}",
+                                      v->major(), *matrix.onnxruntime.provider_cuda_major),
+                          "use the ONNX Runtime GPU build made for this CUDA major"));
     }
   }
+}
+
+}  // namespace
+
+std::vector<Finding> RunGpuRules(const Image& image, const FileSystem& fs,
+                                 const CapabilitySnapshot& snap, const policy::Matrix* matrix) {
+  std::vector<Finding> out;
+  DriverLibRule(fs, &out);
+  EnvLookup env = [&](const char* k) -> std::optional<std::string> {
+    auto it = image.env.find(k);
+    if (it == image.env.end()) return std::nullopt;
+    return it->second;
+  };
+  if (snap.gpu_image) ToolkitEnvRules(env, matrix, &out);
+  CudaEnvRules(env, snap, &out);
+  if (matrix != nullptr) MatrixPinRules(snap, *matrix, &out);
   return out;
 }
 
