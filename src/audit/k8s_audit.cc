@@ -366,6 +366,102 @@ void AuditPodSecurity(const YAML::Node& spec, const std::string& spec_path,
   }
 }
 
+// Per-container rules: image digest, resources, GPU request, visible devices.
+void CheckContainer(const Container& c, const std::optional<GpuNodeRequirements>& req, Ctx& ctx) {
+  int cline = LineOf(c.node);
+  // k8s.image-digest
+  if (!IsPinnedByDigest(c.image)) {
+    Add(ctx, "k8s.image-digest",
+        LineOf(Child(c.node, "image")) ? LineOf(Child(c.node, "image")) : cline, c.name,
+        c.path + ".image",
+        c.image.empty() ? "no image" : fmt::format("image '{}' is not pinned by digest", c.image),
+        "use name@sha256:<digest> (kustomize: images: [{name, digest}])");
+  }
+  // k8s.resources
+  YAML::Node res = Child(c.node, "resources");
+  std::vector<std::string> missing;
+  for (auto [section, key] : {std::pair{"requests", "cpu"}, std::pair{"requests", "memory"},
+                              std::pair{"limits", "memory"}}) {
+    if (!Present(Child(Child(res, section), key)))
+      missing.push_back(fmt::format("{}.{}", section, key));
+  }
+  if (!missing.empty()) {
+    Add(ctx, "k8s.resources", LineOf(res) ? LineOf(res) : cline, c.name, c.path + ".resources",
+        fmt::format("missing {}: the pod is BestEffort/Burstable without bounds and can be "
+                    "evicted or OOM-killed under pressure",
+                    fmt::join(missing, ", ")),
+        "set resources.requests.cpu, resources.requests.memory and resources.limits.memory");
+  }
+  // k8s.gpu-request
+  if (c.looks_gpu && !c.gpu_limit) {
+    bool in_requests = Present(Child(Child(res, "requests"), "nvidia.com/gpu"));
+    Add(ctx, "k8s.gpu-request", LineOf(res) ? LineOf(res) : cline, c.name,
+        c.path + ".resources.limits",
+        in_requests ? "nvidia.com/gpu is in requests but not in limits (extended resources "
+                      "are granted through limits)"
+                    : "a GPU container (image, NVIDIA_* env or arguments) requests no "
+                      "nvidia.com/gpu or nvidia.com/mig-* in limits: the device plugin "
+                      "gives it no GPU and inference falls back or fails",
+        "add resources.limits: {nvidia.com/gpu: 1} (or nvidia.com/mig-<profile>: 1)");
+  }
+  if (req && c.truegreen && c.gpu_limit && req->device_count > c.gpu_count) {
+    Add(ctx, "k8s.gpu-request", LineOf(res) ? LineOf(res) : cline, c.name,
+        c.path + ".resources.limits",
+        fmt::format("requests {} GPU(s) but the matrix requires {} visible devices", c.gpu_count,
+                    req->device_count),
+        fmt::format("set nvidia.com/gpu: {}", req->device_count));
+  }
+  if (req && req->mig == policy::MigExpectation::kDisabled && c.mig_limit) {
+    Add(ctx, "k8s.gpu-request", LineOf(res) ? LineOf(res) : cline, c.name,
+        c.path + ".resources.limits",
+        "requests a MIG slice (nvidia.com/mig-*) but the matrix expects MIG disabled",
+        "request whole GPUs with nvidia.com/gpu");
+  }
+  // k8s.visible-devices-all
+  if (c.visible_all && !c.gpu_limit) {
+    Add(ctx, "k8s.visible-devices-all", c.visible_line ? c.visible_line : cline, c.name,
+        c.path + ".env",
+        "NVIDIA_VISIBLE_DEVICES=all without a GPU limit: the container toolkit exposes every "
+        "GPU of the node to this container, outside the scheduler's accounting",
+        "remove NVIDIA_VISIBLE_DEVICES and request nvidia.com/gpu in limits (the device "
+        "plugin sets the variable)");
+  }
+}
+
+// k8s.probes for a GPU container of a long-running workload.
+void CheckProbes(const Container& c, Ctx& ctx) {
+  int cline = LineOf(c.node);
+  for (auto [probe, want] :
+       {std::pair{"startupProbe", "/readyz"}, std::pair{"readinessProbe", "/readyz"},
+        std::pair{"livenessProbe", "/healthz"}}) {
+    YAML::Node p = Child(c.node, probe);
+    std::string field = c.path + "." + probe;
+    if (!Present(p)) {
+      Add(ctx, "k8s.probes", cline, c.name, field,
+          fmt::format("no {}: a GPU server {}", probe,
+                      std::string_view(probe) == "livenessProbe"
+                          ? "that wedges (lost GPU, hung kernel) is never restarted"
+                          : "receives traffic before its engines are built and warmed up"),
+          fmt::format("add {}: {{httpGet: {{path: {}, port: http}}}}", probe, want));
+      continue;
+    }
+    if (!c.truegreen) continue;
+    YAML::Node path_node = Child(Child(p, "httpGet"), "path");
+    std::string path = Scalar(path_node);
+    if (path == want) continue;
+    Add(ctx, "k8s.probes", LineOf(path_node) ? LineOf(path_node) : LineOf(p), c.name,
+        field + ".httpGet.path",
+        path.empty() ? fmt::format("{} is not an httpGet probe of {}", probe, want)
+                     : fmt::format("{} probes '{}'; truegreen answers {} on {}", probe, path,
+                                   std::string_view(probe) == "livenessProbe"
+                                       ? "liveness"
+                                       : "readiness (GPU path proven, warmed up)",
+                                   want),
+        fmt::format("{}: {{httpGet: {{path: {}, port: http}}}}", probe, want));
+  }
+}
+}
+
 void AuditPodSpec(const YAML::Node& spec, const std::string& spec_path, bool long_running,
                   const K8sAuditOptions& opts, const std::vector<KustomizeImage>& images,
                   Ctx& ctx) {
@@ -390,96 +486,8 @@ void AuditPodSpec(const YAML::Node& spec, const std::string& spec_path, bool lon
   for (const Container& c : cs) pod_gpu = pod_gpu || c.looks_gpu || c.gpu_limit;
 
   for (const Container& c : cs) {
-    int cline = LineOf(c.node);
-    // k8s.image-digest
-    if (!IsPinnedByDigest(c.image)) {
-      Add(ctx, "k8s.image-digest",
-          LineOf(Child(c.node, "image")) ? LineOf(Child(c.node, "image")) : cline, c.name,
-          c.path + ".image",
-          c.image.empty() ? "no image" : fmt::format("image '{}' is not pinned by digest", c.image),
-          "use name@sha256:<digest> (kustomize: images: [{name, digest}])");
-    }
-    // k8s.resources
-    YAML::Node res = Child(c.node, "resources");
-    std::vector<std::string> missing;
-    for (auto [section, key] : {std::pair{"requests", "cpu"}, std::pair{"requests", "memory"},
-                                std::pair{"limits", "memory"}}) {
-      if (!Present(Child(Child(res, section), key)))
-        missing.push_back(fmt::format("{}.{}", section, key));
-    }
-    if (!missing.empty()) {
-      Add(ctx, "k8s.resources", LineOf(res) ? LineOf(res) : cline, c.name, c.path + ".resources",
-          fmt::format("missing {}: the pod is BestEffort/Burstable without bounds and can be "
-                      "evicted or OOM-killed under pressure",
-                      fmt::join(missing, ", ")),
-          "set resources.requests.cpu, resources.requests.memory and resources.limits.memory");
-    }
-    // k8s.gpu-request
-    if (c.looks_gpu && !c.gpu_limit) {
-      bool in_requests = Present(Child(Child(res, "requests"), "nvidia.com/gpu"));
-      Add(ctx, "k8s.gpu-request", LineOf(res) ? LineOf(res) : cline, c.name,
-          c.path + ".resources.limits",
-          in_requests ? "nvidia.com/gpu is in requests but not in limits (extended resources "
-                        "are granted through limits)"
-                      : "a GPU container (image, NVIDIA_* env or arguments) requests no "
-                        "nvidia.com/gpu or nvidia.com/mig-* in limits: the device plugin "
-                        "gives it no GPU and inference falls back or fails",
-          "add resources.limits: {nvidia.com/gpu: 1} (or nvidia.com/mig-<profile>: 1)");
-    }
-    if (req && c.truegreen && c.gpu_limit && req->device_count > c.gpu_count) {
-      Add(ctx, "k8s.gpu-request", LineOf(res) ? LineOf(res) : cline, c.name,
-          c.path + ".resources.limits",
-          fmt::format("requests {} GPU(s) but the matrix requires {} visible devices", c.gpu_count,
-                      req->device_count),
-          fmt::format("set nvidia.com/gpu: {}", req->device_count));
-    }
-    if (req && req->mig == policy::MigExpectation::kDisabled && c.mig_limit) {
-      Add(ctx, "k8s.gpu-request", LineOf(res) ? LineOf(res) : cline, c.name,
-          c.path + ".resources.limits",
-          "requests a MIG slice (nvidia.com/mig-*) but the matrix expects MIG disabled",
-          "request whole GPUs with nvidia.com/gpu");
-    }
-    // k8s.visible-devices-all
-    if (c.visible_all && !c.gpu_limit) {
-      Add(ctx, "k8s.visible-devices-all", c.visible_line ? c.visible_line : cline, c.name,
-          c.path + ".env",
-          "NVIDIA_VISIBLE_DEVICES=all without a GPU limit: the container toolkit exposes every "
-          "GPU of the node to this container, outside the scheduler's accounting",
-          "remove NVIDIA_VISIBLE_DEVICES and request nvidia.com/gpu in limits (the device "
-          "plugin sets the variable)");
-    }
-    // k8s.probes
-    if (long_running && !c.init && (c.looks_gpu || c.gpu_limit)) {
-      for (auto [probe, want] :
-           {std::pair{"startupProbe", "/readyz"}, std::pair{"readinessProbe", "/readyz"},
-            std::pair{"livenessProbe", "/healthz"}}) {
-        YAML::Node p = Child(c.node, probe);
-        std::string field = c.path + "." + probe;
-        if (!Present(p)) {
-          Add(ctx, "k8s.probes", cline, c.name, field,
-              fmt::format("no {}: a GPU server {}", probe,
-                          std::string_view(probe) == "livenessProbe"
-                              ? "that wedges (lost GPU, hung kernel) is never restarted"
-                              : "receives traffic before its engines are built and warmed up"),
-              fmt::format("add {}: {{httpGet: {{path: {}, port: http}}}}", probe, want));
-          continue;
-        }
-        if (!c.truegreen) continue;
-        YAML::Node path_node = Child(Child(p, "httpGet"), "path");
-        std::string path = Scalar(path_node);
-        if (path != want) {
-          Add(ctx, "k8s.probes", LineOf(path_node) ? LineOf(path_node) : LineOf(p), c.name,
-              field + ".httpGet.path",
-              path.empty() ? fmt::format("{} is not an httpGet probe of {}", probe, want)
-                           : fmt::format("{} probes '{}'; truegreen answers {} on {}", probe, path,
-                                         std::string_view(probe) == "livenessProbe"
-                                             ? "liveness"
-                                             : "readiness (GPU path proven, warmed up)",
-                                         want),
-              fmt::format("{}: {{httpGet: {{path: {}, port: http}}}}", probe, want));
-        }
-      }
-    }
+    CheckContainer(c, req, ctx);
+    if (long_running && !c.init && (c.looks_gpu || c.gpu_limit)) CheckProbes(c, ctx);
   }
   if (req && pod_gpu) AuditAffinity(spec, spec_path, *req, cs, ctx);
   AuditPodSecurity(spec, spec_path, cs, opts, ctx);
