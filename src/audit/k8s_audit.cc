@@ -460,7 +460,6 @@ void CheckProbes(const Container& c, Ctx& ctx) {
         fmt::format("{}: {{httpGet: {{path: {}, port: http}}}}", probe, want));
   }
 }
-}
 
 void AuditPodSpec(const YAML::Node& spec, const std::string& spec_path, bool long_running,
                   const K8sAuditOptions& opts, const std::vector<KustomizeImage>& images,
