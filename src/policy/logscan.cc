@@ -110,6 +110,35 @@ constexpr LogPattern kPatterns[] = {
      "stale or was built for other shapes/versions",
      "[TensorRT EP] Engine cache is outdated for TRTKernel_graph_main_0, rebuilding the engine",
      "[TensorRT EP] Loaded engine from cache for TRTKernel_graph_main_0"},
+    {"trt.linked_library_mismatch", "tensorrt-library-mismatch", "was linked against",
+     R"(was linked against (cudnn|cublas)[a-z/ ]* [0-9][0-9.]* but loaded)",
+     "TensorRT was built against another cuDNN/cuBLAS than the one loaded: tactics may fail or "
+     "run slower; install the cuDNN/cuBLAS versions TensorRT names",
+     "[TRT] [W] TensorRT was linked against cuBLAS/cuBLAS LT 12.0.2 but loaded cuBLAS/cuBLAS LT "
+     "11.10.3",
+     "[TRT] [I] TensorRT was linked against cuDNN 9.1.0 and loaded it"},
+    {"ort.provider_bridge_error", "provider-load-failure", "provider_bridge_ort",
+     R"(\[e:onnxruntime:[^\]]*provider_bridge_ort\.cc)",
+     "ONNX Runtime's provider bridge failed to load or initialise a GPU provider library (the "
+     "rest of the line names the missing dependency): the session runs without it",
+     "[E:onnxruntime:Default, provider_bridge_ort.cc:1848 TryGetProviderInfo_CUDA] "
+     "provider_bridge_ort.cc:1539 onnxruntime::ProviderLibrary::Get() [ONNXRuntimeError] : 1 : "
+     "FAIL : Failed to load library libonnxruntime_providers_cuda.so",
+     "[I:onnxruntime:Default, provider_bridge_ort.cc:1600 Get] Loaded provider library"},
+    {"ort.op_fallback_cpu", "cpu-fallback", "fallback to cpu execution provider for op",
+     R"(fallback to cpu execution provider for op type: \w+)",
+     "an operator has no GPU kernel and runs on the CPU (with copies in and out): check "
+     "placement with `truegreen run`",
+     "[W:onnxruntime:, fallback_cpu_capability.cc:140 GetCpuPreferredNodes] Fallback to CPU "
+     "execution provider for Op type: NonZero node name: /NonZero",
+     "Force fallback to CPU execution for node: n1"},
+    {"nvml.unknown_error", "device-lost", "failed to initialize nvml",
+     R"(failed to initialize nvml: unknown error)",
+     "the container lost access to its GPU device nodes (typically after `systemctl "
+     "daemon-reload` reset the cgroup device rules): restart the pod; the NVIDIA container "
+     "toolkit's systemd-cgroup fix prevents it",
+     "Failed to initialize NVML: Unknown Error",
+     "Failed to initialize NVML: Driver/library version mismatch"},
     {"cuda.insufficient_driver", "driver-too-old", "insufficient",
      R"(cuda driver version is insufficient for cuda runtime version|cudaerrorinsufficientdriver|cuda_error_insufficient_driver)",
      "the host NVIDIA driver is older than the CUDA runtime in the image: upgrade the driver "
