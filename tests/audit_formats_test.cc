@@ -161,6 +161,30 @@ TEST(AuditFormats, BadSuppressionFileNamesLineAndField) {
   EXPECT_NE(r.err.find("reason"), std::string::npos) << r.err;
 }
 
+TEST(AuditFormats, LogscanUserPatternsAndSuppressions) {
+  TempDir d;
+  WriteFile(d / "p.yaml",
+            "patterns:\n  - id: app.oom\n    regex: out of memory\n"
+            "    category: memory\n    advice: lower the batch\n");
+  WriteFile(d / "log.txt", "step 1\nCUDA out of memory\n");
+  ProcessResult r = RunTruegreen({"--json", "logscan", d / "log.txt", "--patterns", d / "p.yaml"});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.out.find("app.oom"), std::string::npos) << r.out;
+  // Suppressed by its pattern id: still listed, exit 0.
+  WriteFile(d / "s.yaml", "suppressions:\n  - rule: app.oom\n    reason: known, tracked\n");
+  r = RunTruegreen({"--json", "logscan", d / "log.txt", "--patterns", d / "p.yaml",
+                    "--suppressions", d / "s.yaml"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("known, tracked"), std::string::npos) << r.out;
+  // A broken pattern file is exit 2 naming its line.
+  WriteFile(d / "bad.yaml",
+            "patterns:\n  - id: x\n    regex: \"[\"\n    category: c\n"
+            "    advice: a\n");
+  r = RunTruegreen({"logscan", d / "log.txt", "--patterns", d / "bad.yaml"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("bad.yaml:3:"), std::string::npos) << r.err;
+}
+
 TEST(AuditFormats, ReportFileMustBeRegular) {
   TempDir d;
   std::string df = WriteDockerfile(d);

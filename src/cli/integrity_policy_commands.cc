@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -139,9 +140,16 @@ int RunDiff(const DiffFlags& f, const GlobalOptions& g) {
 // its counts (the text stream still shows every match).
 constexpr std::size_t kMaxLogFindings = 10000;
 
-int RunLogscan(const std::string& path, const AuditOutputFlags& flags, const GlobalOptions& g) {
+int RunLogscan(const std::string& path, const std::string& patterns, const AuditOutputFlags& flags,
+               const GlobalOptions& g) {
   auto out = ResolveAuditOutput(flags, g);
   if (!out.ok()) return UsageError(out.status());
+  std::unique_ptr<policy::LogScanner> scanner;
+  if (!patterns.empty()) {
+    auto s = policy::LogScanner::WithUserPatterns(patterns);
+    if (!s.ok()) return UsageError(s.status());
+    scanner = std::move(*s);
+  }
   Json matches = Json::array();
   std::vector<audit::Finding> findings;
   auto on_match = [&](const policy::LogMatch& m) {
@@ -166,7 +174,7 @@ int RunLogscan(const std::string& path, const AuditOutputFlags& flags, const Glo
             "\n    -> " + m.pattern->explanation + "\n");
     }
   };
-  auto r = policy::ScanLogFile(path, on_match);
+  auto r = policy::ScanLogFile(path, on_match, scanner.get());
   if (!r.ok()) return UsageError(r.status());
   audit::Severity fail_on = out->fail_on.value_or(audit::Severity::kError);
   bool printed = false;
@@ -249,9 +257,15 @@ void RegisterPolicyCommands(CLI::App& app, GlobalOptions& g, CommandRegistry& r)
   logscan->add_option("file", *log_path, "Log file, or - for standard input (default)")
       ->type_name("FILE|-");
   auto logscan_output = std::make_shared<AuditOutputFlags>();
+  auto logscan_patterns = std::make_shared<std::string>();
+  logscan
+      ->add_option("--patterns", *logscan_patterns,
+                   "YAML file of extra patterns (id, regex, category, advice[, needle])")
+      ->type_name("FILE");
   AddAuditOutputFlags(logscan, logscan_output.get());
-  r.Add(logscan,
-        [log_path, logscan_output, &g] { return RunLogscan(*log_path, *logscan_output, g); });
+  r.Add(logscan, [log_path, logscan_patterns, logscan_output, &g] {
+    return RunLogscan(*log_path, *logscan_patterns, *logscan_output, g);
+  });
 }
 
 }  // namespace tg::cli

@@ -1,11 +1,13 @@
 #include "policy/logscan.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <set>
 
 namespace tg::policy {
 namespace {
@@ -216,29 +218,96 @@ std::span<const LogPattern> LogPatterns() { return kPatterns; }
 LogScanner::LogScanner() {
   regexes_.reserve(std::size(kPatterns));
   for (const LogPattern& p : kPatterns) {
+    patterns_.push_back(&p);
     regexes_.emplace_back(p.regex,
                           std::regex::ECMAScript | std::regex::icase | std::regex::optimize);
   }
+}
+
+namespace {
+
+// Fields of one user pattern, validated; the strings are copied into the scanner's storage.
+Status ReadUserPattern(const YAML::Node& n, const std::string& path,
+                       const std::set<std::string>& ids, std::array<std::string, 5>* f) {
+  TG_ASSIGN_OR_RETURN(common::YamlMap m, common::YamlMap::From(n, path, "patterns[]"));
+  auto& [id, regex, category, advice, needle] = *f;
+  TG_RETURN_IF_ERROR(m.Get("id", &id, true));
+  TG_RETURN_IF_ERROR(m.Get("regex", &regex, true));
+  TG_RETURN_IF_ERROR(m.Get("category", &category, true));
+  TG_RETURN_IF_ERROR(m.Get("advice", &advice, true));
+  TG_RETURN_IF_ERROR(m.Get("needle", &needle));
+  TG_RETURN_IF_ERROR(m.Finish());
+  if (id.empty() || ids.count(id) != 0) {
+    return m.FieldError("id", "a non-empty id used by no built-in or earlier pattern");
+  }
+  if (category.empty()) return m.FieldError("category", "a non-empty category");
+  if (advice.empty()) return m.FieldError("advice", "a non-empty advice string");
+  if (Lower(needle) != needle || needle.find('|') != std::string::npos) {
+    return m.FieldError("needle", "a lower-case literal without '|'");
+  }
+  if (regex.empty() || regex.size() > 1024) {
+    return m.FieldError("regex", "a regular expression of 1 to 1024 characters");
+  }
+  try {
+    std::regex check(regex, std::regex::ECMAScript | std::regex::icase);
+  } catch (const std::regex_error& e) {
+    return m.FieldError("regex",
+                        std::string("an ECMAScript regular expression (") + e.what() + ")");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<LogScanner>> LogScanner::WithUserPatterns(const std::string& path) {
+  TG_ASSIGN_OR_RETURN(YAML::Node root, common::LoadYamlFile(path));
+  TG_ASSIGN_OR_RETURN(common::YamlMap top, common::YamlMap::From(root, path, ""));
+  TG_ASSIGN_OR_RETURN(YAML::Node list, top.GetSequence("patterns", true));
+  TG_RETURN_IF_ERROR(top.Finish());
+  if (list.size() > 1000) {
+    return Status::InvalidArg(common::YamlWhere(list, path) + ": more than 1000 patterns");
+  }
+  std::unique_ptr<LogScanner> s(new LogScanner());
+  std::set<std::string> ids;
+  for (const LogPattern* p : s->patterns_) ids.insert(p->id);
+  for (const auto& n : list) {
+    std::array<std::string, 5> f;
+    TG_RETURN_IF_ERROR(ReadUserPattern(n, path, ids, &f));
+    ids.insert(f[0]);
+    std::size_t first = s->strings_.size();
+    for (auto& x : f) s->strings_.push_back(std::move(x));
+    const auto& b = s->strings_;
+    s->user_patterns_.push_back({b[first].c_str(), b[first + 2].c_str(), b[first + 4].c_str(),
+                                 b[first + 1].c_str(), b[first + 3].c_str(), "", ""});
+    s->patterns_.push_back(&s->user_patterns_.back());
+    s->regexes_.emplace_back(b[first + 1],
+                             std::regex::ECMAScript | std::regex::icase | std::regex::optimize);
+  }
+  return s;
 }
 
 std::vector<const LogPattern*> LogScanner::Match(std::string_view line) const {
   std::vector<const LogPattern*> out;
   if (line.size() > kMaxLineBytes) line = line.substr(0, kMaxLineBytes);
   std::string lower = Lower(line);
-  for (std::size_t i = 0; i < std::size(kPatterns); ++i) {
-    std::size_t at = FindNeedle(lower, kPatterns[i].needle);
+  for (std::size_t i = 0; i < patterns_.size(); ++i) {
+    std::size_t at = FindNeedle(lower, patterns_[i]->needle);
     if (at == std::string::npos) continue;
     // Run the regex on a bounded window around the needle: libstdc++'s regex recurses per input
     // character, so an unbounded 64 KiB line could exhaust the stack.
     std::size_t from = at > 1024 ? at - 1024 : 0;
     std::string_view window = std::string_view(lower).substr(from, 3072);
-    if (std::regex_search(window.begin(), window.end(), regexes_[i])) out.push_back(&kPatterns[i]);
+    if (std::regex_search(window.begin(), window.end(), regexes_[i])) {
+      out.push_back(patterns_[i]);
+    }
   }
   return out;
 }
 
-LogScanSummary ScanLogStream(std::FILE* in, const std::function<void(const LogMatch&)>& on_match) {
-  static const LogScanner scanner;
+LogScanSummary ScanLogStream(std::FILE* in, const std::function<void(const LogMatch&)>& on_match,
+                             const LogScanner* custom) {
+  static const LogScanner builtin;
+  const LogScanner& scanner = custom != nullptr ? *custom : builtin;
   LogScanSummary summary;
   std::map<const LogPattern*, std::int64_t> counts;
   std::string line;
@@ -283,7 +352,8 @@ LogScanSummary ScanLogStream(std::FILE* in, const std::function<void(const LogMa
     }
   }
   if (pending) flush();
-  for (const LogPattern& p : kPatterns) {
+  for (const LogPattern* pp : scanner.patterns()) {
+    const LogPattern& p = *pp;
     auto it = counts.find(&p);
     if (it == counts.end()) continue;
     bool merged = false;
@@ -299,8 +369,16 @@ LogScanSummary ScanLogStream(std::FILE* in, const std::function<void(const LogMa
 }
 
 Result<LogScanSummary> ScanLogFile(const std::string& path,
-                                   const std::function<void(const LogMatch&)>& on_match) {
-  if (path == "-") return ScanLogStream(stdin, on_match);
+                                   const std::function<void(const LogMatch&)>& on_match,
+                                   const LogScanner* scanner) {
+  if (path == "-") {
+    // A closed, unreadable or write-only stdin is an error, never a clean log.
+    LogScanSummary s = ScanLogStream(stdin, on_match, scanner);
+    if (std::ferror(stdin) != 0) {
+      return Status::InvalidArg("-: read error on standard input while scanning the log");
+    }
+    return s;
+  }
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
     return Status::InvalidArg(path + ": is a directory, expected a log file");
@@ -312,7 +390,7 @@ Result<LogScanSummary> ScanLogFile(const std::string& path,
     if (err == ENOENT) return Status::NotFound(path + ": cannot open log: " + what);
     return Status::InvalidArg(path + ": cannot open log: " + what);
   }
-  LogScanSummary s = ScanLogStream(f, on_match);
+  LogScanSummary s = ScanLogStream(f, on_match, scanner);
   bool failed = std::ferror(f) != 0;
   std::fclose(f);
   if (failed) return Status::InvalidArg(path + ": read error while scanning the log");

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <deque>
 #include <functional>
 #include <memory>
 // GCC 12 reports a false -Wmaybe-uninitialized inside libstdc++'s regex compiler at -O1 and above.
@@ -60,12 +61,33 @@ inline constexpr std::size_t kMaxLineBytes = 64 * 1024;
 
 class LogScanner {
  public:
+  // The built-in patterns.
   LogScanner();
+  // Built-ins plus the patterns of a user file (YAML):
+  //   patterns:
+  //     - id: app.oom                 # required, unique, not a built-in id
+  //       regex: "cuda out of memory" # required, ECMAScript, matched case-insensitively
+  //       category: memory            # required
+  //       advice: "lower the batch"   # required
+  //       needle: "out of memory"     # optional lowercase literal prefilter; without one the
+  //                                   # regex runs on the first 3 KiB of every line
+  // INVALID_ARG "<file>:<line>:<col>: ..." naming the field for anything malformed (a regex
+  // that does not compile, a duplicate id, a needle with upper-case letters, unknown keys).
+  static common::Result<std::unique_ptr<LogScanner>> WithUserPatterns(const std::string& path);
+
+  LogScanner(const LogScanner&) = delete;
+  LogScanner& operator=(const LogScanner&) = delete;
+
   // Patterns matching `line` (at most one match per pattern).
   std::vector<const LogPattern*> Match(std::string_view line) const;
+  // Built-ins first (pointers into LogPatterns()), then user patterns in file order.
+  const std::vector<const LogPattern*>& patterns() const { return patterns_; }
 
  private:
-  std::vector<std::regex> regexes_;  // parallel to LogPatterns()
+  std::deque<std::string> strings_;       // text of user patterns (deque: stable addresses)
+  std::deque<LogPattern> user_patterns_;  // stable addresses
+  std::vector<const LogPattern*> patterns_;
+  std::vector<std::regex> regexes_;  // parallel to patterns_
 };
 
 struct LogScanSummary {
@@ -75,9 +97,12 @@ struct LogScanSummary {
 };
 
 // Scans `path` ("-" = stdin) line by line, calling `on_match` for every match in order.
+// `scanner` defaults to the built-in patterns.
 common::Result<LogScanSummary> ScanLogFile(const std::string& path,
-                                           const std::function<void(const LogMatch&)>& on_match);
+                                           const std::function<void(const LogMatch&)>& on_match,
+                                           const LogScanner* scanner = nullptr);
 // Same over an open stream (not closed).
-LogScanSummary ScanLogStream(std::FILE* in, const std::function<void(const LogMatch&)>& on_match);
+LogScanSummary ScanLogStream(std::FILE* in, const std::function<void(const LogMatch&)>& on_match,
+                             const LogScanner* scanner = nullptr);
 
 }  // namespace tg::policy
