@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "audit/image_audit.h"
+#include "audit/image_ref.h"
 #include "cli/audit_output.h"
 #include "cli/command_areas.h"
 #include "common/log.h"
@@ -59,8 +60,10 @@ int RunAuditImage(const AuditImageFlags& f, const GlobalOptions& g) {
     return Fail(common::Status::InvalidArg("give one image, or two with --diff"));
   }
   std::vector<audit::ImageAuditReport> reports;
-  for (const auto& path : f.images) {
-    auto r = audit::AuditImage(path, opts);
+  for (const auto& ref : f.images) {
+    auto input = audit::ResolveImageInput(ref);
+    if (!input.ok()) return Fail(input.status());
+    auto r = audit::AuditImage((*input)->path(), opts);
     if (!r.ok()) {
       // Reader errors are always bad input: the file is unreadable, corrupt or inconsistent.
       std::fprintf(stderr, "truegreen audit image: %s\n", r.status().message().c_str());
@@ -102,8 +105,9 @@ void RegisterAuditImageCommands(CLI::App& audit, GlobalOptions& g, CommandRegist
   auto flags = std::make_shared<AuditImageFlags>();
   CLI::App* cmd = audit.add_subcommand(
       "image",
-      "Audit a container image (docker save tar, OCI layout dir or OCI archive) without a "
-      "daemon: size budgets, dive efficiency, hygiene and GPU rules; exit 6 on failure");
+      "Audit a container image (docker save tar, OCI layout dir or OCI archive, or a "
+      "docker-archive:, oci-archive:, oci: or docker:// reference) without a daemon: size "
+      "budgets, dive efficiency, hygiene and GPU rules; exit 6 on failure");
   cmd->add_option("images", flags->images, "IMAGE, or A B with --diff")->required()->expected(1, 2);
   cmd->add_option("--budget", flags->budget,
                   "Uncompressed size budget (default 2GiB or the policy's image.budget)")
