@@ -1,9 +1,14 @@
 #include "policy/logscan.h"
 
+#include <fmt/format.h>
+#include <re2/re2.h>
+#include <re2/set.h>
+
 #include <algorithm>
 #include <array>
 #include <cctype>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -15,7 +20,7 @@ namespace {
 using common::Result;
 using common::Status;
 
-// needle: '|'-separated lowercase literals; the regex only runs when one occurs in the line.
+// needle: '|'-separated lowercase key phrases (documentation; the RE2 set needs no prefilter).
 constexpr LogPattern kPatterns[] = {
     {"ort.provider_library_load_failed", "provider-load-failure", "failed to load library",
      R"(failed to load library \S*libonnxruntime_providers_\w+\.so)",
@@ -197,31 +202,55 @@ std::string Lower(std::string_view s) {
   return out;
 }
 
-// Position of the first needle alternative in `lower`, or npos.
-std::size_t FindNeedle(std::string_view lower, std::string_view needles) {
-  std::size_t best = std::string_view::npos;
-  while (true) {
-    std::size_t bar = needles.find('|');
-    std::string_view n = needles.substr(0, bar);
-    std::size_t p = n.empty() ? 0 : lower.find(n);
-    best = std::min(best, p);
-    if (bar == std::string_view::npos) break;
-    needles.remove_prefix(bar + 1);
-  }
-  return best;
-}
-
 }  // namespace
 
 std::span<const LogPattern> LogPatterns() { return kPatterns; }
 
-LogScanner::LogScanner() {
-  regexes_.reserve(std::size(kPatterns));
-  for (const LogPattern& p : kPatterns) {
-    patterns_.push_back(&p);
-    regexes_.emplace_back(p.regex,
-                          std::regex::ECMAScript | std::regex::icase | std::regex::optimize);
+struct LogScanner::Engine {
+  explicit Engine(const re2::RE2::Options& o) : set(o, re2::RE2::UNANCHORED) {}
+  re2::RE2::Set set;
+};
+
+void LogScanner::EngineDeleter::operator()(Engine* e) const { delete e; }
+
+LogScanner::~LogScanner() = default;
+
+namespace {
+
+re2::RE2::Options EngineOptions() {
+  re2::RE2::Options o;
+  o.set_case_sensitive(false);
+  o.set_log_errors(false);
+  o.set_max_mem(64 << 20);  // DFA budget for the whole set; real logs stay far below it
+  return o;
+}
+
+}  // namespace
+
+Status LogScanner::Compile() {
+  engine_.reset(new Engine(EngineOptions()));
+  anchored_ = false;
+  for (std::size_t i = 0; i < patterns_.size(); ++i) {
+    std::string_view re = patterns_[i]->regex;
+    if (re.find('^') != std::string_view::npos || re.find('$') != std::string_view::npos) {
+      anchored_ = true;
+    }
+    std::string error;
+    if (engine_->set.Add(patterns_[i]->regex, &error) != static_cast<int>(i)) {
+      return Status::InvalidArg(fmt::format("pattern '{}': {}", patterns_[i]->id, error));
+    }
   }
+  if (!engine_->set.Compile()) {
+    return Status::InvalidArg("the patterns do not fit the regex engine's memory budget");
+  }
+  return Status::Ok();
+}
+
+LogScanner::LogScanner() {
+  for (const LogPattern& p : kPatterns) patterns_.push_back(&p);
+  Status s = Compile();
+  // The built-in table is tested to compile; failing here is a bug in the table.
+  if (!s.ok()) std::abort();
 }
 
 namespace {
@@ -248,11 +277,9 @@ Status ReadUserPattern(const YAML::Node& n, const std::string& path,
   if (regex.empty() || regex.size() > 1024) {
     return m.FieldError("regex", "a regular expression of 1 to 1024 characters");
   }
-  try {
-    std::regex check(regex, std::regex::ECMAScript | std::regex::icase);
-  } catch (const std::regex_error& e) {
-    return m.FieldError("regex",
-                        std::string("an ECMAScript regular expression (") + e.what() + ")");
+  re2::RE2 check(regex, EngineOptions());
+  if (!check.ok()) {
+    return m.FieldError("regex", "a regular expression in RE2 syntax (" + check.error() + ")");
   }
   return Status::Ok();
 }
@@ -280,27 +307,23 @@ Result<std::unique_ptr<LogScanner>> LogScanner::WithUserPatterns(const std::stri
     s->user_patterns_.push_back({b[first].c_str(), b[first + 2].c_str(), b[first + 4].c_str(),
                                  b[first + 1].c_str(), b[first + 3].c_str(), "", ""});
     s->patterns_.push_back(&s->user_patterns_.back());
-    s->regexes_.emplace_back(b[first + 1],
-                             std::regex::ECMAScript | std::regex::icase | std::regex::optimize);
   }
+  TG_RETURN_IF_ERROR(s->Compile().WithPrefix(path));
   return s;
+}
+
+bool LogScanner::MayMatch(std::string_view text) const {
+  if (anchored_) return true;  // ^ or $ mean "start/end of line": only the per-line match knows
+  return engine_->set.Match(re2::StringPiece(text.data(), text.size()), nullptr);
 }
 
 std::vector<const LogPattern*> LogScanner::Match(std::string_view line) const {
   std::vector<const LogPattern*> out;
   if (line.size() > kMaxLineBytes) line = line.substr(0, kMaxLineBytes);
-  std::string lower = Lower(line);
-  for (std::size_t i = 0; i < patterns_.size(); ++i) {
-    std::size_t at = FindNeedle(lower, patterns_[i]->needle);
-    if (at == std::string::npos) continue;
-    // Run the regex on a bounded window around the needle: libstdc++'s regex recurses per input
-    // character, so an unbounded 64 KiB line could exhaust the stack.
-    std::size_t from = at > 1024 ? at - 1024 : 0;
-    std::string_view window = std::string_view(lower).substr(from, 3072);
-    if (std::regex_search(window.begin(), window.end(), regexes_[i])) {
-      out.push_back(patterns_[i]);
-    }
-  }
+  std::vector<int> hits;
+  if (!engine_->set.Match(re2::StringPiece(line.data(), line.size()), &hits)) return out;
+  std::sort(hits.begin(), hits.end());  // table order
+  for (int i : hits) out.push_back(patterns_[static_cast<std::size_t>(i)]);
   return out;
 }
 
@@ -312,7 +335,7 @@ LogScanSummary ScanLogStream(std::FILE* in, const std::function<void(const LogMa
   std::map<const LogPattern*, std::int64_t> counts;
   std::string line;
   bool truncated = false;
-  std::vector<char> buf(64 * 1024);
+  std::vector<char> buf(256 * 1024);
   auto flush = [&]() {
     ++summary.lines;
     if (!line.empty() && line.back() == '\r') line.pop_back();
@@ -331,9 +354,31 @@ LogScanSummary ScanLogStream(std::FILE* in, const std::function<void(const LogMa
   std::size_t n;
   bool pending = false;
   while ((n = std::fread(buf.data(), 1, buf.size(), in)) > 0) {
+    // Block prefilter: one pass of the set over every complete line of this chunk. When nothing
+    // matches there, no line that lies wholly in the chunk can match, and those lines are only
+    // counted (most chunks of a healthy log).
+    const char* last_nl = static_cast<const char*>(memrchr(buf.data(), '\n', n));
+    bool candidate =
+        last_nl == nullptr || scanner.MayMatch(std::string_view(
+                                  buf.data(), static_cast<std::size_t>(last_nl - buf.data())));
     std::size_t start = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      if (buf[i] != '\n') continue;
+    if (!candidate && line.empty() && !truncated) {
+      // Every complete line of the chunk: count them in one pass.
+      std::size_t end = static_cast<std::size_t>(last_nl - buf.data()) + 1;
+      summary.lines += std::count(buf.data(), buf.data() + end, '\n');
+      pending = false;
+      start = end;
+    }
+    for (std::size_t i = start; i < n; ++i) {
+      const void* nl = std::memchr(buf.data() + i, '\n', n - i);
+      if (nl == nullptr) break;
+      i = static_cast<std::size_t>(static_cast<const char*>(nl) - buf.data());
+      if (!candidate && line.empty() && !truncated) {
+        ++summary.lines;  // wholly inside a chunk in which no pattern matched
+        pending = false;
+        start = i + 1;
+        continue;
+      }
       if (!truncated) line.append(buf.data() + start, i - start);
       if (line.size() > kMaxLineBytes) line.resize(kMaxLineBytes);
       flush();

@@ -140,3 +140,33 @@ TEST(LogScanTest, BrokenUserPatternFilesNameLineAndField) {
 
 }  // namespace
 }  // namespace tg::policy
+
+namespace tg::policy {
+namespace {
+
+// The block prefilter skips chunks without a match: findings on chunk boundaries, after long
+// lines and near the end are still found at the right line numbers.
+TEST(LogScanTest, BlockPrefilterKeepsEveryMatchAndLineNumber) {
+  std::string log;
+  std::vector<std::int64_t> expected;
+  for (int i = 1; i <= 60000; ++i) {
+    if (i % 9973 == 0 || i == 60000) {
+      log += "Failed to initialize NVML: Unknown Error\n";
+      expected.push_back(i);
+    } else if (i % 7001 == 0) {
+      log += std::string(70000, 'y') + "\n";  // longer than a line may be
+    } else {
+      log += "INFO request id=" + std::to_string(i) + " status=200 latency_ms=3.2\n";
+    }
+  }
+  std::FILE* f = fmemopen(log.data(), log.size(), "r");
+  ASSERT_NE(f, nullptr);
+  std::vector<std::int64_t> got;
+  LogScanSummary sum = ScanLogStream(f, [&](const LogMatch& m) { got.push_back(m.line); });
+  std::fclose(f);
+  EXPECT_EQ(sum.lines, 60000);
+  EXPECT_EQ(got, expected);
+}
+
+}  // namespace
+}  // namespace tg::policy
