@@ -6,3 +6,4 @@ for b in build/bin/*_bench; do
   echo "== ${b} =="
   "${b}" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
 done
+bash scripts/logscan_bench.sh

@@ -15,9 +15,9 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config git ca-certificates ccache
   clang libclang-rt-14-dev clang-format
   libboost-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev
-  libspng-dev libpng-dev zlib1g-dev libutf8proc-dev libarchive-dev libssl-dev libzstd-dev
+  libspng-dev libpng-dev zlib1g-dev libutf8proc-dev libarchive-dev libssl-dev libzstd-dev libre2-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  python3 python3-onnx python3-numpy prometheus curl
+  python3 python3-onnx python3-numpy python3-jsonschema prometheus curl
   umoci skopeo buildah zstd tar gzip file binutils
 )
 

@@ -246,6 +246,35 @@ TEST(AuditImageReader, EntryCountCap) {
   EXPECT_EQ(img->findings[0].rule, "image.hostile.entry-limit");
 }
 
+TEST(AuditImageReader, TotalEntryCapCountsEveryLayer) {
+  // Two layers of 30 entries under a 50-entry image-wide cap: the second layer is not kept.
+  TempDir t;
+  LayerSpec a, b;
+  for (int i = 0; i < 30; ++i) a.files.push_back(File("a" + std::to_string(i), "x"));
+  for (int i = 0; i < 30; ++i) b.files.push_back(File("b" + std::to_string(i), "y"));
+  ImageSpec spec;
+  spec.layers = {a, b};
+  for (Format f : {Format::kOciLayout, Format::kLegacy}) {
+    std::string path = Build(t, spec, f, f == Format::kOciLayout ? "two-oci" : "two-docker");
+    ReaderLimits lim;
+    lim.max_total_entries = 50;
+    auto img = ReadImage(path, lim, nullptr);
+    ASSERT_TRUE(img.ok()) << img.status().message();
+    bool capped = false;
+    std::size_t kept = 0;
+    for (const auto& f2 : img->findings) capped |= f2.rule == "image.hostile.entry-limit";
+    for (const auto& l : img->layers) kept += l.scan.entries.size();
+    EXPECT_TRUE(capped) << path;
+    EXPECT_LE(kept, 50u) << path;
+    // The layer-reference limit is checked before anything is read.
+    ReaderLimits one;
+    one.max_layers = 1;
+    auto refused = ReadImage(path, one, nullptr);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(refused.status().message().find("names 2 layers"), std::string::npos);
+  }
+}
+
 TEST(AuditImageReader, TruncatedGzipIsABadInputNamingTheLayer) {
   TempDir t;
   LayerSpec good;

@@ -16,6 +16,7 @@
 #include <set>
 
 #include "audit/dockerfile_ignore.h"
+#include "audit/dockerfile_rules.h"
 #include "common/file_util.h"
 #include "common/strings.h"
 
@@ -368,213 +369,165 @@ bool IsBuildToolPackage(std::string_view package) {
   return EndsWith(p, "-dev") || EndsWith(p, "-devel") || p.find("-dev-cuda") != std::string::npos;
 }
 
-Result<DockerfileAuditReport> AuditDockerfile(const Dockerfile& df,
-                                              const DockerfileAuditOptions& options) {
-  DockerfileAuditReport rep;
-  rep.stages = static_cast<int>(df.stages.size());
-  rep.runtime_chain = df.RuntimeChain();
-  const std::string& file = options.dockerfile_path.empty() ? df.source : options.dockerfile_path;
-  auto add = [&](std::string rule, int line, std::string message, std::string fix) {
-    Finding f;
-    f.rule = std::move(rule);
-    f.severity = Severity::kError;
-    f.path = file;
-    f.line = line;
-    f.message = std::move(message);
-    f.fix = std::move(fix);
-    rep.findings.push_back(std::move(f));
-  };
-  std::set<int> runtime(rep.runtime_chain.begin(), rep.runtime_chain.end());
-  const DockerfileStage& final_stage = df.stages.back();
-  auto stage_label = [&](const DockerfileStage& st) {
-    return st.name.empty() ? fmt::format("stage {}", st.index) : fmt::format("stage '{}'", st.name);
-  };
+namespace {
 
-  // dockerfile.multi-stage
-  if (df.stages.size() == 1) {
-    const DockerfileInstruction* run = nullptr;
-    for (const auto& ins : final_stage.instructions) {
-      if (ins.keyword == "RUN") {
-        run = &ins;
-        break;
-      }
-    }
-    if (run != nullptr) {
-      add("dockerfile.multi-stage", final_stage.line,
+using common::Status;
+
+Status RuleMultiStage(const DockerfileRuleContext& c) {
+  if (c.df.stages.size() != 1) return Status::Ok();
+  const DockerfileStage& st = c.df.stages.back();
+  for (const auto& ins : st.instructions) {
+    if (ins.keyword != "RUN") continue;
+    c.Add("dockerfile.multi-stage", st.line,
           fmt::format("single-stage build that RUNs commands (line {}): whatever the build "
                       "installs or leaves behind ships in the runtime image",
-                      run->line),
+                      ins.line),
           "build in a first stage ('FROM ... AS build') and start the runtime stage FROM a slim "
           "base (or scratch), copying only the artifacts with COPY --from=build");
-    }
+    break;
   }
+  return Status::Ok();
+}
 
-  // dockerfile.base-digest (FROM and COPY --from=<image>).
-  for (const auto& st : df.stages) {
+// FROM and COPY --from=<image>.
+Status RuleBaseDigest(const DockerfileRuleContext& c) {
+  for (const auto& st : c.df.stages) {
     if (st.parent_stage >= 0) continue;
     if (!st.unresolved_args.empty()) {
-      add("dockerfile.base-digest", st.line,
-          fmt::format("FROM {}: build argument(s) {} have no default, so the base image cannot "
-                      "be verified (it is whatever the builder passes)",
-                      st.base_raw, fmt::join(st.unresolved_args, ", ")),
-          "give the ARG a default pinned by digest, e.g. ARG BASE=name:tag@sha256:<digest>");
+      c.Add("dockerfile.base-digest", st.line,
+            fmt::format("FROM {}: build argument(s) {} have no default, so the base image cannot "
+                        "be verified (it is whatever the builder passes)",
+                        st.base_raw, fmt::join(st.unresolved_args, ", ")),
+            "give the ARG a default pinned by digest, e.g. ARG BASE=name:tag@sha256:<digest>");
       continue;
     }
     if (Lower(st.base) == "scratch" || IsPinnedByDigest(st.base)) continue;
-    add("dockerfile.base-digest", st.line,
-        fmt::format("base image '{}' of {} is not pinned by digest: the tag can move and the "
-                    "build is not reproducible",
-                    st.base, stage_label(st)),
-        fmt::format("pin it: FROM {}@sha256:<digest> (find the digest with `skopeo inspect`)",
-                    st.base));
+    c.Add("dockerfile.base-digest", st.line,
+          fmt::format("base image '{}' of {} is not pinned by digest: the tag can move and the "
+                      "build is not reproducible",
+                      st.base, c.StageLabel(st)),
+          fmt::format("pin it: FROM {}@sha256:<digest> (find the digest with `skopeo inspect`)",
+                      st.base));
   }
-  for (const auto& st : df.stages) {
+  for (const auto& st : c.df.stages) {
     for (const auto& ins : st.instructions) {
       if (ins.keyword != "COPY" && ins.keyword != "ADD") continue;
       std::optional<std::string> from = ins.Flag("from");
       if (!from || from->empty()) continue;
       std::vector<std::string> unresolved;
       std::string ref = ExpandDockerVariables(*from, {}, &unresolved);
-      if (df.StageIndex(*from) >= 0 && df.StageIndex(*from) < st.index) continue;
+      if (c.df.StageIndex(*from) >= 0 && c.df.StageIndex(*from) < st.index) continue;
       if (Lower(ref) == "scratch" || IsPinnedByDigest(ref)) continue;
-      add("dockerfile.base-digest", ins.line,
-          fmt::format("{} --from={} copies from an image that is not pinned by digest (and is "
-                      "not an earlier stage)",
-                      ins.keyword, *from),
-          fmt::format("pin it: --from={}@sha256:<digest>, or name an earlier stage", *from));
+      c.Add("dockerfile.base-digest", ins.line,
+            fmt::format("{} --from={} copies from an image that is not pinned by digest (and is "
+                        "not an earlier stage)",
+                        ins.keyword, *from),
+            fmt::format("pin it: --from={}@sha256:<digest>, or name an earlier stage", *from));
     }
   }
+  return Status::Ok();
+}
 
-  // dockerfile.runtime-devel-base
-  {
-    const DockerfileStage& root = df.stages[rep.runtime_chain.back()];
-    if (root.parent_stage < 0 && IsDevelImage(root.base)) {
-      add("dockerfile.runtime-devel-base", root.line,
-          fmt::format("the runtime image starts from '{}', a development image (compilers, "
-                      "headers and static libraries ship with it)",
-                      root.base),
-          "start the runtime stage from a runtime/base variant (e.g. the CUDA '-runtime-' "
-          "image) or from scratch, and build in an earlier stage");
-    }
+Status RuleDevelBase(const DockerfileRuleContext& c) {
+  const DockerfileStage& root = *c.RuntimeBaseFirst().front();
+  if (root.parent_stage >= 0 || !IsDevelImage(root.base)) return Status::Ok();
+  c.Add("dockerfile.runtime-devel-base", root.line,
+        fmt::format("the runtime image starts from '{}', a development image (compilers, "
+                    "headers and static libraries ship with it)",
+                    root.base),
+        "start the runtime stage from a runtime/base variant (e.g. the CUDA '-runtime-' "
+        "image) or from scratch, and build in an earlier stage");
+  return Status::Ok();
+}
+
+void CheckCopiedToolchain(const DockerfileRuleContext& c, const DockerfileStage& st,
+                          const DockerfileInstruction& ins) {
+  std::optional<std::string> from = ins.Flag("from");
+  if (!from) return;
+  std::vector<std::string> srcs = ins.json_form ? ins.json_args : ShellWords(ins.args);
+  if (!srcs.empty()) srcs.pop_back();  // the destination
+  for (const auto& src : srcs) {
+    if (!IsToolchainPath(src)) continue;
+    c.Add("dockerfile.runtime-build-tools", ins.line,
+          fmt::format("{} --from={} {} copies a toolchain (compiler, headers or a whole "
+                      "build filesystem) into the runtime {}",
+                      ins.keyword, *from, src, c.StageLabel(st)),
+          "copy only the built artifacts and the shared libraries they load (ldd), not "
+          "toolchain directories");
   }
+}
 
-  // Runtime rules walk the chain base-first so ENV set in a parent stage applies to children.
+void CheckRunCaches(const DockerfileRuleContext& c, const DockerfileStage& st,
+                    const DockerfileInstruction& ins, const RunFacts& f,
+                    std::map<std::string, std::string>& env) {
+  CacheMounts mounts = MountsOf(ins);
+  auto cache = [&](std::string what, std::string fix) {
+    c.Add("dockerfile.package-cache", ins.line,
+          fmt::format("{} in the runtime {} leaves its cache in the layer", what, c.StageLabel(st)),
+          std::move(fix));
+  };
+  if (f.apt && !f.apt_lists_removed && !mounts.Covers("/var/lib/apt/lists")) {
+    cache("[DL3009] apt-get update/install without 'rm -rf /var/lib/apt/lists/*' in the same RUN",
+          "end the same RUN with '&& rm -rf /var/lib/apt/lists/*' (a later RUN cannot "
+          "shrink the earlier layer)");
+  }
+  if (f.apk && !f.apk_no_cache && !f.apk_cache_removed && !mounts.Covers("/var/cache/apk")) {
+    cache("[DL3019] apk add without --no-cache", "use 'apk add --no-cache ...'");
+  }
+  std::string pip_env = Lower(env["PIP_NO_CACHE_DIR"]);
+  bool pip_off = !pip_env.empty() && pip_env != "0" && pip_env != "false";
+  if (f.pip && !f.pip_no_cache && !f.pip_cache_removed && !pip_off &&
+      !mounts.Covers("/root/.cache/pip")) {
+    cache("[DL3042] pip install without --no-cache-dir",
+          "use 'pip install --no-cache-dir ...' (or ENV PIP_NO_CACHE_DIR=1, or a "
+          "--mount=type=cache,target=/root/.cache/pip)");
+  }
+  if (f.dnf && !f.dnf_clean && !mounts.Covers("/var/cache/dnf") &&
+      !mounts.Covers("/var/cache/yum")) {
+    cache("[DL3032] yum/dnf install without 'clean all' in the same RUN",
+          "end the same RUN with '&& dnf clean all' (or yum) and rm -rf /var/cache/dnf");
+  }
+  if (f.conda && !f.conda_clean) {
+    cache("conda install without 'conda clean' in the same RUN",
+          "end the same RUN with '&& conda clean -afy'");
+  }
+  if (f.npm && !f.npm_clean && !mounts.Covers("/root/.npm")) {
+    cache("[DL3060] npm install/ci without 'npm cache clean' in the same RUN",
+          "end the same RUN with '&& npm cache clean --force'");
+  }
+}
+
+// Runtime rules walk the chain base-first so ENV set in a parent stage applies to children.
+Status RuleRuntimeRuns(const DockerfileRuleContext& c) {
   std::map<std::string, std::string> env;
-  for (auto it = rep.runtime_chain.rbegin(); it != rep.runtime_chain.rend(); ++it) {
-    const DockerfileStage& st = df.stages[*it];
-    for (const auto& ins : st.instructions) {
-      if (ins.keyword == "ENV") {
-        ApplyEnv(ins, &env);
-        continue;
-      }
-      if (ins.keyword == "COPY" || ins.keyword == "ADD") {
-        std::optional<std::string> from = ins.Flag("from");
-        if (!from) continue;
-        std::vector<std::string> srcs;
-        if (ins.json_form) {
-          srcs = ins.json_args;
-        } else {
-          srcs = ShellWords(ins.args);
-        }
-        if (!srcs.empty()) srcs.pop_back();  // the destination
-        for (const auto& src : srcs) {
-          if (!IsToolchainPath(src)) continue;
-          add("dockerfile.runtime-build-tools", ins.line,
-              fmt::format("{} --from={} {} copies a toolchain (compiler, headers or a whole "
-                          "build filesystem) into the runtime {}",
-                          ins.keyword, *from, src, stage_label(st)),
-              "copy only the built artifacts and the shared libraries they load (ldd), not "
-              "toolchain directories");
-        }
-        continue;
-      }
+  for (const DockerfileStage* st : c.RuntimeBaseFirst()) {
+    for (const auto& ins : st->instructions) {
+      if (ins.keyword == "ENV") ApplyEnv(ins, &env);
+      if (ins.keyword == "COPY" || ins.keyword == "ADD") CheckCopiedToolchain(c, *st, ins);
       if (ins.keyword != "RUN") continue;
       RunFacts f;
       AnalyzeShell(RunScript(ins), &f, 0);
-      CacheMounts mounts = MountsOf(ins);
       for (const auto& p : f.build_packages) {
-        add("dockerfile.runtime-build-tools", ins.line,
-            fmt::format("'{}' installs a build tool or development package in the runtime {}", p,
-                        stage_label(st)),
-            "install build dependencies in a build stage and COPY --from=build only the "
-            "results");
+        c.Add("dockerfile.runtime-build-tools", ins.line,
+              fmt::format("'{}' installs a build tool or development package in the runtime {}", p,
+                          c.StageLabel(*st)),
+              "install build dependencies in a build stage and COPY --from=build only the "
+              "results");
       }
-      for (const auto& c : f.build_commands) {
-        add("dockerfile.runtime-build-tools", ins.line,
-            fmt::format("RUN invokes '{}' in the runtime {}: the toolchain must be present "
-                        "there",
-                        c, stage_label(st)),
-            "move the build into a build stage");
+      for (const auto& cmd : f.build_commands) {
+        c.Add("dockerfile.runtime-build-tools", ins.line,
+              fmt::format("RUN invokes '{}' in the runtime {}: the toolchain must be present "
+                          "there",
+                          cmd, c.StageLabel(*st)),
+              "move the build into a build stage");
       }
-      auto cache = [&](std::string what, std::string fix) {
-        add("dockerfile.package-cache", ins.line,
-            fmt::format("{} in the runtime {} leaves its cache in the layer", what,
-                        stage_label(st)),
-            std::move(fix));
-      };
-      if (f.apt && !f.apt_lists_removed && !mounts.Covers("/var/lib/apt/lists")) {
-        cache("apt-get update/install without 'rm -rf /var/lib/apt/lists/*' in the same RUN",
-              "end the same RUN with '&& rm -rf /var/lib/apt/lists/*' (a later RUN cannot "
-              "shrink the earlier layer)");
-      }
-      if (f.apk && !f.apk_no_cache && !f.apk_cache_removed && !mounts.Covers("/var/cache/apk")) {
-        cache("apk add without --no-cache", "use 'apk add --no-cache ...'");
-      }
-      bool pip_env = env.count("PIP_NO_CACHE_DIR") != 0 && Lower(env["PIP_NO_CACHE_DIR"]) != "0" &&
-                     Lower(env["PIP_NO_CACHE_DIR"]) != "false" && !env["PIP_NO_CACHE_DIR"].empty();
-      if (f.pip && !f.pip_no_cache && !f.pip_cache_removed && !pip_env &&
-          !mounts.Covers("/root/.cache/pip")) {
-        cache("pip install without --no-cache-dir",
-              "use 'pip install --no-cache-dir ...' (or ENV PIP_NO_CACHE_DIR=1, or a "
-              "--mount=type=cache,target=/root/.cache/pip)");
-      }
-      if (f.dnf && !f.dnf_clean && !mounts.Covers("/var/cache/dnf") &&
-          !mounts.Covers("/var/cache/yum")) {
-        cache("yum/dnf install without 'clean all' in the same RUN",
-              "end the same RUN with '&& dnf clean all' (or yum) and rm -rf /var/cache/dnf");
-      }
-      if (f.conda && !f.conda_clean) {
-        cache("conda install without 'conda clean' in the same RUN",
-              "end the same RUN with '&& conda clean -afy'");
-      }
-      if (f.npm && !f.npm_clean && !mounts.Covers("/root/.npm")) {
-        cache("npm install/ci without 'npm cache clean' in the same RUN",
-              "end the same RUN with '&& npm cache clean --force'");
-      }
+      CheckRunCaches(c, *st, ins, f, env);
     }
   }
+  return Status::Ok();
+}
 
-  // .dockerignore presence and coverage.
-  fs::path dockerfile(options.dockerfile_path.empty() ? df.source : options.dockerfile_path);
-  fs::path context =
-      options.context_dir.empty() ? dockerfile.parent_path() : fs::path(options.context_dir);
-  if (context.empty()) context = ".";
-  std::vector<fs::path> candidates = {fs::path(dockerfile.string() + ".dockerignore"),
-                                      context / ".dockerignore"};
-  std::error_code ec;
-  for (const auto& c : candidates) {
-    if (fs::is_regular_file(c, ec)) {
-      rep.dockerignore = c.string();
-      break;
-    }
-  }
-  if (rep.dockerignore.empty()) {
-    Finding f;
-    f.rule = "dockerfile.dockerignore";
-    f.path = context.string();
-    f.message = fmt::format(
-        "no .dockerignore in the build context '{}' (nor {}): the whole directory, .git and "
-        "any model weights included, is sent to the builder and can be COPY'd into the image",
-        context.string(), candidates[0].string());
-    f.fix =
-        "add a .dockerignore that excludes .git, notebooks, caches and model weights "
-        "(an allowlist starting with '*' is strictest)";
-    rep.findings.push_back(std::move(f));
-    return rep;
-  }
-  TG_ASSIGN_OR_RETURN(std::string text,
-                      common::ReadFileLimited(rep.dockerignore, common::kMaxConfigBytes));
-  DockerIgnore ignore = DockerIgnore::Parse(text);
+void CheckIgnoreCoverage(const DockerfileRuleContext& c, const DockerIgnore& ignore) {
   for (const Probe& probe : IgnoreProbes()) {
     std::vector<std::string> leaked;
     bool top_level_excluded = false;
@@ -588,7 +541,7 @@ Result<DockerfileAuditReport> AuditDockerfile(const Dockerfile& df,
     if (leaked.empty()) continue;
     Finding f;
     f.rule = "dockerfile.dockerignore-coverage";
-    f.path = rep.dockerignore;
+    f.path = c.report->dockerignore;
     f.message =
         fmt::format("{} would be sent in the build context: {} not excluded ({})", probe.category,
                     leaked.size() == 1 ? "is" : "are", fmt::join(leaked, ", "));
@@ -596,8 +549,102 @@ Result<DockerfileAuditReport> AuditDockerfile(const Dockerfile& df,
       f.message += "; note that a pattern like '*.ext' matches only at the top of the context";
     }
     f.fix = probe.fix;
-    rep.findings.push_back(std::move(f));
+    c.report->findings.push_back(std::move(f));
   }
+}
+
+// .dockerignore presence and coverage.
+Status RuleDockerignore(const DockerfileRuleContext& c) {
+  fs::path dockerfile(c.file);
+  fs::path context =
+      c.options.context_dir.empty() ? dockerfile.parent_path() : fs::path(c.options.context_dir);
+  if (context.empty()) context = ".";
+  std::vector<fs::path> candidates = {fs::path(dockerfile.string() + ".dockerignore"),
+                                      context / ".dockerignore"};
+  std::error_code ec;
+  for (const auto& cand : candidates) {
+    if (fs::is_regular_file(cand, ec)) {
+      c.report->dockerignore = cand.string();
+      break;
+    }
+  }
+  if (c.report->dockerignore.empty()) {
+    Finding f;
+    f.rule = "dockerfile.dockerignore";
+    f.path = context.string();
+    f.message = fmt::format(
+        "no .dockerignore in the build context '{}' (nor {}): the whole directory, .git and "
+        "any model weights included, is sent to the builder and can be COPY'd into the image",
+        context.string(), candidates[0].string());
+    f.fix =
+        "add a .dockerignore that excludes .git, notebooks, caches and model weights "
+        "(an allowlist starting with '*' is strictest)";
+    c.report->findings.push_back(std::move(f));
+    return Status::Ok();
+  }
+  TG_ASSIGN_OR_RETURN(std::string text,
+                      common::ReadFileLimited(c.report->dockerignore, common::kMaxConfigBytes));
+  CheckIgnoreCoverage(c, DockerIgnore::Parse(text));
+  return Status::Ok();
+}
+
+}  // namespace
+
+void DockerfileRuleContext::Add(std::string rule, int line, std::string message, std::string fix,
+                                Severity severity) const {
+  Finding f;
+  f.rule = std::move(rule);
+  f.severity = severity;
+  f.path = file;
+  f.line = line;
+  f.message = std::move(message);
+  f.fix = std::move(fix);
+  report->findings.push_back(std::move(f));
+}
+
+std::string DockerfileRuleContext::StageLabel(const DockerfileStage& st) const {
+  return st.name.empty() ? fmt::format("stage {}", st.index) : fmt::format("stage '{}'", st.name);
+}
+
+std::vector<const DockerfileStage*> DockerfileRuleContext::RuntimeBaseFirst() const {
+  std::vector<const DockerfileStage*> out;
+  const auto& chain = report->runtime_chain;
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it) out.push_back(&df.stages[*it]);
+  return out;
+}
+
+const std::vector<DockerfileRule>& DockerfileRuleTable() {
+  static const std::vector<DockerfileRule> k = {
+      {"dockerfile.multi-stage", "", RuleMultiStage},
+      {"dockerfile.base-digest", "", RuleBaseDigest},
+      {"dockerfile.base-tag", "DL3006/DL3007", RuleBaseTag},
+      {"dockerfile.runtime-devel-base", "", RuleDevelBase},
+      {"dockerfile.runtime-build-tools", "", RuleRuntimeRuns},  // also package-cache
+      {"dockerfile.user-root", "DL3002", RuleUserRoot},
+      {"dockerfile.add-url", "", RuleAddUrl},
+      {"dockerfile.pipe-to-shell", "", RulePipeToShell},
+      {"dockerfile.sudo", "DL3004", RuleSudo},
+      {"dockerfile.maintainer", "DL4000", RuleMaintainer},
+      {"dockerfile.expose-range", "DL3011", RuleExposeRange},
+      {"dockerfile.secret-env", "", RuleSecretEnv},
+      {"dockerfile.apt-recommends", "DL3015", RuleAptRecommends},
+      {"dockerfile.cd", "DL3003", RuleCdWorkdir},
+      {"dockerfile.dockerignore", "", RuleDockerignore},  // also dockerignore-coverage
+  };
+  return k;
+}
+
+Result<DockerfileAuditReport> AuditDockerfile(const Dockerfile& df,
+                                              const DockerfileAuditOptions& options) {
+  DockerfileAuditReport rep;
+  rep.stages = static_cast<int>(df.stages.size());
+  rep.runtime_chain = df.RuntimeChain();
+  DockerfileRuleContext ctx{df,
+                            options,
+                            options.dockerfile_path.empty() ? df.source : options.dockerfile_path,
+                            {rep.runtime_chain.begin(), rep.runtime_chain.end()},
+                            &rep};
+  for (const DockerfileRule& rule : DockerfileRuleTable()) TG_RETURN_IF_ERROR(rule.run(ctx));
   return rep;
 }
 

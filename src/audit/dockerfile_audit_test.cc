@@ -51,6 +51,7 @@ std::string Clean() {
          " && make\n"
          "FROM scratch\n"
          "COPY --from=build /out/rootfs/ /\n"
+         "USER 65532:65532\n"
          "ENTRYPOINT [\"/usr/bin/app\"]\n";
 }
 

@@ -16,6 +16,8 @@ namespace {
 using common::Result;
 using common::Status;
 
+constexpr std::size_t kArgExpansionMargin = 64 * 1024;
+
 using common::Lower;
 using common::Upper;
 
@@ -110,6 +112,33 @@ bool LooksLikeDirective(std::string_view line, std::string* key, std::string* va
   *key = Lower(k);
   *value = std::string(Trim(rest.substr(1)));
   return true;
+}
+
+// Upper bound on the bytes that variable references inside one value can add: the value's own
+// references, each as long as the longest value so far. Cheap to compute before expanding.
+std::size_t ExpansionUpperBound(std::string_view value,
+                                const std::map<std::string, std::string>& vars) {
+  std::size_t longest = 0;
+  for (const auto& [k, v] : vars) longest = std::max(longest, v.size());
+  std::size_t refs = static_cast<std::size_t>(std::count(value.begin(), value.end(), '$'));
+  return value.size() + refs * longest;
+}
+
+Status ExpandArgBounded(const std::string& value, const std::string& name, int line,
+                        const std::string& source, std::size_t budget,
+                        std::map<std::string, std::string>* vars, std::size_t* expanded) {
+  std::size_t bound = ExpansionUpperBound(value, *vars);
+  if (bound > budget || *expanded + bound > budget) {
+    return Status::InvalidArg(fmt::format(
+        "{}:{}: ARG {}: expansion limit hit: its default would expand to more than the {} bytes "
+        "allowed for all ARG values (4x the Dockerfile plus {} KiB); references to earlier ARGs "
+        "multiply the text",
+        source, line, name, budget, kArgExpansionMargin / 1024));
+  }
+  std::string v = ExpandDockerVariables(value, *vars, nullptr);
+  *expanded += v.size();
+  (*vars)[name] = std::move(v);
+  return Status::Ok();
 }
 
 }  // namespace
@@ -286,181 +315,236 @@ std::vector<std::string> ShellWords(std::string_view text) {
   return words;
 }
 
+namespace {
+
+// The parse in named steps: physical lines, directives, logical instructions (continuations and
+// heredocs), then instructions into stages with the global ARG scope.
+struct Parser {
+  const std::string& source;
+  std::vector<std::string> lines;
+  std::size_t i = 0;  // next physical line
+  Dockerfile* df;
+
+  Status Err(int line, const std::string& what) const {
+    return Status::InvalidArg(fmt::format("{}:{}: {}", source, line, what));
+  }
+};
+
+std::vector<std::string> SplitLines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    std::size_t nl = text.find('\n', pos);
+    std::string line = text.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    lines.push_back(std::move(line));
+    if (nl == std::string::npos) break;
+    pos = nl + 1;
+  }
+  if (!lines.empty() && lines[0].rfind("\xEF\xBB\xBF", 0) == 0) lines[0].erase(0, 3);
+  return lines;
+}
+
+// Parser directives: only at the very top, before any blank line, comment or instruction.
+Status ReadDirectives(Parser& p) {
+  for (; p.i < p.lines.size(); ++p.i) {
+    std::string key, value;
+    if (!LooksLikeDirective(p.lines[p.i], &key, &value)) break;
+    if (p.df->directives.count(key) != 0) break;  // a repeated directive is a plain comment
+    p.df->directives[key] = value;
+  }
+  if (auto it = p.df->directives.find("escape"); it != p.df->directives.end()) {
+    if (it->second != "\\" && it->second != "`") {
+      return p.Err(1, fmt::format("invalid escape directive '{}': must be \\ or `", it->second));
+    }
+    p.df->escape = it->second[0];
+  }
+  return Status::Ok();
+}
+
+// Joins an instruction's continuation lines, from the current line; leaves p.i on its last line.
+std::string JoinContinuation(Parser& p) {
+  std::string joined;
+  std::string_view cur = TrimLeft(p.lines[p.i]);
+  while (true) {
+    std::string_view t = Trim(cur);
+    bool cont = !t.empty() && t.back() == p.df->escape;
+    if (cont) t = Trim(t.substr(0, t.size() - 1));
+    if (!joined.empty() && !t.empty()) joined.push_back(' ');
+    joined.append(t);
+    if (!cont) break;
+    // Continuation: comment lines and blank lines in between are skipped, as BuildKit does.
+    ++p.i;
+    while (p.i < p.lines.size()) {
+      std::string_view l = TrimLeft(p.lines[p.i]);
+      if (Trim(l).empty() || l[0] == '#') {
+        ++p.i;
+        continue;
+      }
+      break;
+    }
+    if (p.i >= p.lines.size()) break;
+    cur = p.lines[p.i];
+  }
+  return joined;
+}
+
+// Heredoc bodies of a RUN/COPY/ADD, read from the line after the instruction.
+Status ReadHeredocs(Parser& p, RawInstruction* raw) {
+  std::string kw = Upper(raw->text.substr(0, raw->text.find_first_of(" \t")));
+  if (kw != "RUN" && kw != "COPY" && kw != "ADD") return Status::Ok();
+  for (const std::string& delim : HeredocDelimiters(raw->text)) {
+    DockerfileHeredoc h;
+    h.delimiter = delim;
+    h.line = static_cast<int>(p.i) + 1;
+    bool closed = false;
+    while (p.i < p.lines.size()) {
+      std::string_view l = p.lines[p.i++];
+      std::string_view stripped = l;
+      while (!stripped.empty() && stripped.front() == '\t') stripped.remove_prefix(1);
+      if (l == delim || stripped == delim) {
+        closed = true;
+        break;
+      }
+      h.body.append(l);
+      h.body.push_back('\n');
+    }
+    if (!closed) {
+      return p.Err(raw->line, fmt::format("heredoc <<{} is never terminated (no line '{}' before "
+                                          "the end of the file)",
+                                          delim, delim));
+    }
+    raw->end_line = static_cast<int>(p.i);
+    raw->heredocs.push_back(std::move(h));
+  }
+  return Status::Ok();
+}
+
+Result<std::vector<RawInstruction>> LogicalLines(Parser& p) {
+  std::vector<RawInstruction> raws;
+  while (p.i < p.lines.size()) {
+    std::string_view first = TrimLeft(p.lines[p.i]);
+    if (Trim(first).empty() || first[0] == '#') {
+      ++p.i;
+      continue;
+    }
+    RawInstruction raw;
+    raw.line = static_cast<int>(p.i) + 1;
+    raw.text = JoinContinuation(p);
+    raw.end_line = static_cast<int>(std::min(p.i, p.lines.size() - 1)) + 1;
+    ++p.i;
+    TG_RETURN_IF_ERROR(ReadHeredocs(p, &raw));
+    raws.push_back(std::move(raw));
+  }
+  return raws;
+}
+
+Result<DockerfileInstruction> MakeInstruction(const Parser& p, RawInstruction& raw) {
+  DockerfileInstruction ins;
+  ins.line = raw.line;
+  ins.end_line = raw.end_line;
+  std::size_t sp = raw.text.find_first_of(" \t");
+  ins.keyword = Upper(raw.text.substr(0, sp));
+  std::string rest = sp == std::string::npos ? "" : raw.text.substr(sp + 1);
+  if (KnownInstructions().count(ins.keyword) == 0) {
+    return p.Err(raw.line, fmt::format("unknown instruction '{}' (expected one of FROM, RUN, "
+                                       "COPY, ADD, ENV, ARG, ...)",
+                                       raw.text.substr(0, sp)));
+  }
+  SplitFlags(rest, &ins.flags, &ins.args);
+  ins.heredocs = std::move(raw.heredocs);
+  if (!ins.args.empty() && ins.args.front() == '[') {
+    nlohmann::json j = nlohmann::json::parse(ins.args, nullptr, false);
+    if (j.is_array() &&
+        std::all_of(j.begin(), j.end(), [](const auto& e) { return e.is_string(); })) {
+      ins.json_form = true;
+      for (const auto& e : j) ins.json_args.push_back(e.get<std::string>());
+    }
+  }
+  return ins;
+}
+
+// The global ARG scope. Every ARG default may name earlier ones several times, so values can
+// double per line; the sum of expanded values is held to the input's size (plus a margin), never
+// to what the text asks.
+struct ArgScope {
+  std::map<std::string, std::string> vars;
+  std::size_t budget = 0;
+  std::size_t expanded = 0;
+};
+
+Status AddStage(Parser& p, DockerfileInstruction ins, const ArgScope& args) {
+  std::vector<std::string> w = ShellWords(ins.args);
+  if (!(w.size() == 1 || (w.size() == 3 && Lower(w[1]) == "as"))) {
+    return p.Err(ins.line,
+                 fmt::format("FROM needs 'IMAGE' or 'IMAGE AS NAME', found '{}'", ins.args));
+  }
+  DockerfileStage st;
+  st.index = static_cast<int>(p.df->stages.size());
+  st.line = ins.line;
+  st.base_raw = w[0];
+  if (ExpansionUpperBound(w[0], args.vars) > args.budget) {
+    return p.Err(ins.line, fmt::format("FROM: expansion limit hit: the image expands to more "
+                                       "than {} bytes",
+                                       args.budget));
+  }
+  st.base = ExpandDockerVariables(w[0], args.vars, &st.unresolved_args);
+  if (w.size() == 3) st.name = Lower(w[2]);
+  st.parent_stage = p.df->StageIndex(st.base);
+  if (st.parent_stage >= 0 && std::isdigit(static_cast<unsigned char>(st.base[0]))) {
+    st.parent_stage = -1;  // FROM does not accept stage numbers; "0" would be an image name
+  }
+  st.instructions.push_back(std::move(ins));
+  p.df->stages.push_back(std::move(st));
+  return Status::Ok();
+}
+
+// ARG NAME[=default] [NAME2[=default2] ...] before the first FROM.
+Status AddGlobalArg(Parser& p, DockerfileInstruction ins,
+                    const std::map<std::string, std::string>& build_args, ArgScope* args) {
+  if (ins.keyword != "ARG") {
+    return p.Err(ins.line,
+                 fmt::format("{} before the first FROM (only ARG may come first)", ins.keyword));
+  }
+  for (const std::string& word : ShellWords(ins.args)) {
+    std::size_t eq = word.find('=');
+    std::string name = word.substr(0, eq);
+    if (name.empty()) continue;
+    if (auto it = build_args.find(name); it != build_args.end()) {
+      args->vars[name] = it->second;
+    } else if (eq != std::string::npos) {
+      TG_RETURN_IF_ERROR(ExpandArgBounded(word.substr(eq + 1), name, ins.line, p.source,
+                                          args->budget, &args->vars, &args->expanded));
+    }
+  }
+  p.df->global_args.push_back(std::move(ins));
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<Dockerfile> ParseDockerfile(const std::string& text, const std::string& source,
                                    const std::map<std::string, std::string>& build_args) {
   Dockerfile df;
   df.source = source;
-
-  std::vector<std::string> lines;
-  {
-    std::size_t pos = 0;
-    while (pos <= text.size()) {
-      std::size_t nl = text.find('\n', pos);
-      std::string line = text.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
-      if (!line.empty() && line.back() == '\r') line.pop_back();
-      lines.push_back(std::move(line));
-      if (nl == std::string::npos) break;
-      pos = nl + 1;
-    }
-  }
-  auto err = [&](int line, const std::string& what) {
-    return Status::InvalidArg(fmt::format("{}:{}: {}", source, line, what));
-  };
-
-  // Parser directives: only at the very top, before any blank line, comment or instruction.
-  std::size_t i = 0;
-  if (!lines.empty() && lines[0].rfind("\xEF\xBB\xBF", 0) == 0) lines[0].erase(0, 3);
-  for (; i < lines.size(); ++i) {
-    std::string key, value;
-    if (!LooksLikeDirective(lines[i], &key, &value)) break;
-    if (df.directives.count(key) != 0) break;  // a repeated directive is a plain comment
-    df.directives[key] = value;
-  }
-  if (auto it = df.directives.find("escape"); it != df.directives.end()) {
-    if (it->second != "\\" && it->second != "`") {
-      return err(1, fmt::format("invalid escape directive '{}': must be \\ or `", it->second));
-    }
-    df.escape = it->second[0];
-  }
-
-  std::vector<RawInstruction> raws;
-  while (i < lines.size()) {
-    std::string_view first = TrimLeft(lines[i]);
-    if (Trim(first).empty() || first[0] == '#') {
-      ++i;
-      continue;
-    }
-    RawInstruction raw;
-    raw.line = static_cast<int>(i) + 1;
-    std::string joined;
-    std::string_view cur = first;
-    while (true) {
-      std::string_view t = Trim(cur);
-      bool cont = !t.empty() && t.back() == df.escape;
-      if (cont) t = Trim(t.substr(0, t.size() - 1));
-      if (!joined.empty() && !t.empty()) joined.push_back(' ');
-      joined.append(t);
-      if (!cont) break;
-      // Continuation: comment lines and blank lines in between are skipped, as BuildKit does.
-      ++i;
-      while (i < lines.size()) {
-        std::string_view l = TrimLeft(lines[i]);
-        if (!l.empty() && l[0] == '#') {
-          ++i;
-          continue;
-        }
-        if (Trim(l).empty()) {
-          ++i;
-          continue;
-        }
-        break;
-      }
-      if (i >= lines.size()) break;
-      cur = lines[i];
-    }
-    raw.end_line = static_cast<int>(std::min(i, lines.size() - 1)) + 1;
-    raw.text = std::move(joined);
-    ++i;
-
-    std::string kw = Upper(raw.text.substr(0, raw.text.find_first_of(" \t")));
-    if (kw == "RUN" || kw == "COPY" || kw == "ADD") {
-      for (const std::string& delim : HeredocDelimiters(raw.text)) {
-        DockerfileHeredoc h;
-        h.delimiter = delim;
-        h.line = static_cast<int>(i) + 1;
-        bool closed = false;
-        while (i < lines.size()) {
-          std::string_view l = lines[i];
-          ++i;
-          std::string_view stripped = l;
-          while (!stripped.empty() && stripped.front() == '\t') stripped.remove_prefix(1);
-          if (l == delim || stripped == delim) {
-            closed = true;
-            break;
-          }
-          h.body.append(l);
-          h.body.push_back('\n');
-        }
-        if (!closed) {
-          return err(raw.line, fmt::format("heredoc <<{} is never terminated (no line '{}' before "
-                                           "the end of the file)",
-                                           delim, delim));
-        }
-        raw.end_line = static_cast<int>(i);
-        raw.heredocs.push_back(std::move(h));
-      }
-    }
-    raws.push_back(std::move(raw));
-  }
-
-  std::map<std::string, std::string> global_vars;
+  Parser p{source, SplitLines(text), 0, &df};
+  TG_RETURN_IF_ERROR(ReadDirectives(p));
+  TG_ASSIGN_OR_RETURN(std::vector<RawInstruction> raws, LogicalLines(p));
+  ArgScope args;
+  args.budget = 4 * text.size() + kArgExpansionMargin;
   for (RawInstruction& raw : raws) {
-    DockerfileInstruction ins;
-    ins.line = raw.line;
-    ins.end_line = raw.end_line;
-    std::size_t sp = raw.text.find_first_of(" \t");
-    ins.keyword = Upper(raw.text.substr(0, sp));
-    std::string rest = sp == std::string::npos ? "" : raw.text.substr(sp + 1);
-    if (KnownInstructions().count(ins.keyword) == 0) {
-      return err(raw.line, fmt::format("unknown instruction '{}' (expected one of FROM, RUN, COPY, "
-                                       "ADD, ENV, ARG, ...)",
-                                       raw.text.substr(0, sp)));
-    }
-    SplitFlags(rest, &ins.flags, &ins.args);
-    ins.heredocs = std::move(raw.heredocs);
-    if (!ins.args.empty() && ins.args.front() == '[') {
-      nlohmann::json j = nlohmann::json::parse(ins.args, nullptr, false);
-      if (j.is_array() &&
-          std::all_of(j.begin(), j.end(), [](const auto& e) { return e.is_string(); })) {
-        ins.json_form = true;
-        for (const auto& e : j) ins.json_args.push_back(e.get<std::string>());
-      }
-    }
-
+    TG_ASSIGN_OR_RETURN(DockerfileInstruction ins, MakeInstruction(p, raw));
     if (ins.keyword == "FROM") {
-      std::vector<std::string> w = ShellWords(ins.args);
-      if (!(w.size() == 1 || (w.size() == 3 && Lower(w[1]) == "as"))) {
-        return err(ins.line,
-                   fmt::format("FROM needs 'IMAGE' or 'IMAGE AS NAME', found '{}'", ins.args));
-      }
-      DockerfileStage st;
-      st.index = static_cast<int>(df.stages.size());
-      st.line = ins.line;
-      st.base_raw = w[0];
-      st.base = ExpandDockerVariables(w[0], global_vars, &st.unresolved_args);
-      if (w.size() == 3) st.name = Lower(w[2]);
-      st.parent_stage = df.StageIndex(st.base);
-      if (st.parent_stage >= 0 && std::isdigit(static_cast<unsigned char>(st.base[0]))) {
-        st.parent_stage = -1;  // FROM does not accept stage numbers; "0" would be an image name
-      }
-      st.instructions.push_back(std::move(ins));
-      df.stages.push_back(std::move(st));
-      continue;
+      TG_RETURN_IF_ERROR(AddStage(p, std::move(ins), args));
+    } else if (df.stages.empty()) {
+      TG_RETURN_IF_ERROR(AddGlobalArg(p, std::move(ins), build_args, &args));
+    } else {
+      df.stages.back().instructions.push_back(std::move(ins));
     }
-    if (df.stages.empty()) {
-      if (ins.keyword != "ARG") {
-        return err(ins.line,
-                   fmt::format("{} before the first FROM (only ARG may come first)", ins.keyword));
-      }
-      // ARG NAME[=default] [NAME2[=default2] ...]
-      for (const std::string& word : ShellWords(ins.args)) {
-        std::size_t eq = word.find('=');
-        std::string name = word.substr(0, eq);
-        if (name.empty()) continue;
-        if (auto it = build_args.find(name); it != build_args.end()) {
-          global_vars[name] = it->second;
-        } else if (eq != std::string::npos) {
-          global_vars[name] = ExpandDockerVariables(word.substr(eq + 1), global_vars, nullptr);
-        }
-      }
-      df.global_args.push_back(std::move(ins));
-      continue;
-    }
-    df.stages.back().instructions.push_back(std::move(ins));
   }
   if (df.stages.empty()) {
-    return err(std::max<int>(1, static_cast<int>(lines.size())),
-               "no FROM instruction: this is not a Dockerfile");
+    return p.Err(std::max<int>(1, static_cast<int>(p.lines.size())),
+                 "no FROM instruction: this is not a Dockerfile");
   }
   return df;
 }

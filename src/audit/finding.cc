@@ -59,6 +59,8 @@ nlohmann::json FindingToJson(const Finding& f) {
   if (f.bytes > 0) j["bytes"] = f.bytes;
   j["message"] = f.message;
   if (!f.fix.empty()) j["fix"] = f.fix;
+  if (f.suppressed) j["suppressed"] = true;
+  if (!f.suppression.empty()) j["suppression"] = f.suppression;
   return j;
 }
 
@@ -77,9 +79,13 @@ std::string RenderFindingsText(const std::vector<Finding>& findings) {
     if (f.line > 0) extra += fmt::format("{}line {}", extra.empty() ? "" : ", ", f.line);
     if (f.bytes > 0) extra += fmt::format("{}{}", extra.empty() ? "" : ", ", HumanBytes(f.bytes));
     if (!extra.empty()) where += (where.empty() ? "(" : " (") + extra + ")";
-    out += fmt::format("{:<8}{}  {}\n", SeverityName(f.severity), f.rule, where);
+    out += fmt::format("{:<8}{}  {}{}\n", SeverityName(f.severity), f.rule, where,
+                       f.suppressed ? "  [suppressed]" : "");
     out += fmt::format("        {}\n", f.message);
     if (!f.fix.empty()) out += fmt::format("        fix: {}\n", f.fix);
+    if (!f.suppression.empty()) {
+      out += fmt::format("        {}: {}\n", f.suppressed ? "suppressed" : "note", f.suppression);
+    }
   }
   return out;
 }

@@ -33,6 +33,8 @@ struct Finding {
   std::uint64_t bytes = 0;  // bytes involved (file size, sum of a directory), 0 when not applicable
   std::string message;      // what was found and why it matters
   std::string fix;          // what to change
+  bool suppressed = false;  // matched a live suppression (report_format.h): reported, not gated
+  std::string suppression;  // its reason and origin; or why an expired one did not apply
 };
 
 // A finding about an image file or layer (line 0). The one builder the image audits share.
@@ -42,8 +44,8 @@ Finding MakeImageFinding(std::string rule, Severity severity, std::string path, 
 // True when any finding has severity >= `fail_at`.
 bool AnyAtLeast(const std::vector<Finding>& findings, Severity fail_at);
 
-// {"rule","severity","path","layer","line","bytes","message","fix"}; path/layer/line/bytes/fix
-// are omitted when empty/-1/0.
+// {"rule","severity","path","layer","line","bytes","message","fix","suppressed","suppression"};
+// path/layer/line/bytes/fix/suppression are omitted when empty/-1/0, suppressed when false.
 nlohmann::json FindingToJson(const Finding& f);
 nlohmann::json FindingsToJson(const std::vector<Finding>& findings);
 

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <regex>
 #include <sstream>
 
@@ -305,109 +306,124 @@ bool CaptureForRules(std::string_view path) {
 
 // ---- file rules ---------------------------------------------------------------------------------
 
-std::vector<Finding> RunFileRules(const Image& image, const FileSystem& fs) {
-  std::vector<Finding> out;
+namespace {
+
+// Directories whose files are reported as one finding each (root -> sizes).
+struct FileGroups {
   std::map<std::string, Group> headers, tests, caches, vcs, checkpoints;
-  for (const auto& [path, n] : fs) {
-    bool leafish = n.type == EntryType::kFile || n.type == EntryType::kSymlink ||
-                   n.type == EntryType::kHardlink;
-    std::string_view base = Basename(path);
-    if (leafish && IsBuildTool(path)) {
-      out.push_back(Make("image.build-tools", Severity::kError, path, n.layer, n.size,
-                         fmt::format("build tool '{}' ships in the runtime image", base),
-                         "compile in a build stage and COPY only the artifacts into a slim "
-                         "runtime stage"));
-    }
-    if (n.type == EntryType::kDir) continue;
-    // Headers: /usr/include and CUDA include directories (toolkit and pip nvidia-* wheels).
-    std::string hroot;
-    if (path.starts_with("usr/include/")) {
-      hroot = "usr/include";
-    } else {
-      hroot = RootAt(
-          path,
-          [](const auto& c, std::size_t i) {
-            if (c[i] != "include" || i == 0) return false;
-            for (std::size_t k = 0; k < i; ++k) {
-              if (c[k].starts_with("cuda") || c[k] == "nvidia" || c[k] == "tensorrt" ||
-                  c[k] == "TensorRT") {
-                return true;
-              }
-            }
-            return false;
-          },
-          true);
-    }
-    if (!hroot.empty()) AddTo(&headers, hroot, n);
-    std::string cp = RootAt(
-        path, [](const auto& c, std::size_t i) { return c[i] == ".ipynb_checkpoints"; }, false);
-    if (base.ends_with(".ipynb") && n.type == EntryType::kFile && cp.empty()) {
-      out.push_back(Make("image.notebooks", Severity::kError, path, n.layer, n.size,
-                         "Jupyter notebook ships in the runtime image",
-                         "exclude *.ipynb in .dockerignore; ship code as modules"));
-    }
-    if (!cp.empty()) AddTo(&checkpoints, cp, n);
-    std::string troot = RootAt(
-        path, [](const auto& c, std::size_t i) { return c[i] == "tests" || c[i] == "test"; }, true);
-    if (!troot.empty()) AddTo(&tests, troot, n);
-    std::string croot = RootAt(
-        path,
-        [](const auto& c, std::size_t i) {
-          return i > 0 && c[i - 1] == ".cache" && (c[i] == "pip" || c[i] == "huggingface");
-        },
-        false);
-    if (croot.empty() && path.starts_with("var/lib/apt/lists/") && base != "lock" &&
-        !HasComponent(path, "partial")) {
-      croot = "var/lib/apt/lists";
-    }
-    if (croot.empty() && path.starts_with("var/cache/apt/archives/") && base.ends_with(".deb")) {
-      croot = "var/cache/apt/archives";
-    }
-    if (!croot.empty()) AddTo(&caches, croot, n);
-    std::string vroot = RootAt(
-        path,
-        [](const auto& c, std::size_t i) {
-          return c[i] == ".git" || c[i] == ".svn" || c[i] == ".hg";
-        },
-        false);
-    if (!vroot.empty()) AddTo(&vcs, vroot, n);
-    bool secret = false;
-    if (base == ".env" ||
-        (base.starts_with(".env.") && !base.ends_with(".example") && !base.ends_with(".sample"))) {
-      secret = true;
-    }
-    if (base == "id_rsa" || base == "id_dsa" || base == "id_ecdsa" || base == "id_ed25519") {
-      secret = true;
-    }
-    if (base.ends_with(".pem") && !IsCertStore(path)) secret = true;
-    if (secret && n.type == EntryType::kFile) {
-      out.push_back(Make("image.secrets", Severity::kError, path, n.layer, n.size,
-                         "secret-looking file ships in the image (anyone who can pull the image "
-                         "can read it)",
-                         "remove it, rotate the credential, and mount secrets at run time "
-                         "(Kubernetes Secret, BuildKit --mount=type=secret)"));
-    }
+};
+
+// /usr/include and CUDA include directories (toolkit and pip nvidia-* wheels).
+std::string HeaderRoot(const std::string& path) {
+  if (path.starts_with("usr/include/")) return "usr/include";
+  return RootAt(
+      path,
+      [](const auto& c, std::size_t i) {
+        if (c[i] != "include" || i == 0) return false;
+        for (std::size_t k = 0; k < i; ++k) {
+          if (c[k].starts_with("cuda") || c[k] == "nvidia" || c[k] == "tensorrt" ||
+              c[k] == "TensorRT") {
+            return true;
+          }
+        }
+        return false;
+      },
+      true);
+}
+
+std::string CacheRoot(const std::string& path, std::string_view base) {
+  std::string croot = RootAt(
+      path,
+      [](const auto& c, std::size_t i) {
+        return i > 0 && c[i - 1] == ".cache" && (c[i] == "pip" || c[i] == "huggingface");
+      },
+      false);
+  if (croot.empty() && path.starts_with("var/lib/apt/lists/") && base != "lock" &&
+      !HasComponent(path, "partial")) {
+    croot = "var/lib/apt/lists";
   }
+  if (croot.empty() && path.starts_with("var/cache/apt/archives/") && base.ends_with(".deb")) {
+    croot = "var/cache/apt/archives";
+  }
+  return croot;
+}
+
+bool LooksLikeSecretFile(const std::string& path, std::string_view base) {
+  if (base == ".env" ||
+      (base.starts_with(".env.") && !base.ends_with(".example") && !base.ends_with(".sample"))) {
+    return true;
+  }
+  if (base == "id_rsa" || base == "id_dsa" || base == "id_ecdsa" || base == "id_ed25519") {
+    return true;
+  }
+  return base.ends_with(".pem") && !IsCertStore(path);
+}
+
+// One path of the final filesystem: direct findings into `out`, grouped ones into `g`.
+void ClassifyPath(const std::string& path, const FsNode& n, FileGroups* g,
+                  std::vector<Finding>* out) {
+  bool leafish =
+      n.type == EntryType::kFile || n.type == EntryType::kSymlink || n.type == EntryType::kHardlink;
+  std::string_view base = Basename(path);
+  if (leafish && IsBuildTool(path)) {
+    out->push_back(Make("image.build-tools", Severity::kError, path, n.layer, n.size,
+                        fmt::format("build tool '{}' ships in the runtime image", base),
+                        "compile in a build stage and COPY only the artifacts into a slim "
+                        "runtime stage"));
+  }
+  if (n.type == EntryType::kDir) return;
+  if (std::string h = HeaderRoot(path); !h.empty()) AddTo(&g->headers, h, n);
+  std::string cp = RootAt(
+      path, [](const auto& c, std::size_t i) { return c[i] == ".ipynb_checkpoints"; }, false);
+  if (base.ends_with(".ipynb") && n.type == EntryType::kFile && cp.empty()) {
+    out->push_back(Make("image.notebooks", Severity::kError, path, n.layer, n.size,
+                        "Jupyter notebook ships in the runtime image",
+                        "exclude *.ipynb in .dockerignore; ship code as modules"));
+  }
+  if (!cp.empty()) AddTo(&g->checkpoints, cp, n);
+  std::string troot = RootAt(
+      path, [](const auto& c, std::size_t i) { return c[i] == "tests" || c[i] == "test"; }, true);
+  if (!troot.empty()) AddTo(&g->tests, troot, n);
+  if (std::string c = CacheRoot(path, base); !c.empty()) AddTo(&g->caches, c, n);
+  std::string vroot = RootAt(
+      path,
+      [](const auto& c, std::size_t i) {
+        return c[i] == ".git" || c[i] == ".svn" || c[i] == ".hg";
+      },
+      false);
+  if (!vroot.empty()) AddTo(&g->vcs, vroot, n);
+  if (n.type == EntryType::kFile && LooksLikeSecretFile(path, base)) {
+    out->push_back(Make("image.secrets", Severity::kError, path, n.layer, n.size,
+                        "secret-looking file ships in the image (anyone who can pull the image "
+                        "can read it)",
+                        "remove it, rotate the credential, and mount secrets at run time "
+                        "(Kubernetes Secret, BuildKit --mount=type=secret)"));
+  }
+}
+
+void EmitGroups(const FileGroups& g, std::vector<Finding>* out) {
   auto emit = [&](const std::map<std::string, Group>& groups, const char* rule, Severity sev,
                   const std::string& what, const std::string& fix) {
-    for (const auto& [root, g] : groups) {
-      out.push_back(Make(rule, sev, root, g.MainLayer(), g.bytes,
-                         fmt::format("{} ({} files)", what, g.files), fix));
+    for (const auto& [root, gr] : groups) {
+      out->push_back(Make(rule, sev, root, gr.MainLayer(), gr.bytes,
+                          fmt::format("{} ({} files)", what, gr.files), fix));
     }
   };
-  emit(headers, "image.headers", Severity::kError, "C/C++/CUDA headers ship in the runtime image",
+  emit(g.headers, "image.headers", Severity::kError, "C/C++/CUDA headers ship in the runtime image",
        "use a -runtime base image (not -devel) and install headers only in the build stage");
-  emit(checkpoints, "image.notebooks", Severity::kError, "Jupyter checkpoints ship in the image",
+  emit(g.checkpoints, "image.notebooks", Severity::kError, "Jupyter checkpoints ship in the image",
        "add .ipynb_checkpoints to .dockerignore");
-  emit(tests, "image.tests", Severity::kWarning, "test suites ship in the image",
+  emit(g.tests, "image.tests", Severity::kWarning, "test suites ship in the image",
        "exclude tests from the runtime stage (.dockerignore, or delete in the same layer)");
-  emit(caches, "image.caches", Severity::kError, "package or model cache ships in the image",
+  emit(g.caches, "image.caches", Severity::kError, "package or model cache ships in the image",
        "use pip --no-cache-dir, 'rm -rf /var/lib/apt/lists/*' in the same RUN, and mount model "
        "caches at run time");
-  emit(vcs, "image.vcs", Severity::kError, "version-control metadata ships in the image",
+  emit(g.vcs, "image.vcs", Severity::kError, "version-control metadata ships in the image",
        "add .git to .dockerignore");
+}
 
-  // -dev packages from the dpkg database as it is in the final filesystem.
+// -dev packages from the dpkg database as it is in the final filesystem.
+void DevPackageRule(const Image& image, const FileSystem& fs, std::vector<Finding>* out) {
   for (const auto& [path, n] : fs) {
     if (n.type != EntryType::kFile || !CaptureForRules(path)) continue;
     if (n.layer < 0 || n.layer >= static_cast<int>(image.layers.size())) continue;
@@ -421,27 +437,37 @@ std::vector<Finding> RunFileRules(const Image& image, const FileSystem& fs) {
       std::string_view name = pkg.name;
       if (auto colon = name.find(':'); colon != std::string_view::npos)
         name = name.substr(0, colon);
-      if (installed && name.ends_with("-dev")) {
-        out.push_back(Make("image.dev-packages", Severity::kError, path, n.layer,
-                           pkg.installed_kib * 1024,
-                           fmt::format("development package '{}' is installed", pkg.name),
-                           "install -dev packages only in the build stage; the runtime stage "
-                           "needs the runtime library package"));
-      }
+      if (!installed || !name.ends_with("-dev")) continue;
+      out->push_back(Make("image.dev-packages", Severity::kError, path, n.layer,
+                          pkg.installed_kib * 1024,
+                          fmt::format("development package '{}' is installed", pkg.name),
+                          "install -dev packages only in the build stage; the runtime stage "
+                          "needs the runtime library package"));
     }
   }
+}
 
-  // Symlink loops: harmless to the audit (resolution is bounded) but a broken image.
+// Symlink loops: harmless to the audit (resolution is bounded) but a broken image.
+void SymlinkLoopRule(const FileSystem& fs, std::vector<Finding>* out) {
   for (const auto& [path, n] : fs) {
-    if (n.type != EntryType::kSymlink) continue;
-    if (!ResolvePath(fs, path)) {
-      out.push_back(Make("image.hostile.symlink-loop", Severity::kWarning, path, n.layer, 0,
-                         fmt::format("symbolic link '{}' -> '{}' never resolves (loop or more than "
-                                     "40 hops)",
-                                     path, n.link),
-                         "fix or remove the link"));
-    }
+    if (n.type != EntryType::kSymlink || ResolvePath(fs, path)) continue;
+    out->push_back(Make("image.hostile.symlink-loop", Severity::kWarning, path, n.layer, 0,
+                        fmt::format("symbolic link '{}' -> '{}' never resolves (loop or more than "
+                                    "40 hops)",
+                                    path, n.link),
+                        "fix or remove the link"));
   }
+}
+
+}  // namespace
+
+std::vector<Finding> RunFileRules(const Image& image, const FileSystem& fs) {
+  std::vector<Finding> out;
+  FileGroups groups;
+  for (const auto& [path, n] : fs) ClassifyPath(path, n, &groups, &out);
+  EmitGroups(groups, &out);
+  DevPackageRule(image, fs, &out);
+  SymlinkLoopRule(fs, &out);
   return out;
 }
 
@@ -596,9 +622,12 @@ bool Truthy(const std::string& v) {
 
 }  // namespace
 
-std::vector<Finding> RunGpuRules(const Image& image, const FileSystem& fs,
-                                 const CapabilitySnapshot& snap, const policy::Matrix* matrix) {
-  std::vector<Finding> out;
+namespace {
+
+using EnvLookup = std::function<std::optional<std::string>(const char*)>;
+
+// libcuda / libnvidia-ml baked into the image (stubs are fine, compat is a warning).
+void DriverLibRule(const FileSystem& fs, std::vector<Finding>* out) {
   for (const auto& [path, n] : fs) {
     if (n.type != EntryType::kFile && n.type != EntryType::kSymlink) continue;
     std::string_view base = Basename(path);
@@ -611,67 +640,66 @@ std::vector<Finding> RunGpuRules(const Image& image, const FileSystem& fs,
     }
     if (!driver || HasComponent(path, "stubs")) continue;
     if (HasComponent(path, "compat")) {
-      out.push_back(Make("image.gpu.driver-libs", Severity::kWarning, path, n.layer, n.size,
-                         "CUDA forward-compatibility driver library baked in: it only works on "
-                         "data-center GPUs and fails with error 804 elsewhere",
-                         "drop cuda-compat unless every target node is a data-center GPU whose "
-                         "driver is older than the toolkit"));
+      out->push_back(Make("image.gpu.driver-libs", Severity::kWarning, path, n.layer, n.size,
+                          "CUDA forward-compatibility driver library baked in: it only works on "
+                          "data-center GPUs and fails with error 804 elsewhere",
+                          "drop cuda-compat unless every target node is a data-center GPU whose "
+                          "driver is older than the toolkit"));
       continue;
     }
-    out.push_back(Make("image.gpu.driver-libs", Severity::kError, path, n.layer, n.size,
-                       fmt::format("driver library '{}' baked into the image: it shadows the "
-                                   "host driver the NVIDIA container toolkit injects (version "
-                                   "mismatch, error 803)",
-                                   base),
-                       "remove driver libraries from the image; only the toolkit may provide "
-                       "libcuda and libnvidia-ml (link against the stubs/ copies at build time)"));
+    out->push_back(Make("image.gpu.driver-libs", Severity::kError, path, n.layer, n.size,
+                        fmt::format("driver library '{}' baked into the image: it shadows the "
+                                    "host driver the NVIDIA container toolkit injects (version "
+                                    "mismatch, error 803)",
+                                    base),
+                        "remove driver libraries from the image; only the toolkit may provide "
+                        "libcuda and libnvidia-ml (link against the stubs/ copies at build time)"));
   }
+}
 
-  auto env = [&](const char* k) -> std::optional<std::string> {
-    auto it = image.env.find(k);
-    if (it == image.env.end()) return std::nullopt;
-    return it->second;
-  };
-  if (snap.gpu_image) {
-    auto vis = env("NVIDIA_VISIBLE_DEVICES");
-    if (!vis || vis->empty() || *vis == "void" || *vis == "none") {
-      out.push_back(
-          Make("image.gpu.visible-devices", Severity::kError, "", -1, 0,
-               fmt::format("GPU image with NVIDIA_VISIBLE_DEVICES {}: the NVIDIA container toolkit "
-                           "injects no GPU (and no libcuda) unless the runtime sets it",
-                           vis ? fmt::format("'{}'", *vis) : std::string("unset")),
-               "set ENV NVIDIA_VISIBLE_DEVICES=all in the image (Kubernetes narrows it to the "
-               "requested GPUs)"));
-    }
-    auto caps = env("NVIDIA_DRIVER_CAPABILITIES");
-    std::vector<std::string> need = {"compute", "utility"};
-    if (matrix != nullptr && !matrix->container.driver_capabilities.empty()) {
-      need = matrix->container.driver_capabilities;
-    }
-    if (caps && !caps->empty()) {
-      std::set<std::string> have;
-      std::stringstream ss(*caps);
-      std::string item;
-      while (std::getline(ss, item, ',')) {
-        item.erase(0, item.find_first_not_of(' '));
-        item.erase(item.find_last_not_of(' ') + 1);
-        have.insert(item);
-      }
-      std::vector<std::string> missing;
-      if (!have.count("all")) {
-        for (const auto& c : need) {
-          if (!have.count(c)) missing.push_back(c);
-        }
-      }
-      if (!missing.empty()) {
-        out.push_back(Make("image.gpu.driver-capabilities", Severity::kError, "", -1, 0,
-                           fmt::format("NVIDIA_DRIVER_CAPABILITIES='{}' lacks {}: CUDA needs "
-                                       "'compute' (libcuda) and NVML needs 'utility'",
-                                       *caps, fmt::join(missing, ", ")),
-                           "set NVIDIA_DRIVER_CAPABILITIES=compute,utility"));
-      }
+// NVIDIA_VISIBLE_DEVICES and NVIDIA_DRIVER_CAPABILITIES of a GPU image.
+void ToolkitEnvRules(const EnvLookup& env, const policy::Matrix* matrix,
+                     std::vector<Finding>* out) {
+  auto vis = env("NVIDIA_VISIBLE_DEVICES");
+  if (!vis || vis->empty() || *vis == "void" || *vis == "none") {
+    out->push_back(
+        Make("image.gpu.visible-devices", Severity::kError, "", -1, 0,
+             fmt::format("GPU image with NVIDIA_VISIBLE_DEVICES {}: the NVIDIA container toolkit "
+                         "injects no GPU (and no libcuda) unless the runtime sets it",
+                         vis ? fmt::format("'{}'", *vis) : std::string("unset")),
+             "set ENV NVIDIA_VISIBLE_DEVICES=all in the image (Kubernetes narrows it to the "
+             "requested GPUs)"));
+  }
+  auto caps = env("NVIDIA_DRIVER_CAPABILITIES");
+  if (!caps || caps->empty()) return;
+  std::vector<std::string> need = {"compute", "utility"};
+  if (matrix != nullptr && !matrix->container.driver_capabilities.empty()) {
+    need = matrix->container.driver_capabilities;
+  }
+  std::set<std::string> have;
+  std::stringstream ss(*caps);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    item.erase(0, item.find_first_not_of(' '));
+    item.erase(item.find_last_not_of(' ') + 1);
+    have.insert(item);
+  }
+  std::vector<std::string> missing;
+  if (!have.count("all")) {
+    for (const auto& c : need) {
+      if (!have.count(c)) missing.push_back(c);
     }
   }
+  if (missing.empty()) return;
+  out->push_back(Make("image.gpu.driver-capabilities", Severity::kError, "", -1, 0,
+                      fmt::format("NVIDIA_DRIVER_CAPABILITIES='{}' lacks {}: CUDA needs "
+                                  "'compute' (libcuda) and NVML needs 'utility'",
+                                  *caps, fmt::join(missing, ", ")),
+                      "set NVIDIA_DRIVER_CAPABILITIES=compute,utility"));
+}
+
+// CUDA_VERSION, NVIDIA_REQUIRE_CUDA and NVIDIA_DISABLE_REQUIRE against the shipped libcudart.
+void CudaEnvRules(const EnvLookup& env, const CapabilitySnapshot& snap, std::vector<Finding>* out) {
   auto cuda_version = env("CUDA_VERSION");
   auto require = env("NVIDIA_REQUIRE_CUDA");
   std::string runtime_version;
@@ -682,7 +710,7 @@ std::vector<Finding> RunGpuRules(const Image& image, const FileSystem& fs,
     auto req = RequiredCuda(*require);
     std::string against = cuda_version ? *cuda_version : runtime_version;
     if (req && !against.empty() && Parts(against) >= 2 && MajorMinor(*req) != MajorMinor(against)) {
-      out.push_back(
+      out->push_back(
           Make("image.gpu.require-cuda", Severity::kError, "", -1, 0,
                fmt::format("NVIDIA_REQUIRE_CUDA requires cuda>={} but the image's CUDA is {} ({}); "
                            "the toolkit's driver check then admits or refuses the wrong hosts",
@@ -690,81 +718,98 @@ std::vector<Finding> RunGpuRules(const Image& image, const FileSystem& fs,
                fmt::format("set NVIDIA_REQUIRE_CUDA=cuda>={}", MajorMinor(against))));
     }
   } else if (snap.gpu_image && cuda_version) {
-    out.push_back(Make("image.gpu.require-cuda", Severity::kWarning, "", -1, 0,
-                       fmt::format("CUDA_VERSION={} but NVIDIA_REQUIRE_CUDA is unset: a host "
-                                   "driver too old for this CUDA is not refused at start",
-                                   *cuda_version),
-                       fmt::format("set NVIDIA_REQUIRE_CUDA=cuda>={}", MajorMinor(*cuda_version))));
+    out->push_back(
+        Make("image.gpu.require-cuda", Severity::kWarning, "", -1, 0,
+             fmt::format("CUDA_VERSION={} but NVIDIA_REQUIRE_CUDA is unset: a host "
+                         "driver too old for this CUDA is not refused at start",
+                         *cuda_version),
+             fmt::format("set NVIDIA_REQUIRE_CUDA=cuda>={}", MajorMinor(*cuda_version))));
   }
   if (cuda_version && !runtime_version.empty() && Parts(runtime_version) >= 2 &&
       MajorMinor(*cuda_version) != MajorMinor(runtime_version)) {
     const auto& c = snap.components.at("cuda-runtime");
-    out.push_back(Make("image.gpu.cuda-version", Severity::kError, c.path, c.layer, 0,
-                       fmt::format("CUDA_VERSION={} but the image ships libcudart {}",
-                                   *cuda_version, runtime_version),
-                       "make CUDA_VERSION describe the CUDA runtime actually installed"));
+    out->push_back(Make("image.gpu.cuda-version", Severity::kError, c.path, c.layer, 0,
+                        fmt::format("CUDA_VERSION={} but the image ships libcudart {}",
+                                    *cuda_version, runtime_version),
+                        "make CUDA_VERSION describe the CUDA runtime actually installed"));
   }
   if (auto d = env("NVIDIA_DISABLE_REQUIRE"); d && Truthy(*d)) {
-    out.push_back(Make("image.gpu.disable-require", Severity::kError, "", -1, 0,
-                       fmt::format("NVIDIA_DISABLE_REQUIRE={} disables the toolkit's driver "
-                                   "compatibility check: containers start on drivers too old "
-                                   "for their CUDA and fail later (error 35)",
-                                   *d),
-                       "remove NVIDIA_DISABLE_REQUIRE"));
+    out->push_back(Make("image.gpu.disable-require", Severity::kError, "", -1, 0,
+                        fmt::format("NVIDIA_DISABLE_REQUIRE={} disables the toolkit's driver "
+                                    "compatibility check: containers start on drivers too old "
+                                    "for their CUDA and fail later (error 35)",
+                                    *d),
+                        "remove NVIDIA_DISABLE_REQUIRE"));
   }
+}
 
-  if (matrix != nullptr) {
-    struct Pin {
-      const char* component;
-      const char* field;
-      const std::optional<policy::VersionSpec>* spec;
-    };
-    const Pin pins[] = {{"cuda-runtime", "cuda.runtime", &matrix->cuda.runtime},
-                        {"cublas", "cuda.cublas", &matrix->cuda.cublas},
-                        {"cudnn", "cudnn", &matrix->cudnn},
-                        {"tensorrt", "tensorrt", &matrix->tensorrt},
-                        {"onnxruntime", "onnxruntime.version", &matrix->onnxruntime.version}};
-    for (const auto& pin : pins) {
-      if (!pin.spec->has_value()) continue;
-      const policy::VersionSpec& spec = **pin.spec;
-      auto it = snap.components.find(pin.component);
-      if (it == snap.components.end() || it->second.version.empty()) {
-        out.push_back(Make("image.matrix", Severity::kError, "", -1, 0,
-                           fmt::format("matrix {} pins {} '{}' but the image ships no versioned "
-                                       "{} library",
-                                       matrix->source, pin.field, spec.text(), pin.component),
-                           "install the pinned library in the runtime stage"));
-        continue;
-      }
-      const Component& c = it->second;
-      bool ok = spec.Matches(c.version);
-      if (!ok && Parts(c.version) == 1) {
-        // Only the soname major is known (libcudnn.so.9): consistent if the spec's major agrees.
-        auto maj = spec.SingleMajor();
-        ok = maj && std::to_string(*maj) == c.version;
-      }
-      if (!ok) {
-        out.push_back(
-            Make("image.matrix", Severity::kError, c.path, c.layer, c.bytes,
-                 fmt::format("{} {} in the image does not satisfy matrix {} {} '{}'", pin.component,
-                             c.version, matrix->source, pin.field, spec.text()),
-                 fmt::format("install {} matching '{}' or update the matrix", pin.component,
-                             spec.text())));
-      }
+// The shipped CUDA/cuBLAS/cuDNN/TensorRT/ORT libraries against the matrix pins.
+void MatrixPinRules(const CapabilitySnapshot& snap, const policy::Matrix& matrix,
+                    std::vector<Finding>* out) {
+  struct Pin {
+    const char* component;
+    const char* field;
+    const std::optional<policy::VersionSpec>* spec;
+  };
+  const Pin pins[] = {{"cuda-runtime", "cuda.runtime", &matrix.cuda.runtime},
+                      {"cublas", "cuda.cublas", &matrix.cuda.cublas},
+                      {"cudnn", "cudnn", &matrix.cudnn},
+                      {"tensorrt", "tensorrt", &matrix.tensorrt},
+                      {"onnxruntime", "onnxruntime.version", &matrix.onnxruntime.version}};
+  for (const auto& pin : pins) {
+    if (!pin.spec->has_value()) continue;
+    const policy::VersionSpec& spec = **pin.spec;
+    auto it = snap.components.find(pin.component);
+    if (it == snap.components.end() || it->second.version.empty()) {
+      out->push_back(Make("image.matrix", Severity::kError, "", -1, 0,
+                          fmt::format("matrix {} pins {} '{}' but the image ships no versioned "
+                                      "{} library",
+                                      matrix.source, pin.field, spec.text(), pin.component),
+                          "install the pinned library in the runtime stage"));
+      continue;
     }
-    if (matrix->onnxruntime.provider_cuda_major && snap.components.count("ort-provider-cuda") &&
-        snap.components.count("cuda-runtime")) {
-      const auto& rt = snap.components.at("cuda-runtime");
-      auto v = policy::Version::Parse(rt.version);
-      if (v && v->major() != *matrix->onnxruntime.provider_cuda_major) {
-        out.push_back(Make("image.matrix", Severity::kError, rt.path, rt.layer, 0,
-                           fmt::format("CUDA runtime major {} differs from the matrix's "
-                                       "onnxruntime.provider_cuda_major {}",
-                                       v->major(), *matrix->onnxruntime.provider_cuda_major),
-                           "use the ONNX Runtime GPU build made for this CUDA major"));
-      }
+    const Component& c = it->second;
+    bool ok = spec.Matches(c.version);
+    if (!ok && Parts(c.version) == 1) {
+      // Only the soname major is known (libcudnn.so.9): consistent if the spec's major agrees.
+      auto maj = spec.SingleMajor();
+      ok = maj && std::to_string(*maj) == c.version;
+    }
+    if (ok) continue;
+    out->push_back(Make(
+        "image.matrix", Severity::kError, c.path, c.layer, c.bytes,
+        fmt::format("{} {} in the image does not satisfy matrix {} {} '{}'", pin.component,
+                    c.version, matrix.source, pin.field, spec.text()),
+        fmt::format("install {} matching '{}' or update the matrix", pin.component, spec.text())));
+  }
+  if (matrix.onnxruntime.provider_cuda_major && snap.components.count("ort-provider-cuda") &&
+      snap.components.count("cuda-runtime")) {
+    const auto& rt = snap.components.at("cuda-runtime");
+    auto v = policy::Version::Parse(rt.version);
+    if (v && v->major() != *matrix.onnxruntime.provider_cuda_major) {
+      out->push_back(Make("image.matrix", Severity::kError, rt.path, rt.layer, 0,
+                          fmt::format("CUDA runtime major {} differs from the matrix's "
+                                      "onnxruntime.provider_cuda_major {}",
+                                      v->major(), *matrix.onnxruntime.provider_cuda_major),
+                          "use the ONNX Runtime GPU build made for this CUDA major"));
     }
   }
+}
+
+}  // namespace
+
+std::vector<Finding> RunGpuRules(const Image& image, const FileSystem& fs,
+                                 const CapabilitySnapshot& snap, const policy::Matrix* matrix) {
+  std::vector<Finding> out;
+  DriverLibRule(fs, &out);
+  EnvLookup env = [&](const char* k) -> std::optional<std::string> {
+    auto it = image.env.find(k);
+    if (it == image.env.end()) return std::nullopt;
+    return it->second;
+  };
+  if (snap.gpu_image) ToolkitEnvRules(env, matrix, &out);
+  CudaEnvRules(env, snap, &out);
+  if (matrix != nullptr) MatrixPinRules(snap, *matrix, &out);
   return out;
 }
 

@@ -15,6 +15,9 @@
 #include <regex>
 #include <set>
 
+#include "audit/k8s_security.h"
+#include "audit/k8s_yaml.h"
+#include "audit/kustomize.h"
 #include "common/file_util.h"
 #include "common/strings.h"
 
@@ -24,24 +27,10 @@ namespace {
 namespace fs = std::filesystem;
 using common::Status;
 
-YAML::Node Child(const YAML::Node& n, std::string_view key) {
-  if (n.IsDefined() && n.IsMap()) {
-    for (auto it = n.begin(); it != n.end(); ++it) {
-      if (it->first.IsScalar() && it->first.Scalar() == key) return it->second;
-    }
-  }
-  return YAML::Node(YAML::NodeType::Undefined);
-}
-
-bool Present(const YAML::Node& n) { return n.IsDefined() && !n.IsNull(); }
-
-std::string Scalar(const YAML::Node& n) { return n.IsDefined() && n.IsScalar() ? n.Scalar() : ""; }
-
-int LineOf(const YAML::Node& n) {
-  if (!n.IsDefined()) return 0;
-  YAML::Mark m = n.Mark();
-  return m.is_null() ? 0 : m.line + 1;
-}
+YAML::Node Child(const YAML::Node& n, std::string_view key) { return YamlChild(n, key); }
+bool Present(const YAML::Node& n) { return YamlPresent(n); }
+std::string Scalar(const YAML::Node& n) { return YamlScalar(n); }
+int LineOf(const YAML::Node& n) { return YamlLine(n); }
 
 using common::Lower;
 
@@ -159,7 +148,9 @@ Container ReadContainer(const YAML::Node& node, const std::string& path, bool in
     for (const auto& e : env) {
       std::string n = Scalar(Child(e, "name"));
       if (n.starts_with("NVIDIA_") || n == "CUDA_VISIBLE_DEVICES") c.looks_gpu = true;
-      if (n == "NVIDIA_VISIBLE_DEVICES" && Lower(Scalar(Child(e, "value"))) == "all") {
+      std::string v = Lower(Scalar(Child(e, "value")));
+      // Only "all" leaks: "void"/empty/unset means no GPU injection at all (container toolkit).
+      if (n == "NVIDIA_VISIBLE_DEVICES" && v == "all") {
         c.visible_all = true;
         c.visible_line = LineOf(e);
       }
@@ -351,6 +342,111 @@ void AuditAffinity(const YAML::Node& spec, const std::string& spec_path,
   }
 }
 
+void AuditPodSecurity(const YAML::Node& spec, const std::string& spec_path,
+                      const std::vector<Container>& cs, const K8sAuditOptions& opts, Ctx& ctx) {
+  std::vector<PodContainerView> views;
+  for (const Container& c : cs) views.push_back({c.node, c.name, c.path, c.gpu_limit});
+  for (PodFinding& f : PodSecurityFindings(spec, spec_path, views, {opts.runtime_class})) {
+    Add(ctx, f.rule, f.line, f.container, f.field, f.message, f.fix);
+    ctx.report->findings.back().finding.severity = f.severity;
+  }
+}
+
+// Per-container rules: image digest, resources, GPU request, visible devices.
+void CheckContainer(const Container& c, const std::optional<GpuNodeRequirements>& req, Ctx& ctx) {
+  int cline = LineOf(c.node);
+  // k8s.image-digest
+  if (!IsPinnedByDigest(c.image)) {
+    Add(ctx, "k8s.image-digest",
+        LineOf(Child(c.node, "image")) ? LineOf(Child(c.node, "image")) : cline, c.name,
+        c.path + ".image",
+        c.image.empty() ? "no image" : fmt::format("image '{}' is not pinned by digest", c.image),
+        "use name@sha256:<digest> (kustomize: images: [{name, digest}])");
+  }
+  // k8s.resources
+  YAML::Node res = Child(c.node, "resources");
+  std::vector<std::string> missing;
+  for (auto [section, key] : {std::pair{"requests", "cpu"}, std::pair{"requests", "memory"},
+                              std::pair{"limits", "memory"}}) {
+    if (!Present(Child(Child(res, section), key)))
+      missing.push_back(fmt::format("{}.{}", section, key));
+  }
+  if (!missing.empty()) {
+    Add(ctx, "k8s.resources", LineOf(res) ? LineOf(res) : cline, c.name, c.path + ".resources",
+        fmt::format("missing {}: the pod is BestEffort/Burstable without bounds and can be "
+                    "evicted or OOM-killed under pressure",
+                    fmt::join(missing, ", ")),
+        "set resources.requests.cpu, resources.requests.memory and resources.limits.memory");
+  }
+  // k8s.gpu-request
+  if (c.looks_gpu && !c.gpu_limit) {
+    bool in_requests = Present(Child(Child(res, "requests"), "nvidia.com/gpu"));
+    Add(ctx, "k8s.gpu-request", LineOf(res) ? LineOf(res) : cline, c.name,
+        c.path + ".resources.limits",
+        in_requests ? "nvidia.com/gpu is in requests but not in limits (extended resources "
+                      "are granted through limits)"
+                    : "a GPU container (image, NVIDIA_* env or arguments) requests no "
+                      "nvidia.com/gpu or nvidia.com/mig-* in limits: the device plugin "
+                      "gives it no GPU and inference falls back or fails",
+        "add resources.limits: {nvidia.com/gpu: 1} (or nvidia.com/mig-<profile>: 1)");
+  }
+  if (req && c.truegreen && c.gpu_limit && req->device_count > c.gpu_count) {
+    Add(ctx, "k8s.gpu-request", LineOf(res) ? LineOf(res) : cline, c.name,
+        c.path + ".resources.limits",
+        fmt::format("requests {} GPU(s) but the matrix requires {} visible devices", c.gpu_count,
+                    req->device_count),
+        fmt::format("set nvidia.com/gpu: {}", req->device_count));
+  }
+  if (req && req->mig == policy::MigExpectation::kDisabled && c.mig_limit) {
+    Add(ctx, "k8s.gpu-request", LineOf(res) ? LineOf(res) : cline, c.name,
+        c.path + ".resources.limits",
+        "requests a MIG slice (nvidia.com/mig-*) but the matrix expects MIG disabled",
+        "request whole GPUs with nvidia.com/gpu");
+  }
+  // k8s.visible-devices-all
+  if (c.visible_all && !c.gpu_limit) {
+    Add(ctx, "k8s.visible-devices-all", c.visible_line ? c.visible_line : cline, c.name,
+        c.path + ".env",
+        "NVIDIA_VISIBLE_DEVICES=all without a GPU limit: the container toolkit exposes every "
+        "GPU of the node to this container, outside the scheduler's accounting",
+        "remove NVIDIA_VISIBLE_DEVICES and request nvidia.com/gpu in limits (the device "
+        "plugin sets the variable)");
+  }
+}
+
+// k8s.probes for a GPU container of a long-running workload.
+void CheckProbes(const Container& c, Ctx& ctx) {
+  int cline = LineOf(c.node);
+  for (auto [probe, want] :
+       {std::pair{"startupProbe", "/readyz"}, std::pair{"readinessProbe", "/readyz"},
+        std::pair{"livenessProbe", "/healthz"}}) {
+    YAML::Node p = Child(c.node, probe);
+    std::string field = c.path + "." + probe;
+    if (!Present(p)) {
+      Add(ctx, "k8s.probes", cline, c.name, field,
+          fmt::format("no {}: a GPU server {}", probe,
+                      std::string_view(probe) == "livenessProbe"
+                          ? "that wedges (lost GPU, hung kernel) is never restarted"
+                          : "receives traffic before its engines are built and warmed up"),
+          fmt::format("add {}: {{httpGet: {{path: {}, port: http}}}}", probe, want));
+      continue;
+    }
+    if (!c.truegreen) continue;
+    YAML::Node path_node = Child(Child(p, "httpGet"), "path");
+    std::string path = Scalar(path_node);
+    if (path == want) continue;
+    Add(ctx, "k8s.probes", LineOf(path_node) ? LineOf(path_node) : LineOf(p), c.name,
+        field + ".httpGet.path",
+        path.empty() ? fmt::format("{} is not an httpGet probe of {}", probe, want)
+                     : fmt::format("{} probes '{}'; truegreen answers {} on {}", probe, path,
+                                   std::string_view(probe) == "livenessProbe"
+                                       ? "liveness"
+                                       : "readiness (GPU path proven, warmed up)",
+                                   want),
+        fmt::format("{}: {{httpGet: {{path: {}, port: http}}}}", probe, want));
+  }
+}
+
 void AuditPodSpec(const YAML::Node& spec, const std::string& spec_path, bool long_running,
                   const K8sAuditOptions& opts, const std::vector<KustomizeImage>& images,
                   Ctx& ctx) {
@@ -375,98 +471,11 @@ void AuditPodSpec(const YAML::Node& spec, const std::string& spec_path, bool lon
   for (const Container& c : cs) pod_gpu = pod_gpu || c.looks_gpu || c.gpu_limit;
 
   for (const Container& c : cs) {
-    int cline = LineOf(c.node);
-    // k8s.image-digest
-    if (!IsPinnedByDigest(c.image)) {
-      Add(ctx, "k8s.image-digest",
-          LineOf(Child(c.node, "image")) ? LineOf(Child(c.node, "image")) : cline, c.name,
-          c.path + ".image",
-          c.image.empty() ? "no image" : fmt::format("image '{}' is not pinned by digest", c.image),
-          "use name@sha256:<digest> (kustomize: images: [{name, digest}])");
-    }
-    // k8s.resources
-    YAML::Node res = Child(c.node, "resources");
-    std::vector<std::string> missing;
-    for (auto [section, key] : {std::pair{"requests", "cpu"}, std::pair{"requests", "memory"},
-                                std::pair{"limits", "memory"}}) {
-      if (!Present(Child(Child(res, section), key)))
-        missing.push_back(fmt::format("{}.{}", section, key));
-    }
-    if (!missing.empty()) {
-      Add(ctx, "k8s.resources", LineOf(res) ? LineOf(res) : cline, c.name, c.path + ".resources",
-          fmt::format("missing {}: the pod is BestEffort/Burstable without bounds and can be "
-                      "evicted or OOM-killed under pressure",
-                      fmt::join(missing, ", ")),
-          "set resources.requests.cpu, resources.requests.memory and resources.limits.memory");
-    }
-    // k8s.gpu-request
-    if (c.looks_gpu && !c.gpu_limit) {
-      bool in_requests = Present(Child(Child(res, "requests"), "nvidia.com/gpu"));
-      Add(ctx, "k8s.gpu-request", LineOf(res) ? LineOf(res) : cline, c.name,
-          c.path + ".resources.limits",
-          in_requests ? "nvidia.com/gpu is in requests but not in limits (extended resources "
-                        "are granted through limits)"
-                      : "a GPU container (image, NVIDIA_* env or arguments) requests no "
-                        "nvidia.com/gpu or nvidia.com/mig-* in limits: the device plugin "
-                        "gives it no GPU and inference falls back or fails",
-          "add resources.limits: {nvidia.com/gpu: 1} (or nvidia.com/mig-<profile>: 1)");
-    }
-    if (req && c.truegreen && c.gpu_limit && req->device_count > c.gpu_count) {
-      Add(ctx, "k8s.gpu-request", LineOf(res) ? LineOf(res) : cline, c.name,
-          c.path + ".resources.limits",
-          fmt::format("requests {} GPU(s) but the matrix requires {} visible devices", c.gpu_count,
-                      req->device_count),
-          fmt::format("set nvidia.com/gpu: {}", req->device_count));
-    }
-    if (req && req->mig == policy::MigExpectation::kDisabled && c.mig_limit) {
-      Add(ctx, "k8s.gpu-request", LineOf(res) ? LineOf(res) : cline, c.name,
-          c.path + ".resources.limits",
-          "requests a MIG slice (nvidia.com/mig-*) but the matrix expects MIG disabled",
-          "request whole GPUs with nvidia.com/gpu");
-    }
-    // k8s.visible-devices-all
-    if (c.visible_all && !c.gpu_limit) {
-      Add(ctx, "k8s.visible-devices-all", c.visible_line ? c.visible_line : cline, c.name,
-          c.path + ".env",
-          "NVIDIA_VISIBLE_DEVICES=all without a GPU limit: the container toolkit exposes every "
-          "GPU of the node to this container, outside the scheduler's accounting",
-          "remove NVIDIA_VISIBLE_DEVICES and request nvidia.com/gpu in limits (the device "
-          "plugin sets the variable)");
-    }
-    // k8s.probes
-    if (long_running && !c.init && (c.looks_gpu || c.gpu_limit)) {
-      for (auto [probe, want] :
-           {std::pair{"startupProbe", "/readyz"}, std::pair{"readinessProbe", "/readyz"},
-            std::pair{"livenessProbe", "/healthz"}}) {
-        YAML::Node p = Child(c.node, probe);
-        std::string field = c.path + "." + probe;
-        if (!Present(p)) {
-          Add(ctx, "k8s.probes", cline, c.name, field,
-              fmt::format("no {}: a GPU server {}", probe,
-                          std::string_view(probe) == "livenessProbe"
-                              ? "that wedges (lost GPU, hung kernel) is never restarted"
-                              : "receives traffic before its engines are built and warmed up"),
-              fmt::format("add {}: {{httpGet: {{path: {}, port: http}}}}", probe, want));
-          continue;
-        }
-        if (!c.truegreen) continue;
-        YAML::Node path_node = Child(Child(p, "httpGet"), "path");
-        std::string path = Scalar(path_node);
-        if (path != want) {
-          Add(ctx, "k8s.probes", LineOf(path_node) ? LineOf(path_node) : LineOf(p), c.name,
-              field + ".httpGet.path",
-              path.empty() ? fmt::format("{} is not an httpGet probe of {}", probe, want)
-                           : fmt::format("{} probes '{}'; truegreen answers {} on {}", probe, path,
-                                         std::string_view(probe) == "livenessProbe"
-                                             ? "liveness"
-                                             : "readiness (GPU path proven, warmed up)",
-                                         want),
-              fmt::format("{}: {{httpGet: {{path: {}, port: http}}}}", probe, want));
-        }
-      }
-    }
+    CheckContainer(c, req, ctx);
+    if (long_running && !c.init && (c.looks_gpu || c.gpu_limit)) CheckProbes(c, ctx);
   }
   if (req && pod_gpu) AuditAffinity(spec, spec_path, *req, cs, ctx);
+  AuditPodSecurity(spec, spec_path, cs, opts, ctx);
 }
 
 const std::set<std::string>& LongRunningKinds() {
@@ -482,7 +491,7 @@ Status AuditObject(const YAML::Node& obj, const std::string& file, int doc,
     return Status::InvalidArg(
         fmt::format("{}: document {} is {}, not a Kubernetes object "
                     "(a mapping with apiVersion and kind)",
-                    common::YamlWhere(obj, file), doc, common::YamlDescribe(obj)));
+                    common::YamlWhere(obj, file), doc, YamlKind(obj)));
   }
   std::string kind = Scalar(Child(obj, "kind"));
   if (kind.empty()) {
@@ -523,68 +532,29 @@ Status AuditObject(const YAML::Node& obj, const std::string& file, int doc,
   if (!pod.IsDefined() || !pod.IsMap()) {
     return Status::InvalidArg(fmt::format("{}: {} has no pod spec at {}{} (found {})",
                                           common::YamlWhere(obj, file), ctx.object, prefix, path,
-                                          common::YamlDescribe(pod)));
+                                          YamlKind(pod)));
   }
   AuditPodSpec(pod, prefix + path, LongRunningKinds().count(kind) != 0, opts, images, ctx);
   return Status::Ok();
 }
 
-// `outer` is the images transformer of the kustomizations that include this one.
-Status ReadKustomization(const fs::path& dir, const K8sAuditOptions& options,
-                         K8sAuditReport* report, int depth,
-                         const std::vector<KustomizeImage>& outer) {
-  if (depth > 8) return Status::InvalidArg(dir.string() + ": kustomization nesting too deep");
-  fs::path kfile;
-  for (const char* n : {"kustomization.yaml", "kustomization.yml", "Kustomization"}) {
-    std::error_code ec;
-    if (fs::is_regular_file(dir / n, ec)) {
-      kfile = dir / n;
-      break;
-    }
-  }
-  if (kfile.empty()) {
+// Audits what the kustomization in `dir` renders (kustomize.h applies its transforms first).
+Status AuditKustomization(const std::string& dir, const K8sAuditOptions& options,
+                          K8sAuditReport* report) {
+  std::vector<KustomizeObject> objects;
+  TG_RETURN_IF_ERROR(BuildKustomization(dir, &objects));
+  if (objects.empty()) {
     return Status::InvalidArg(
-        fmt::format("{}: a directory without kustomization.yaml (give the "
-                    "manifest files instead)",
-                    dir.string()));
+        fmt::format("{}: the kustomization renders no objects: nothing to audit", dir));
   }
-  TG_ASSIGN_OR_RETURN(std::string text,
-                      common::ReadFileLimited(kfile.string(), common::kMaxConfigBytes));
-  TG_ASSIGN_OR_RETURN(YAML::Node k, common::ParseYaml(text, kfile.string()));
-  std::vector<KustomizeImage> images;
-  YAML::Node imgs = Child(k, "images");
-  if (imgs.IsDefined() && imgs.IsSequence()) {
-    for (const auto& i : imgs) {
-      KustomizeImage ki{Scalar(Child(i, "name")), Scalar(Child(i, "newName")),
-                        Scalar(Child(i, "newTag")), Scalar(Child(i, "digest"))};
-      if (ki.name.empty()) {
-        return Status::InvalidArg(common::YamlWhere(i, kfile.string()) +
-                                  ": images entry without 'name'");
-      }
-      images.push_back(std::move(ki));
+  for (const KustomizeObject& o : objects) {
+    report->documents++;
+    try {
+      TG_RETURN_IF_ERROR(AuditObject(o.node, o.source, o.document, options, {}, report, ""));
+    } catch (const YAML::Exception& e) {
+      return Status::InvalidArg(
+          fmt::format("{}:{}: document {}: {}", o.source, e.mark.line + 1, o.document, e.msg));
     }
-  }
-  images.insert(images.end(), outer.begin(), outer.end());
-  YAML::Node res = Child(k, "resources");
-  if (!res.IsDefined() || !res.IsSequence()) {
-    return Status::InvalidArg(fmt::format("{}: 'resources' (a list of manifest files) is missing",
-                                          common::YamlWhere(k, kfile.string())));
-  }
-  for (const auto& r : res) {
-    std::string rel = Scalar(r);
-    if (rel.empty() || rel.find("://") != std::string::npos) {
-      return Status::InvalidArg(common::YamlWhere(r, kfile.string()) +
-                                ": resources entries must be local files or directories");
-    }
-    fs::path p = dir / rel;
-    std::error_code ec;
-    if (fs::is_directory(p, ec)) {
-      TG_RETURN_IF_ERROR(ReadKustomization(p, options, report, depth + 1, images));
-      continue;
-    }
-    TG_ASSIGN_OR_RETURN(std::string body,
-                        common::ReadFileLimited(p.string(), common::kMaxConfigBytes));
-    TG_RETURN_IF_ERROR(AuditK8sText(body, p.string(), options, report, images));
   }
   return Status::Ok();
 }
@@ -641,6 +611,27 @@ Status AuditK8sText(const std::string& text, const std::string& source,
                     const K8sAuditOptions& options, K8sAuditReport* report,
                     const std::vector<KustomizeImage>& images) {
   TG_ASSIGN_OR_RETURN(std::vector<YAML::Node> docs, common::ParseYamlDocuments(text, source));
+  return AuditK8sDocuments(docs, source, BoundsForText(text.size()), options, report, images);
+}
+
+Status AuditK8sDocuments(const std::vector<YAML::Node>& docs, const std::string& source,
+                         const YamlBounds& bounds, const K8sAuditOptions& options,
+                         K8sAuditReport* report, const std::vector<KustomizeImage>& images) {
+  // Bound every document before any rule walks it: the walkers below trust the tree to be finite
+  // and proportional to the input.
+  std::size_t visited = 0;
+  int objects = 0;
+  for (const YAML::Node& d : docs) {
+    TG_RETURN_IF_ERROR(CheckYamlBounds(d, source, bounds, &visited));
+    if (d.IsDefined() && !d.IsNull()) ++objects;
+  }
+  if (objects == 0) {
+    // An empty manifest audits nothing; a PASS here would vouch for objects that were never read.
+    return Status::InvalidArg(fmt::format(
+        "{}: no Kubernetes objects ({}): nothing to audit; give the manifest files, or pipe "
+        "`kubectl kustomize DIR` into `truegreen audit k8s -`",
+        source, docs.empty() ? "the file is empty" : "only empty documents"));
+  }
   int index = 0;
   for (const YAML::Node& d : docs) {
     ++index;
@@ -659,7 +650,7 @@ Status AuditK8sText(const std::string& text, const std::string& source,
 Status AuditK8sPath(const std::string& path, const K8sAuditOptions& options,
                     K8sAuditReport* report) {
   std::error_code ec;
-  if (fs::is_directory(path, ec)) return ReadKustomization(path, options, report, 0, {});
+  if (fs::is_directory(path, ec)) return AuditKustomization(path, options, report);
   TG_ASSIGN_OR_RETURN(std::string text, common::ReadFileLimited(path, common::kMaxConfigBytes));
   return AuditK8sText(text, path, options, report);
 }

@@ -9,7 +9,11 @@
 //                            nvidia.com/mig-* in resources.limits, asks for fewer devices than the
 //                            matrix, or contradicts the matrix's MIG expectation
 //   k8s.visible-devices-all  NVIDIA_VISIBLE_DEVICES=all on a container without a GPU limit (it
-//                            sees every GPU of the node behind the device plugin's back)
+//                            sees every GPU of the node behind the device plugin's back; "void"
+//                            means no GPU injection and is not reported)
+//   and the pod security rules of k8s_security.h (privileged, capabilities, host namespaces and
+//   paths, root, runtime class, read-only cache paths).
+// Kustomize directories are built by kustomize.h first; every input is bounded by k8s_yaml.h.
 //   k8s.probes               a long-running GPU container lacks startup/readiness/liveness probes;
 //                            truegreen containers must probe httpGet /readyz (startup, readiness)
 //                            and /healthz (liveness)
@@ -30,6 +34,7 @@
 #include <vector>
 
 #include "audit/finding.h"
+#include "audit/k8s_yaml.h"
 #include "common/config.h"
 #include "common/status.h"
 #include "policy/matrix.h"
@@ -77,6 +82,7 @@ struct K8sAuditReport {
 
 struct K8sAuditOptions {
   std::optional<GpuNodeRequirements> requirements;  // node-affinity rule runs only with these
+  std::string runtime_class;  // the cluster's GPU RuntimeClass ("" = none): k8s.runtime-class
 };
 
 // One entry of a kustomization's `images:` list.
@@ -94,6 +100,13 @@ std::string ApplyKustomizeImages(const std::string& image, const std::vector<Kus
 common::Status AuditK8sText(const std::string& text, const std::string& source,
                             const K8sAuditOptions& options, K8sAuditReport* report,
                             const std::vector<KustomizeImage>& images = {});
+
+// Audits parsed documents of one source. Fails (INVALID_ARG) before any rule runs when a document
+// breaks `bounds` (cycle, depth, alias expansion) or when there is no non-empty document at all.
+common::Status AuditK8sDocuments(const std::vector<YAML::Node>& docs, const std::string& source,
+                                 const YamlBounds& bounds, const K8sAuditOptions& options,
+                                 K8sAuditReport* report,
+                                 const std::vector<KustomizeImage>& images = {});
 
 // Audits a manifest file, or a directory with a kustomization.yaml (its `resources` files and
 // directories, with its `images` transformer applied: name -> newName/newTag/digest).

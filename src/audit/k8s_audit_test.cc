@@ -31,11 +31,13 @@ std::string GoodDeployment() {
          "spec:\n"
          "  template:\n"
          "    spec:\n"
+         "      securityContext: {runAsNonRoot: true}\n"
          "      containers:\n"
          "        - name: server\n"
          "          image: truegreen" +
          kDigest +
          "\n"
+         "          securityContext: {allowPrivilegeEscalation: false}\n"
          "          env:\n"
          "            - name: NVIDIA_DRIVER_CAPABILITIES\n"
          "              value: compute,utility\n"
@@ -193,7 +195,7 @@ TEST(K8sAudit, FindingsNameFileDocumentLineContainerField) {
   EXPECT_EQ(f->object, "Deployment/tg");
   EXPECT_EQ(f->container, "server");
   EXPECT_EQ(f->field, "spec.template.spec.containers[0].resources");
-  EXPECT_EQ(f->finding.line, 4 + 15);  // first line of the resources mapping
+  EXPECT_EQ(f->finding.line, 4 + 17);  // first line of the resources mapping
   EXPECT_EQ(r.report.skipped.size(), 1u);
   common::Json j = K8sReportToJson(r.report);
   EXPECT_EQ(j["findings"][0]["document"], 2);
@@ -201,9 +203,11 @@ TEST(K8sAudit, FindingsNameFileDocumentLineContainerField) {
 }
 
 TEST(K8sAudit, WorkloadKinds) {
-  std::string pod_spec = "containers:\n- name: c\n  image: busybox" + kDigest +
-                         "\n"
-                         "  resources: {requests: {cpu: 1, memory: 1Gi}, limits: {memory: 1Gi}}\n";
+  std::string pod_spec =
+      "containers:\n- name: c\n  image: busybox" + kDigest +
+      "\n"
+      "  resources: {requests: {cpu: 1, memory: 1Gi}, limits: {memory: 1Gi}}\n"
+      "  securityContext: {runAsNonRoot: true, allowPrivilegeEscalation: false}\n";
   auto indent = [](const std::string& s, int n) {
     std::string out, pad(n, ' ');
     std::size_t pos = 0;

@@ -304,6 +304,155 @@ Finding HostileFinding(std::string rule, std::string path, int layer, std::uint6
                           "rebuild the image from trusted inputs; do not ship this layer");
 }
 
+// Gathers at least 4 bytes for the magic (blocks may be tiny in pathological archives) and
+// sniffs the compression from them.
+Result<Compression> SniffSource(ByteSource& source, ReadClient* client, int layer,
+                                const std::string& name) {
+  while (client->prefix.size() < 4) {
+    auto block = source.Next();
+    if (!block.ok()) return block.status().WithPrefix(fmt::format("layer {}", layer));
+    if (block->empty()) break;
+    client->bytes += block->size();
+    client->prefix.append(block->data(), block->size());
+  }
+  if (client->prefix.empty()) {
+    return Status::InvalidArg(
+        fmt::format("layer {} ({}): empty blob, expected a tar", layer, name));
+  }
+  auto comp = SniffCompression(client->prefix);
+  if (!comp) {
+    return Status::InvalidArg(fmt::format(
+        "layer {} ({}): unsupported compression (magic {:02x} {:02x} {:02x}); expected gzip, "
+        "zstd or an uncompressed tar",
+        layer, name, static_cast<unsigned char>(client->prefix[0]),
+        static_cast<unsigned char>(client->prefix[1]),
+        static_cast<unsigned char>(client->prefix[2])));
+  }
+  return *comp;
+}
+
+Result<ArchiveReadPtr> OpenLayerArchive(ReadClient* client, Compression comp, int layer,
+                                        const std::string& name) {
+  ArchiveReadPtr a(archive_read_new());
+  if (!a) return Status::Internal("archive_read_new failed");
+  archive_read_support_format_tar(a.get());
+  if (comp == Compression::kGzip) archive_read_support_filter_gzip(a.get());
+  if (comp == Compression::kZstd) archive_read_support_filter_zstd(a.get());
+  archive_read_set_read_callback(a.get(), ReadCallback);
+  archive_read_set_skip_callback(a.get(), SkipCallback);
+  archive_read_set_callback_data(a.get(), client);
+  if (archive_read_open1(a.get()) != ARCHIVE_OK) {
+    const char* e = archive_error_string(a.get());
+    return Status::InvalidArg(fmt::format("layer {} ({}): not a {} tar: {}", layer, name,
+                                          CompressionName(comp), e ? e : "unknown error"));
+  }
+  return a;
+}
+
+// Type, link and size of a non-whiteout entry; false (with a finding) for a hard link that
+// escapes the root.
+bool FillEntryType(struct archive_entry* entry, int layer, LayerEntry* e, LayerScan* scan) {
+  const char* hard = archive_entry_hardlink(entry);
+  mode_t ft = archive_entry_filetype(entry);
+  if (hard != nullptr) {
+    bool abs2 = false;
+    auto target = NormalizeMemberName(hard, &abs2);
+    if (!target) {
+      scan->findings.push_back(
+          HostileFinding("image.hostile.path-traversal", e->path, layer, 0,
+                         fmt::format("hard link target '{}' escapes the image root", hard)));
+      return false;
+    }
+    e->type = EntryType::kHardlink;
+    e->link = *target;
+  } else if (ft == AE_IFREG) {
+    e->type = EntryType::kFile;
+    e->size = archive_entry_size_is_set(entry) && archive_entry_size(entry) > 0
+                  ? static_cast<std::uint64_t>(archive_entry_size(entry))
+                  : 0;
+  } else if (ft == AE_IFDIR) {
+    e->type = EntryType::kDir;
+  } else if (ft == AE_IFLNK) {
+    e->type = EntryType::kSymlink;
+    const char* t = archive_entry_symlink(entry);
+    e->link = t ? t : "";
+  } else {
+    e->type = EntryType::kOther;
+  }
+  return true;
+}
+
+// The normalised entry, or nullopt when it is skipped (traversal, the root itself); hostile
+// names become findings.
+std::optional<LayerEntry> ToEntry(struct archive_entry* entry, int layer, LayerScan* scan) {
+  const char* raw = archive_entry_pathname(entry);
+  std::string raw_name = raw ? raw : "";
+  bool absolute = false;
+  auto norm = NormalizeMemberName(raw_name, &absolute);
+  if (!norm) {
+    scan->findings.push_back(
+        HostileFinding("image.hostile.path-traversal", raw_name, layer, 0,
+                       "member name contains '..' and would escape the image root; entry ignored"));
+    return std::nullopt;
+  }
+  if (absolute) {
+    Finding f = HostileFinding("image.hostile.absolute-path", raw_name, layer, 0,
+                               "member name is absolute; layer tars must hold relative paths");
+    f.severity = Severity::kWarning;
+    scan->findings.push_back(std::move(f));
+  }
+  if (norm->empty()) return std::nullopt;  // the root directory itself
+  LayerEntry e;
+  e.mode = archive_entry_perm(entry);
+  e.mtime = archive_entry_mtime(entry);
+  std::string_view base = *norm;
+  std::string_view dir;
+  if (auto slash = base.rfind('/'); slash != std::string_view::npos) {
+    dir = base.substr(0, slash);
+    base = base.substr(slash + 1);
+  }
+  if (base == ".wh..wh..opq") {
+    e.type = EntryType::kOpaque;
+    e.path = std::string(dir);
+  } else if (base.starts_with(".wh.")) {
+    e.type = EntryType::kWhiteout;
+    e.path = dir.empty() ? std::string(base.substr(4)) : fmt::format("{}/{}", dir, base.substr(4));
+  } else {
+    e.path = std::move(*norm);
+    if (!FillEntryType(entry, layer, &e, scan)) return std::nullopt;
+  }
+  return e;
+}
+
+// Bomb guards run on declared sizes *before* any data is decompressed, so a tiny blob that
+// claims terabytes is refused without doing the work. False (with a finding) stops the scan.
+bool WithinSizeLimits(const LayerEntry& e, int layer, std::uint64_t declared_compressed,
+                      const ReaderLimits& limits, std::uint64_t* declared,
+                      std::uint64_t* budget_left, LayerScan* scan) {
+  if (e.size > *budget_left) {
+    scan->findings.push_back(HostileFinding(
+        "image.hostile.size-limit", e.path, layer, e.size,
+        fmt::format("entry declares {} but only {} of the image's uncompressed allowance ({}) "
+                    "is left (decompression bomb or oversized image); scanning stopped",
+                    HumanBytes(e.size), HumanBytes(*budget_left),
+                    HumanBytes(limits.max_uncompressed_bytes))));
+    return false;
+  }
+  *declared += e.size;
+  *budget_left -= e.size;
+  if (declared_compressed > 0 && *declared > limits.ratio_floor_bytes &&
+      *declared / declared_compressed > limits.max_ratio) {
+    scan->findings.push_back(HostileFinding(
+        "image.hostile.bomb", e.path, layer, *declared,
+        fmt::format("layer expands {}x ({} from a {} blob), above the {}x limit; scanning "
+                    "stopped",
+                    *declared / declared_compressed, HumanBytes(*declared),
+                    HumanBytes(declared_compressed), limits.max_ratio)));
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 Result<LayerScan> ScanLayer(ByteSource& source, int layer, const std::string& name,
@@ -312,51 +461,15 @@ Result<LayerScan> ScanLayer(ByteSource& source, int layer, const std::string& na
   LayerScan scan;
   ReadClient client;
   client.source = &source;
-  // Gather at least 4 bytes for the magic (blocks may be tiny in pathological archives).
-  while (client.prefix.size() < 4) {
-    auto block = source.Next();
-    if (!block.ok()) return block.status().WithPrefix(fmt::format("layer {}", layer));
-    if (block->empty()) break;
-    client.bytes += block->size();
-    client.prefix.append(block->data(), block->size());
-  }
-  if (client.prefix.empty()) {
-    return Status::InvalidArg(
-        fmt::format("layer {} ({}): empty blob, expected a tar", layer, name));
-  }
-  auto comp = SniffCompression(client.prefix);
-  if (!comp) {
-    return Status::InvalidArg(fmt::format(
-        "layer {} ({}): unsupported compression (magic {:02x} {:02x} {:02x}); expected gzip, "
-        "zstd or an uncompressed tar",
-        layer, name, static_cast<unsigned char>(client.prefix[0]),
-        static_cast<unsigned char>(client.prefix[1]),
-        static_cast<unsigned char>(client.prefix[2])));
-  }
-  scan.compression = *comp;
-
-  ArchiveReadPtr a(archive_read_new());
-  if (!a) return Status::Internal("archive_read_new failed");
-  archive_read_support_format_tar(a.get());
-  if (*comp == Compression::kGzip) archive_read_support_filter_gzip(a.get());
-  if (*comp == Compression::kZstd) archive_read_support_filter_zstd(a.get());
-  archive_read_set_read_callback(a.get(), ReadCallback);
-  archive_read_set_skip_callback(a.get(), SkipCallback);
-  archive_read_set_callback_data(a.get(), &client);
-  if (archive_read_open1(a.get()) != ARCHIVE_OK) {
-    const char* e = archive_error_string(a.get());
-    return Status::InvalidArg(fmt::format("layer {} ({}): not a {} tar: {}", layer, name,
-                                          CompressionName(*comp), e ? e : "unknown error"));
-  }
-
+  TG_ASSIGN_OR_RETURN(scan.compression, SniffSource(source, &client, layer, name));
+  TG_ASSIGN_OR_RETURN(ArchiveReadPtr a, OpenLayerArchive(&client, scan.compression, layer, name));
   auto fail = [&](const char* what) -> Status {
     if (!client.error.ok()) return client.error.WithPrefix(fmt::format("layer {}", layer));
     const char* e = archive_error_string(a.get());
     return Status::InvalidArg(fmt::format("layer {} ({}, {}): {} after {} entries: {}", layer, name,
-                                          CompressionName(*comp), what, scan.entries.size(),
-                                          e ? e : "unknown error"));
+                                          CompressionName(scan.compression), what,
+                                          scan.entries.size(), e ? e : "unknown error"));
   };
-
   std::uint64_t declared = 0;
   std::uint64_t count = 0;
   struct archive_entry* entry = nullptr;
@@ -373,107 +486,22 @@ Result<LayerScan> ScanLayer(ByteSource& source, int layer, const std::string& na
       scan.stopped_early = true;
       break;
     }
-    const char* raw = archive_entry_pathname(entry);
-    std::string raw_name = raw ? raw : "";
-    bool absolute = false;
-    auto norm = NormalizeMemberName(raw_name, &absolute);
-    if (!norm) {
-      scan.findings.push_back(HostileFinding(
-          "image.hostile.path-traversal", raw_name, layer, 0,
-          "member name contains '..' and would escape the image root; entry ignored"));
-      continue;
-    }
-    if (absolute) {
-      Finding f = HostileFinding("image.hostile.absolute-path", raw_name, layer, 0,
-                                 "member name is absolute; layer tars must hold relative paths");
-      f.severity = Severity::kWarning;
-      scan.findings.push_back(std::move(f));
-    }
-    if (norm->empty()) continue;  // the root directory itself
-
-    LayerEntry e;
-    e.mode = archive_entry_perm(entry);
-    e.mtime = archive_entry_mtime(entry);
-    std::string_view base = *norm;
-    std::string_view dir;
-    if (auto slash = base.rfind('/'); slash != std::string_view::npos) {
-      dir = base.substr(0, slash);
-      base = base.substr(slash + 1);
-    }
-    if (base == ".wh..wh..opq") {
-      e.type = EntryType::kOpaque;
-      e.path = std::string(dir);
-    } else if (base.starts_with(".wh.")) {
-      e.type = EntryType::kWhiteout;
-      e.path =
-          dir.empty() ? std::string(base.substr(4)) : fmt::format("{}/{}", dir, base.substr(4));
-    } else {
-      e.path = std::move(*norm);
-      const char* hard = archive_entry_hardlink(entry);
-      mode_t ft = archive_entry_filetype(entry);
-      if (hard != nullptr) {
-        bool abs2 = false;
-        auto target = NormalizeMemberName(hard, &abs2);
-        if (!target) {
-          scan.findings.push_back(
-              HostileFinding("image.hostile.path-traversal", e.path, layer, 0,
-                             fmt::format("hard link target '{}' escapes the image root", hard)));
-          continue;
-        }
-        e.type = EntryType::kHardlink;
-        e.link = *target;
-      } else if (ft == AE_IFREG) {
-        e.type = EntryType::kFile;
-        e.size = archive_entry_size_is_set(entry) && archive_entry_size(entry) > 0
-                     ? static_cast<std::uint64_t>(archive_entry_size(entry))
-                     : 0;
-      } else if (ft == AE_IFDIR) {
-        e.type = EntryType::kDir;
-      } else if (ft == AE_IFLNK) {
-        e.type = EntryType::kSymlink;
-        const char* t = archive_entry_symlink(entry);
-        e.link = t ? t : "";
-      } else {
-        e.type = EntryType::kOther;
-      }
-    }
-
-    // Bomb guards run on declared sizes *before* any data is decompressed, so a tiny blob that
-    // claims terabytes is refused without doing the work.
-    if (e.size > *budget_left) {
-      scan.findings.push_back(HostileFinding(
-          "image.hostile.size-limit", e.path, layer, e.size,
-          fmt::format("entry declares {} but only {} of the image's uncompressed allowance ({}) "
-                      "is left (decompression bomb or oversized image); scanning stopped",
-                      HumanBytes(e.size), HumanBytes(*budget_left),
-                      HumanBytes(limits.max_uncompressed_bytes))));
+    std::optional<LayerEntry> e = ToEntry(entry, layer, &scan);
+    if (!e) continue;
+    if (!WithinSizeLimits(*e, layer, declared_compressed, limits, &declared, budget_left, &scan)) {
       scan.stopped_early = true;
       break;
     }
-    declared += e.size;
-    *budget_left -= e.size;
-    if (declared_compressed > 0 && declared > limits.ratio_floor_bytes &&
-        declared / declared_compressed > limits.max_ratio) {
-      scan.findings.push_back(HostileFinding(
-          "image.hostile.bomb", e.path, layer, declared,
-          fmt::format("layer expands {}x ({} from a {} blob), above the {}x limit; scanning "
-                      "stopped",
-                      declared / declared_compressed, HumanBytes(declared),
-                      HumanBytes(declared_compressed), limits.max_ratio)));
-      scan.stopped_early = true;
-      break;
-    }
-
-    if (e.type == EntryType::kFile && capture && e.size <= limits.max_capture_bytes &&
-        capture(e.path)) {
+    if (e->type == EntryType::kFile && capture && e->size <= limits.max_capture_bytes &&
+        capture(e->path)) {
       std::string data;
-      data.resize(e.size);
+      data.resize(e->size);
       la_ssize_t got = archive_read_data(a.get(), data.data(), data.size());
       if (got < 0) return fail("cannot read file data");
       data.resize(static_cast<std::size_t>(got));
-      scan.captured[e.path] = std::move(data);
+      scan.captured[e->path] = std::move(data);
     }
-    scan.entries.push_back(std::move(e));
+    scan.entries.push_back(std::move(*e));
   }
   if (!scan.stopped_early) {
     // Drain the source so compressed_bytes counts the whole blob (a tar ends with padding that

@@ -147,6 +147,11 @@ struct ReaderLimits {
   std::uint64_t max_uncompressed_bytes = 64ull << 30;
   // Entries per layer.
   std::uint64_t max_entries = 4'000'000;
+  // Entries over the whole image, a blob counted at every manifest position that names it (the
+  // reader keeps one copy per position): bounds memory by the total, not entries x references.
+  std::uint64_t max_total_entries = 8'000'000;
+  // Layer references in one manifest (overlayfs stacks at most 128 lower layers).
+  std::uint64_t max_layers = 256;
   // Declared uncompressed / compressed size ratio above which a layer larger than
   // `ratio_floor_bytes` is treated as a bomb.
   std::uint64_t max_ratio = 1000;

@@ -427,6 +427,30 @@ void CheckLayerSize(Image* img, ImageLayer* l, std::uint64_t actual) {
   }
 }
 
+// Charges `entries` against the image-wide entry budget; false (with a finding) when exhausted.
+bool ChargeEntries(Image* img, std::uint64_t entries, const ReaderLimits& limits,
+                   std::uint64_t* total) {
+  if (*total + entries <= limits.max_total_entries) {
+    *total += entries;
+    return true;
+  }
+  img->findings.push_back(MakeImageFinding(
+      "image.hostile.entry-limit", Severity::kError, "", -1, 0,
+      fmt::format("the layers hold more than {} entries in total (a blob named at several "
+                  "manifest positions counts at each); scanning stopped",
+                  limits.max_total_entries),
+      "rebuild the image from trusted inputs; do not ship it"));
+  return false;
+}
+
+// The manifest's layer count against the reader's limit (checked before any layer is read).
+Status CheckLayerCount(const Image& img, const ReaderLimits& limits) {
+  if (img.layers.size() <= limits.max_layers) return Status::Ok();
+  return Status::InvalidArg(fmt::format(
+      "{}: the manifest names {} layers; at most {} are read (overlayfs stacks at most 128)",
+      img.source, img.layers.size(), limits.max_layers));
+}
+
 // Scans one blob; with `verify` every byte is hashed on the way (the algorithm of the expected
 // digest, sha256 when unknown) and the whole blob is read even when the scan stopped early.
 Result<LayerScan> ScanBlob(ByteSource& src, ImageLayer& l, const std::string& name, bool verify,
@@ -498,7 +522,9 @@ Result<Image> ReadLayoutDir(const std::string& dir, const ReaderLimits& limits,
   }
   TG_ASSIGN_OR_RETURN(Resolved r, ResolveOci(read, dir));
   Image img = FromResolved(dir, ImageFormat::kOciLayout, std::move(r));
+  TG_RETURN_IF_ERROR(CheckLayerCount(img, limits));
   std::uint64_t budget = limits.max_uncompressed_bytes;
+  std::uint64_t total = 0;
   for (auto& l : img.layers) {
     TG_ASSIGN_OR_RETURN(auto src, FileSource::Open(dir + "/" + l.blob));
     struct stat bst {};
@@ -507,6 +533,10 @@ Result<Image> ReadLayoutDir(const std::string& dir, const ReaderLimits& limits,
     }
     TG_ASSIGN_OR_RETURN(
         l.scan, ScanBlob(*src, l, l.blob, options.verify_layer_digests, limits, &budget, capture));
+    if (!ChargeEntries(&img, l.scan.entries.size(), limits, &total)) {
+      l.scan = LayerScan();
+      break;
+    }
     if (l.scan.stopped_early) break;
   }
   if (options.verify_layer_digests) CheckLayerDigests(&img);
@@ -514,9 +544,12 @@ Result<Image> ReadLayoutDir(const std::string& dir, const ReaderLimits& limits,
   return img;
 }
 
-// A layer scan's result belongs to every manifest position that names the same blob.
-void PlaceScan(Image* img, const std::vector<int>& positions, const LayerScan& scan,
-               const std::string& digest, bool streamed) {
+// A layer scan's result belongs to every manifest position that names the same blob. Returns
+// false when the image-wide entry budget is exhausted (nothing placed).
+bool PlaceScan(Image* img, const std::vector<int>& positions, const LayerScan& scan,
+               const std::string& digest, bool streamed, const ReaderLimits& limits,
+               std::uint64_t* total) {
+  if (!ChargeEntries(img, scan.entries.size() * positions.size(), limits, total)) return false;
   for (int i : positions) {
     ImageLayer& l = img->layers[i];
     l.scan = scan;
@@ -524,6 +557,7 @@ void PlaceScan(Image* img, const std::vector<int>& positions, const LayerScan& s
     l.streamed = streamed;
     for (auto& f : l.scan.findings) f.layer = i;
   }
+  return true;
 }
 
 // Uncompressed outer tar: every layer is read from its byte range of the file, in file order
@@ -536,13 +570,14 @@ Status ScanRanges(const std::string& path, const TarIndex& idx,
   for (const auto& [blob, positions] : wanted) order.emplace_back(idx.ranges.at(blob), blob);
   std::sort(order.begin(), order.end());
   std::uint64_t budget = limits.max_uncompressed_bytes;
+  std::uint64_t total = 0;
   for (const auto& [range, blob] : order) {
     const std::vector<int>& positions = wanted.at(blob);
     ImageLayer& first = img->layers[positions.front()];
     TG_ASSIGN_OR_RETURN(auto src, FileSource::OpenRange(path, range.first, range.second));
     TG_ASSIGN_OR_RETURN(LayerScan scan, ScanBlob(*src, first, blob, options.verify_layer_digests,
                                                  limits, &budget, capture));
-    PlaceScan(img, positions, scan, first.actual_digest, false);
+    if (!PlaceScan(img, positions, scan, first.actual_digest, false, limits, &total)) break;
     if (scan.stopped_early) break;
   }
   return Status::Ok();
@@ -556,6 +591,7 @@ Status ScanStreamed(const std::string& path, const std::map<std::string, std::ve
                     const ReadOptions& options, Image* img) {
   TG_ASSIGN_OR_RETURN(ArchiveReadPtr a, OpenOuter(path));
   std::uint64_t budget = limits.max_uncompressed_bytes;
+  std::uint64_t total = 0;
   std::size_t done = 0;
   bool stopped = false;
   std::set<std::string> seen;
@@ -580,8 +616,8 @@ Status ScanStreamed(const std::string& path, const std::map<std::string, std::ve
     ArchiveEntrySource src(a.get(), fmt::format("{}:{}", path, *name));
     TG_ASSIGN_OR_RETURN(LayerScan scan, ScanBlob(src, first, *name, options.verify_layer_digests,
                                                  limits, &budget, capture));
-    stopped = scan.stopped_early;
-    PlaceScan(img, it->second, scan, first.actual_digest, true);
+    stopped = scan.stopped_early ||
+              !PlaceScan(img, it->second, scan, first.actual_digest, true, limits, &total);
     ++done;
   }
   if (done < wanted.size() && !stopped) {
@@ -620,6 +656,7 @@ Result<Image> ReadTar(const std::string& path, const ReaderLimits& limits,
         path, idx.sizes.size()));
   }
   Image img = FromResolved(path, format, std::move(r));
+  TG_RETURN_IF_ERROR(CheckLayerCount(img, limits));
   // Which members hold which layers (a blob may appear twice in one manifest).
   std::map<std::string, std::vector<int>> wanted;
   for (const auto& l : img.layers) {

@@ -5,6 +5,7 @@
 // verdict first; errors through cli::ReportError.
 #include <fmt/format.h>
 
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -14,6 +15,7 @@
 #include "audit/dockerfile_parser.h"
 #include "audit/k8s_audit.h"
 #include "audit/k8s_render.h"
+#include "cli/audit_output.h"
 #include "cli/command_areas.h"
 #include "cli/output.h"
 #include "cli/policy_option.h"
@@ -36,9 +38,11 @@ struct DockerfileArgs {
   std::string file;
   std::string context;
   std::vector<std::string> build_args;
+  AuditOutputFlags output;
 };
 
 int RunAuditDockerfile(const DockerfileArgs& a, const GlobalOptions& g) {
+  constexpr std::string_view kCmd = "audit dockerfile";
   std::map<std::string, std::string> build_args;
   for (const auto& kv : a.build_args) {
     std::size_t eq = kv.find('=');
@@ -59,9 +63,17 @@ int RunAuditDockerfile(const DockerfileArgs& a, const GlobalOptions& g) {
   if (!df.ok()) return ReportError(df.status());
   auto rep = audit::AuditDockerfile(*df, {a.file, a.context});
   if (!rep.ok()) return ReportError(rep.status());
-  bool fail = audit::AnyAtLeast(rep->findings, audit::Severity::kError);
+  auto out = ResolveAuditOutput(a.output, g);
+  if (!out.ok()) return ReportError(out.status());
+  audit::Severity fail_on = out->fail_on.value_or(audit::Severity::kError);
+  bool printed = false;
+  common::Status emitted = EmitAuditReports(*out, kCmd, fail_on, &rep->findings, &printed);
+  if (!emitted.ok()) return ReportError(emitted);
+  bool fail = audit::GateFails(rep->findings, fail_on);
 
-  if (g.json) {
+  if (printed) {
+    // SARIF or JUnit went to stdout.
+  } else if (out->format == audit::OutputFormat::kJson) {
     common::Json j;
     j["dockerfile"] = a.file;
     j["context"] = a.context.empty() ? fs::path(a.file).parent_path().string() : a.context;
@@ -99,10 +111,14 @@ int RunAuditDockerfile(const DockerfileArgs& a, const GlobalOptions& g) {
 struct K8sArgs {
   std::vector<std::string> files;
   std::string matrix;
+  std::string runtime_class;
+  AuditOutputFlags output;
 };
 
 int RunAuditK8s(const K8sArgs& a, const GlobalOptions& g) {
+  constexpr std::string_view kCmd = "audit k8s";
   audit::K8sAuditOptions opts;
+  opts.runtime_class = a.runtime_class;
   auto m = RequestedMatrix(a.matrix, g);
   if (!m.ok()) return ReportError(m.status());
   if (*m) opts.requirements = audit::NodeRequirementsFromMatrix(**m);
@@ -113,9 +129,19 @@ int RunAuditK8s(const K8sArgs& a, const GlobalOptions& g) {
     common::Status s = audit::AuditK8sPath(f, opts, &rep);
     if (!s.ok()) return ReportError(s);
   }
-  bool fail = false;
-  for (const auto& kf : rep.findings) fail = fail || kf.finding.severity == audit::Severity::kError;
-  if (g.json) {
+  auto out = ResolveAuditOutput(a.output, g);
+  if (!out.ok()) return ReportError(out.status());
+  audit::Severity fail_on = out->fail_on.value_or(audit::Severity::kError);
+  std::vector<audit::Finding> findings;
+  for (const auto& kf : rep.findings) findings.push_back(kf.finding);
+  bool printed = false;
+  common::Status emitted = EmitAuditReports(*out, kCmd, fail_on, &findings, &printed);
+  if (!emitted.ok()) return ReportError(emitted);
+  for (std::size_t i = 0; i < findings.size(); ++i) rep.findings[i].finding = findings[i];
+  bool fail = audit::GateFails(findings, fail_on);
+  if (printed) {
+    // SARIF or JUnit went to stdout.
+  } else if (out->format == audit::OutputFormat::kJson) {
     common::Json j = audit::K8sReportToJson(rep);
     j["matrix"] = matrix_name;
     j["verdict"] = fail ? "fail" : "pass";
@@ -130,6 +156,44 @@ int RunAuditK8s(const K8sArgs& a, const GlobalOptions& g) {
     Print(audit::K8sReportToText(rep));
   }
   return fail ? kExitAudit : kExitOk;
+}
+
+// Kubernetes quantities as `k8s render` accepts them: CPU "2", "0.5", "500m"; memory "8Gi",
+// "512Mi", "1G", "1073741824". Positive, digits checked by hand (the input is a command-line
+// argument of any length).
+bool IsQuantity(std::string_view q, bool cpu) {
+  std::size_t i = 0, digits = 0, nonzero = 0;
+  bool dot = false;
+  for (; i < q.size() && (std::isdigit(static_cast<unsigned char>(q[i])) || q[i] == '.'); ++i) {
+    if (q[i] == '.') {
+      if (dot) return false;
+      dot = true;
+      continue;
+    }
+    ++digits;
+    if (q[i] != '0') ++nonzero;
+  }
+  if (digits == 0 || nonzero == 0 || q.size() > 32 || q.back() == '.') return false;
+  std::string_view unit = q.substr(i);
+  if (cpu) return unit.empty() || (unit == "m" && !dot);
+  for (std::string_view u :
+       {"", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "k", "M", "G", "T", "P", "E"}) {
+    if (unit == u) return true;
+  }
+  return false;
+}
+
+// An image reference: name[:tag][@digest] in the reference grammar's character set. Anything
+// else (spaces, newlines, quotes) would be written verbatim into the rendered YAML.
+bool IsImageReference(std::string_view ref) {
+  if (ref.empty() || ref.size() > 512) return false;
+  for (char c : ref) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' ||
+          c == '/' || c == ':' || c == '@')) {
+      return false;
+    }
+  }
+  return true;
 }
 
 struct RenderArgs {
@@ -148,6 +212,21 @@ int RunK8sRender(RenderArgs a, const GlobalOptions& g) {
         fmt::format("--name '{}': must be a DNS label (lower case letters, digits and '-', at "
                     "most 42 characters)",
                     a.opts.name)));
+  }
+  if (!IsQuantity(a.opts.cpu, true)) {
+    return ReportError(Status::InvalidArg( fmt::format("--cpu '{}': expected a positive CPU quantity such as 2, "
+                                        "0.5 or 500m",
+                                        a.opts.cpu.substr(0, 64))));
+  }
+  if (!IsQuantity(a.opts.memory, false)) {
+    return ReportError(Status::InvalidArg( fmt::format("--memory '{}': expected a positive memory quantity such "
+                                        "as 8Gi, 512Mi or 1G",
+                                        a.opts.memory.substr(0, 64))));
+  }
+  if (!IsImageReference(a.opts.image)) {
+    return ReportError(Status::InvalidArg(
+                      "--image: expected an image reference (name[:tag][@sha256:digest]; "
+                      "letters, digits and . _ - / : @ only, at most 512 characters)"));
   }
   if (!common::IsPinnedByDigest(a.opts.image)) {
     Warn(
@@ -180,6 +259,7 @@ void RegisterAuditConfigCommands(CLI::App& app, CLI::App& audit, GlobalOptions& 
       ->type_name("DIR");
   df->add_option("--build-arg", dfa->build_args, "NAME=VALUE for a global ARG used in FROM")
       ->type_name("NAME=VALUE");
+  AddAuditOutputFlags(df, &dfa->output);
   r.Add(df, [dfa, &g] { return RunAuditDockerfile(*dfa, g); });
 
   auto ka = std::make_shared<K8sArgs>();
@@ -192,6 +272,10 @@ void RegisterAuditConfigCommands(CLI::App& app, CLI::App& audit, GlobalOptions& 
       ->type_name("FILE|DIR");
   k8s->add_option("--matrix", ka->matrix, "Version matrix: check node affinity against it")
       ->type_name("FILE");
+  k8s->add_option("--runtime-class", ka->runtime_class,
+                  "The RuntimeClass GPU pods must use on this cluster (k8s.runtime-class)")
+      ->type_name("NAME");
+  AddAuditOutputFlags(k8s, &ka->output);
   r.Add(k8s, [ka, &g] { return RunAuditK8s(*ka, g); });
 
   CLI::App* group = app.add_subcommand("k8s", "Kubernetes objects for truegreen");

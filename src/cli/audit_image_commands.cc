@@ -7,6 +7,8 @@
 #include <iostream>
 
 #include "audit/image_audit.h"
+#include "audit/image_ref.h"
+#include "cli/audit_output.h"
 #include "cli/command_areas.h"
 #include "cli/output.h"
 #include "cli/policy_option.h"
@@ -25,6 +27,7 @@ struct AuditImageFlags {
   std::string rules;
   bool diff = false;
   bool verify_digests = false;
+  AuditOutputFlags output;
 };
 
 int Fail(const common::Status& s) { return ReportError(s); }
@@ -56,9 +59,19 @@ int RunAuditImage(const AuditImageFlags& f, const GlobalOptions& g) {
     return Fail(common::Status::InvalidArg("give one image, or two with --diff"));
   }
   std::vector<audit::ImageAuditReport> reports;
-  for (const auto& path : f.images) {
-    auto r = audit::AuditImage(path, opts);
-    if (!r.ok()) return Fail(r.status());
+  for (const auto& ref : f.images) {
+    auto input = audit::ResolveImageInput(ref);
+    if (!input.ok()) return Fail(input.status());
+    auto r = audit::AuditImage((*input)->path(), opts);
+    if (!r.ok()) {
+      // Reader errors are always bad input: the file is unreadable, corrupt or inconsistent.
+      common::Status s = r.status();
+      if (s.code() != common::StatusCode::kInternal &&
+          common::ExitCodeFromStatus(s) != common::kExitUsage) {
+        s = common::Status::InvalidArg(s.message());
+      }
+      return Fail(s);
+    }
     reports.push_back(std::move(*r));
   }
   if (f.diff) {
@@ -70,8 +83,17 @@ int RunAuditImage(const AuditImageFlags& f, const GlobalOptions& g) {
     }
     return common::kExitOk;
   }
-  const auto& r = reports[0];
-  if (g.json) {
+  auto& r = reports[0];
+  auto out = ResolveAuditOutput(f.output, g);
+  if (!out.ok()) return Fail(out.status());
+  if (out->fail_on) r.fail_on = *out->fail_on;
+  bool printed = false;
+  common::Status emitted = EmitAuditReports(*out, "audit image", r.fail_on, &r.findings, &printed);
+  if (!emitted.ok()) return Fail(emitted);
+  r.failed = audit::GateFails(r.findings, r.fail_on);
+  if (printed) {
+    // SARIF or JUnit went to stdout.
+  } else if (out->format == audit::OutputFormat::kJson) {
     std::cout << audit::ReportToJson(r).dump(2) << "\n";
   } else {
     // Verdict first, like doctor; the report (ending in its own summary) follows.
@@ -88,11 +110,12 @@ void RegisterAuditImageCommands(CLI::App& audit, GlobalOptions& g, CommandRegist
   auto flags = std::make_shared<AuditImageFlags>();
   CLI::App* cmd = audit.add_subcommand(
       "image",
-      "Audit a container image (docker save tar, OCI layout dir or OCI archive) without a "
-      "daemon: size budgets, dive efficiency, hygiene and GPU rules; exit 6 on failure");
+      "Audit a container image (docker save tar, OCI layout dir or OCI archive, or a "
+      "docker-archive:, oci-archive:, oci: or docker:// reference) without a daemon: size "
+      "budgets, dive efficiency, hygiene and GPU rules; exit 6 on failure");
   cmd->add_option("images", flags->images,
-                  "Image file or directory (docker save tar, OCI layout dir or OCI archive), or A "
-                  "B with --diff")
+                  "Image file or directory (docker save tar, OCI layout dir or OCI archive) or "
+                  "reference, or A B with --diff")
       ->required()
       ->expected(1, 2)
       ->type_name("IMAGE");
@@ -109,6 +132,7 @@ void RegisterAuditImageCommands(CLI::App& audit, GlobalOptions& g, CommandRegist
   cmd->add_flag("--verify-digests", flags->verify_digests,
                 "Hash every layer blob and compare with its digest (manifests and configs are "
                 "always checked); reads plain layers in full instead of seeking over file data");
+  AddAuditOutputFlags(cmd, &flags->output);
   r.Add(cmd, [flags, &g] { return RunAuditImage(*flags, g); });
 }
 

@@ -4,10 +4,12 @@
 // 5 performance (logscan). Verdict first, then the evidence; errors through cli::ReportError.
 #include <algorithm>
 #include <cstdio>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "cli/audit_output.h"
 #include "cli/command_areas.h"
 #include "cli/integrity_canary.h"
 #include "cli/output.h"
@@ -204,17 +206,78 @@ std::string_view LogVerdict(int exit_code) {
   }
 }
 
-int RunLogscan(const std::string& path, const GlobalOptions& g) {
+// The reporting half of logscan: gate (--fail-on, --suppressions), verdict first, then the
+// findings in the asked format. Every match fails unless suppressed; matches past the listed ones
+// cannot be suppressed. The exit code is the most severe category's (policy::LogScanExitCode).
+int ReportLogscan(const std::string& path, const policy::LogScanSummary& r,
+                  const AuditOutput& out, std::vector<audit::Finding>* findings,
+                  Json* matches, const std::string& text, const GlobalOptions& g) {
+  constexpr std::int64_t kMaxListed = 10000;
+  audit::Severity fail_on = out.fail_on.value_or(audit::Severity::kError);
+  bool printed = false;
+  common::Status emitted = EmitAuditReports(out, "logscan", fail_on, findings, &printed);
+  if (!emitted.ok()) return ReportError(emitted);
+  const bool fail = r.matches > static_cast<std::int64_t>(findings->size()) ||
+                    audit::GateFails(*findings, fail_on);
+  for (std::size_t i = 0; i < findings->size() && i < matches->size(); ++i) {
+    if ((*findings)[i].suppressed) (*matches)[i]["suppressed"] = (*findings)[i].suppression;
+  }
+  const int rc = fail ? policy::LogScanExitCode(r) : common::kExitOk;
+  const std::string_view verdict = LogVerdict(rc);
+  if (printed) return rc;  // SARIF or JUnit went to stdout
+  if (out.format == audit::OutputFormat::kJson) {
+    Json cats = Json::object();
+    for (const auto& [c, n] : r.per_category) cats[c] = n;
+    PrintJson({{"verdict", verdict},
+               {"exit_code", rc},
+               {"file", path},
+               {"lines", r.lines},
+               {"matches", r.matches},
+               {"categories", cats},
+               {"findings", *matches},
+               {"findings_not_listed", std::max<std::int64_t>(0, r.matches - kMaxListed)}});
+    return rc;
+  }
+  std::string summary =
+      std::to_string(r.lines) + " line(s), " + std::to_string(r.matches) + " finding(s)";
+  for (const auto& [c, n] : r.per_category) summary += "; " + c + " " + std::to_string(n);
+  Print(Paint(verdict, rc == 0 ? Tone::kPass : Tone::kFail) + " (exit " + std::to_string(rc) +
+        "): " + summary + (r.matches ? "" : " — no fallback or degradation language found") +
+        "\n" + text);
+  if (r.matches > kMaxListed) {
+    Print("... " + std::to_string(r.matches - kMaxListed) + " more finding(s) not listed\n");
+  }
+  return rc;
+}
+
+int RunLogscan(const std::string& path, const std::string& patterns, const AuditOutputFlags& flags,
+               const GlobalOptions& g) {
+  auto out = ResolveAuditOutput(flags, g);
+  if (!out.ok()) return ReportError(out.status());
+  std::unique_ptr<policy::LogScanner> scanner;
+  if (!patterns.empty()) {
+    auto s = policy::LogScanner::WithUserPatterns(patterns);
+    if (!s.ok()) return ReportError(s.status());
+    scanner = std::move(*s);
+  }
   // Findings are collected (not streamed) so the verdict can come first. Each is at most one
   // truncated line plus its explanation, and at most kMaxListed are kept (all are counted), so
   // memory stays bounded on a log that matches on every line.
   constexpr std::int64_t kMaxListed = 10000;
   Json matches = Json::array();
+  std::vector<audit::Finding> findings;
   std::string text;
   std::int64_t listed = 0;
   auto on_match = [&](const policy::LogMatch& m) {
     if (++listed > kMaxListed) return;
-    if (g.json) {
+    audit::Finding f;
+    f.rule = m.pattern->id;
+    f.path = path == "-" ? "" : path;
+    f.line = m.line;
+    f.message = "[" + std::string(m.pattern->category) + "] " + m.text;
+    f.fix = m.pattern->explanation;
+    findings.push_back(std::move(f));
+    if (out->format != audit::OutputFormat::kText) {
       matches.push_back({{"line", m.line},
                          {"category", m.pattern->category},
                          {"pattern", m.pattern->id},
@@ -225,33 +288,9 @@ int RunLogscan(const std::string& path, const GlobalOptions& g) {
               "\n    -> " + m.pattern->explanation + "\n";
     }
   };
-  auto r = policy::ScanLogFile(path, on_match);
+  auto r = policy::ScanLogFile(path, on_match, scanner.get());
   if (!r.ok()) return ReportError(r.status());
-  const int rc = policy::LogScanExitCode(*r);
-  const std::string_view verdict = LogVerdict(rc);
-  if (g.json) {
-    Json cats = Json::object();
-    for (const auto& [c, n] : r->per_category) cats[c] = n;
-    PrintJson({{"verdict", verdict},
-               {"exit_code", rc},
-               {"file", path},
-               {"lines", r->lines},
-               {"matches", r->matches},
-               {"categories", cats},
-               {"findings", matches},
-               {"findings_not_listed", std::max<std::int64_t>(0, r->matches - kMaxListed)}});
-    return rc;
-  }
-  std::string summary =
-      std::to_string(r->lines) + " line(s), " + std::to_string(r->matches) + " finding(s)";
-  for (const auto& [c, n] : r->per_category) summary += "; " + c + " " + std::to_string(n);
-  Print(Paint(verdict, rc == 0 ? Tone::kPass : Tone::kFail) + " (exit " + std::to_string(rc) +
-        "): " + summary + (r->matches ? "" : " — no fallback or degradation language found") +
-        "\n" + text);
-  if (r->matches > kMaxListed) {
-    Print("... " + std::to_string(r->matches - kMaxListed) + " more finding(s) not listed\n");
-  }
-  return rc;
+  return ReportLogscan(path, *r, *out, &findings, &matches, text, g);
 }
 
 }  // namespace
@@ -308,7 +347,16 @@ void RegisterPolicyCommands(CLI::App& app, GlobalOptions& g, CommandRegistry& r)
       "clean, 3 no GPU path, 4 version drift, 5 slow path: the most severe finding decides)");
   logscan->add_option("file", *log_path, "Log file, or - for standard input (default)")
       ->type_name("FILE|-");
-  r.Add(logscan, [log_path, &g] { return RunLogscan(*log_path, g); });
+  auto logscan_output = std::make_shared<AuditOutputFlags>();
+  auto logscan_patterns = std::make_shared<std::string>();
+  logscan
+      ->add_option("--patterns", *logscan_patterns,
+                   "YAML file of extra patterns (id, regex, category, advice[, needle])")
+      ->type_name("FILE");
+  AddAuditOutputFlags(logscan, logscan_output.get());
+  r.Add(logscan, [log_path, logscan_patterns, logscan_output, &g] {
+    return RunLogscan(*log_path, *logscan_patterns, *logscan_output, g);
+  });
 }
 
 }  // namespace tg::cli

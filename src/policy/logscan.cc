@@ -1,12 +1,19 @@
 #include "policy/logscan.h"
 #include "common/strings.h"
 
+#include <fmt/format.h>
+#include <re2/re2.h>
+#include <re2/set.h>
+
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <set>
 
 namespace tg::policy {
 namespace {
@@ -14,7 +21,7 @@ namespace {
 using common::Result;
 using common::Status;
 
-// needle: '|'-separated lowercase literals; the regex only runs when one occurs in the line.
+// needle: '|'-separated lowercase key phrases (documentation; the RE2 set needs no prefilter).
 constexpr LogPattern kPatterns[] = {
     {"ort.provider_library_load_failed", "provider-load-failure", "failed to load library",
      R"(failed to load library \S*libonnxruntime_providers_\w+\.so)",
@@ -111,6 +118,35 @@ constexpr LogPattern kPatterns[] = {
      "stale or was built for other shapes/versions",
      "[TensorRT EP] Engine cache is outdated for TRTKernel_graph_main_0, rebuilding the engine",
      "[TensorRT EP] Loaded engine from cache for TRTKernel_graph_main_0"},
+    {"trt.linked_library_mismatch", "tensorrt-library-mismatch", "was linked against",
+     R"(was linked against (cudnn|cublas)[a-z/ ]* [0-9][0-9.]* but loaded)",
+     "TensorRT was built against another cuDNN/cuBLAS than the one loaded: tactics may fail or "
+     "run slower; install the cuDNN/cuBLAS versions TensorRT names",
+     "[TRT] [W] TensorRT was linked against cuBLAS/cuBLAS LT 12.0.2 but loaded cuBLAS/cuBLAS LT "
+     "11.10.3",
+     "[TRT] [I] TensorRT was linked against cuDNN 9.1.0 and loaded it"},
+    {"ort.provider_bridge_error", "provider-load-failure", "provider_bridge_ort",
+     R"(\[e:onnxruntime:[^\]]*provider_bridge_ort\.cc)",
+     "ONNX Runtime's provider bridge failed to load or initialise a GPU provider library (the "
+     "rest of the line names the missing dependency): the session runs without it",
+     "[E:onnxruntime:Default, provider_bridge_ort.cc:1848 TryGetProviderInfo_CUDA] "
+     "provider_bridge_ort.cc:1539 onnxruntime::ProviderLibrary::Get() [ONNXRuntimeError] : 1 : "
+     "FAIL : Failed to load library libonnxruntime_providers_cuda.so",
+     "[I:onnxruntime:Default, provider_bridge_ort.cc:1600 Get] Loaded provider library"},
+    {"ort.op_fallback_cpu", "cpu-fallback", "fallback to cpu execution provider for op",
+     R"(fallback to cpu execution provider for op type: \w+)",
+     "an operator has no GPU kernel and runs on the CPU (with copies in and out): check "
+     "placement with `truegreen run`",
+     "[W:onnxruntime:, fallback_cpu_capability.cc:140 GetCpuPreferredNodes] Fallback to CPU "
+     "execution provider for Op type: NonZero node name: /NonZero",
+     "Force fallback to CPU execution for node: n1"},
+    {"nvml.unknown_error", "device-lost", "failed to initialize nvml",
+     R"(failed to initialize nvml: unknown error)",
+     "the container lost access to its GPU device nodes (typically after `systemctl "
+     "daemon-reload` reset the cgroup device rules): restart the pod; the NVIDIA container "
+     "toolkit's systemd-cgroup fix prevents it",
+     "Failed to initialize NVML: Unknown Error",
+     "Failed to initialize NVML: Driver/library version mismatch"},
     {"cuda.insufficient_driver", "driver-too-old", "insufficient",
      R"(cuda driver version is insufficient for cuda runtime version|cudaerrorinsufficientdriver|cuda_error_insufficient_driver)",
      "the host NVIDIA driver is older than the CUDA runtime in the image: upgrade the driver "
@@ -163,55 +199,140 @@ constexpr LogPattern kPatterns[] = {
 
 using common::Lower;
 
-// Position of the first needle alternative in `lower`, or npos.
-std::size_t FindNeedle(std::string_view lower, std::string_view needles) {
-  std::size_t best = std::string_view::npos;
-  while (true) {
-    std::size_t bar = needles.find('|');
-    std::string_view n = needles.substr(0, bar);
-    std::size_t p = n.empty() ? 0 : lower.find(n);
-    best = std::min(best, p);
-    if (bar == std::string_view::npos) break;
-    needles.remove_prefix(bar + 1);
-  }
-  return best;
-}
-
 }  // namespace
 
 std::span<const LogPattern> LogPatterns() { return kPatterns; }
 
-LogScanner::LogScanner() {
-  regexes_.reserve(std::size(kPatterns));
-  for (const LogPattern& p : kPatterns) {
-    regexes_.emplace_back(p.regex,
-                          std::regex::ECMAScript | std::regex::icase | std::regex::optimize);
+struct LogScanner::Engine {
+  explicit Engine(const re2::RE2::Options& o) : set(o, re2::RE2::UNANCHORED) {}
+  re2::RE2::Set set;
+};
+
+void LogScanner::EngineDeleter::operator()(Engine* e) const { delete e; }
+
+LogScanner::~LogScanner() = default;
+
+namespace {
+
+re2::RE2::Options EngineOptions() {
+  re2::RE2::Options o;
+  o.set_case_sensitive(false);
+  o.set_log_errors(false);
+  o.set_max_mem(64 << 20);  // DFA budget for the whole set; real logs stay far below it
+  return o;
+}
+
+}  // namespace
+
+Status LogScanner::Compile() {
+  engine_.reset(new Engine(EngineOptions()));
+  anchored_ = false;
+  for (std::size_t i = 0; i < patterns_.size(); ++i) {
+    std::string_view re = patterns_[i]->regex;
+    if (re.find('^') != std::string_view::npos || re.find('$') != std::string_view::npos) {
+      anchored_ = true;
+    }
+    std::string error;
+    if (engine_->set.Add(patterns_[i]->regex, &error) != static_cast<int>(i)) {
+      return Status::InvalidArg(fmt::format("pattern '{}': {}", patterns_[i]->id, error));
+    }
   }
+  if (!engine_->set.Compile()) {
+    return Status::InvalidArg("the patterns do not fit the regex engine's memory budget");
+  }
+  return Status::Ok();
+}
+
+LogScanner::LogScanner() {
+  for (const LogPattern& p : kPatterns) patterns_.push_back(&p);
+  Status s = Compile();
+  // The built-in table is tested to compile; failing here is a bug in the table.
+  if (!s.ok()) std::abort();
+}
+
+namespace {
+
+// Fields of one user pattern, validated; the strings are copied into the scanner's storage.
+Status ReadUserPattern(const YAML::Node& n, const std::string& path,
+                       const std::set<std::string>& ids, std::array<std::string, 5>* f) {
+  TG_ASSIGN_OR_RETURN(common::YamlMap m, common::YamlMap::From(n, path, "patterns[]"));
+  auto& [id, regex, category, advice, needle] = *f;
+  TG_RETURN_IF_ERROR(m.Get("id", &id, true));
+  TG_RETURN_IF_ERROR(m.Get("regex", &regex, true));
+  TG_RETURN_IF_ERROR(m.Get("category", &category, true));
+  TG_RETURN_IF_ERROR(m.Get("advice", &advice, true));
+  TG_RETURN_IF_ERROR(m.Get("needle", &needle));
+  TG_RETURN_IF_ERROR(m.Finish());
+  if (id.empty() || ids.count(id) != 0) {
+    return m.FieldError("id", "a non-empty id used by no built-in or earlier pattern");
+  }
+  if (category.empty()) return m.FieldError("category", "a non-empty category");
+  if (advice.empty()) return m.FieldError("advice", "a non-empty advice string");
+  if (Lower(needle) != needle || needle.find('|') != std::string::npos) {
+    return m.FieldError("needle", "a lower-case literal without '|'");
+  }
+  if (regex.empty() || regex.size() > 1024) {
+    return m.FieldError("regex", "a regular expression of 1 to 1024 characters");
+  }
+  re2::RE2 check(regex, EngineOptions());
+  if (!check.ok()) {
+    return m.FieldError("regex", "a regular expression in RE2 syntax (" + check.error() + ")");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<LogScanner>> LogScanner::WithUserPatterns(const std::string& path) {
+  TG_ASSIGN_OR_RETURN(YAML::Node root, common::LoadYamlFile(path));
+  TG_ASSIGN_OR_RETURN(common::YamlMap top, common::YamlMap::From(root, path, ""));
+  TG_ASSIGN_OR_RETURN(YAML::Node list, top.GetSequence("patterns", true));
+  TG_RETURN_IF_ERROR(top.Finish());
+  if (list.size() > 1000) {
+    return Status::InvalidArg(common::YamlWhere(list, path) + ": more than 1000 patterns");
+  }
+  std::unique_ptr<LogScanner> s(new LogScanner());
+  std::set<std::string> ids;
+  for (const LogPattern* p : s->patterns_) ids.insert(p->id);
+  for (const auto& n : list) {
+    std::array<std::string, 5> f;
+    TG_RETURN_IF_ERROR(ReadUserPattern(n, path, ids, &f));
+    ids.insert(f[0]);
+    std::size_t first = s->strings_.size();
+    for (auto& x : f) s->strings_.push_back(std::move(x));
+    const auto& b = s->strings_;
+    s->user_patterns_.push_back({b[first].c_str(), b[first + 2].c_str(), b[first + 4].c_str(),
+                                 b[first + 1].c_str(), b[first + 3].c_str(), "", ""});
+    s->patterns_.push_back(&s->user_patterns_.back());
+  }
+  TG_RETURN_IF_ERROR(s->Compile().WithPrefix(path));
+  return s;
+}
+
+bool LogScanner::MayMatch(std::string_view text) const {
+  if (anchored_) return true;  // ^ or $ mean "start/end of line": only the per-line match knows
+  return engine_->set.Match(re2::StringPiece(text.data(), text.size()), nullptr);
 }
 
 std::vector<const LogPattern*> LogScanner::Match(std::string_view line) const {
   std::vector<const LogPattern*> out;
   if (line.size() > kMaxLineBytes) line = line.substr(0, kMaxLineBytes);
-  std::string lower = Lower(line);
-  for (std::size_t i = 0; i < std::size(kPatterns); ++i) {
-    std::size_t at = FindNeedle(lower, kPatterns[i].needle);
-    if (at == std::string::npos) continue;
-    // Run the regex on a bounded window around the needle: libstdc++'s regex recurses per input
-    // character, so an unbounded 64 KiB line could exhaust the stack.
-    std::size_t from = at > 1024 ? at - 1024 : 0;
-    std::string_view window = std::string_view(lower).substr(from, 3072);
-    if (std::regex_search(window.begin(), window.end(), regexes_[i])) out.push_back(&kPatterns[i]);
-  }
+  std::vector<int> hits;
+  if (!engine_->set.Match(re2::StringPiece(line.data(), line.size()), &hits)) return out;
+  std::sort(hits.begin(), hits.end());  // table order
+  for (int i : hits) out.push_back(patterns_[static_cast<std::size_t>(i)]);
   return out;
 }
 
-LogScanSummary ScanLogStream(std::FILE* in, const std::function<void(const LogMatch&)>& on_match) {
-  static const LogScanner scanner;
+LogScanSummary ScanLogStream(std::FILE* in, const std::function<void(const LogMatch&)>& on_match,
+                             const LogScanner* custom) {
+  static const LogScanner builtin;
+  const LogScanner& scanner = custom != nullptr ? *custom : builtin;
   LogScanSummary summary;
   std::map<const LogPattern*, std::int64_t> counts;
   std::string line;
   bool truncated = false;
-  std::vector<char> buf(64 * 1024);
+  std::vector<char> buf(256 * 1024);
   auto flush = [&]() {
     ++summary.lines;
     if (!line.empty() && line.back() == '\r') line.pop_back();
@@ -230,9 +351,31 @@ LogScanSummary ScanLogStream(std::FILE* in, const std::function<void(const LogMa
   std::size_t n;
   bool pending = false;
   while ((n = std::fread(buf.data(), 1, buf.size(), in)) > 0) {
+    // Block prefilter: one pass of the set over every complete line of this chunk. When nothing
+    // matches there, no line that lies wholly in the chunk can match, and those lines are only
+    // counted (most chunks of a healthy log).
+    const char* last_nl = static_cast<const char*>(memrchr(buf.data(), '\n', n));
+    bool candidate =
+        last_nl == nullptr || scanner.MayMatch(std::string_view(
+                                  buf.data(), static_cast<std::size_t>(last_nl - buf.data())));
     std::size_t start = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      if (buf[i] != '\n') continue;
+    if (!candidate && line.empty() && !truncated) {
+      // Every complete line of the chunk: count them in one pass.
+      std::size_t end = static_cast<std::size_t>(last_nl - buf.data()) + 1;
+      summary.lines += std::count(buf.data(), buf.data() + end, '\n');
+      pending = false;
+      start = end;
+    }
+    for (std::size_t i = start; i < n; ++i) {
+      const void* nl = std::memchr(buf.data() + i, '\n', n - i);
+      if (nl == nullptr) break;
+      i = static_cast<std::size_t>(static_cast<const char*>(nl) - buf.data());
+      if (!candidate && line.empty() && !truncated) {
+        ++summary.lines;  // wholly inside a chunk in which no pattern matched
+        pending = false;
+        start = i + 1;
+        continue;
+      }
       if (!truncated) line.append(buf.data() + start, i - start);
       if (line.size() > kMaxLineBytes) line.resize(kMaxLineBytes);
       flush();
@@ -251,7 +394,8 @@ LogScanSummary ScanLogStream(std::FILE* in, const std::function<void(const LogMa
     }
   }
   if (pending) flush();
-  for (const LogPattern& p : kPatterns) {
+  for (const LogPattern* pp : scanner.patterns()) {
+    const LogPattern& p = *pp;
     auto it = counts.find(&p);
     if (it == counts.end()) continue;
     bool merged = false;
@@ -267,8 +411,16 @@ LogScanSummary ScanLogStream(std::FILE* in, const std::function<void(const LogMa
 }
 
 Result<LogScanSummary> ScanLogFile(const std::string& path,
-                                   const std::function<void(const LogMatch&)>& on_match) {
-  if (path == "-") return ScanLogStream(stdin, on_match);
+                                   const std::function<void(const LogMatch&)>& on_match,
+                                   const LogScanner* scanner) {
+  if (path == "-") {
+    // A closed, unreadable or write-only stdin is an error, never a clean log.
+    LogScanSummary s = ScanLogStream(stdin, on_match, scanner);
+    if (std::ferror(stdin) != 0) {
+      return Status::InvalidArg("-: read error on standard input while scanning the log");
+    }
+    return s;
+  }
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
     return Status::InvalidArg(path + ": is a directory, expected a log file");
@@ -280,7 +432,7 @@ Result<LogScanSummary> ScanLogFile(const std::string& path,
     if (err == ENOENT) return Status::NotFound(path + ": cannot open log: " + what);
     return Status::InvalidArg(path + ": cannot open log: " + what);
   }
-  LogScanSummary s = ScanLogStream(f, on_match);
+  LogScanSummary s = ScanLogStream(f, on_match, scanner);
   bool failed = std::ferror(f) != 0;
   std::fclose(f);
   if (failed) return Status::InvalidArg(path + ": read error while scanning the log");

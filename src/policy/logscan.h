@@ -2,12 +2,13 @@
 // in logs (a provider that failed to load, nodes placed on the CPU, Memcpy nodes, engine cache
 // rebuilds, driver problems), so a replica that silently runs slow is caught from its own log.
 //
-// The patterns live in one table (LogPatterns()): id, category, a literal prefilter (a
-// case-insensitive substring that must occur before the regex runs — that keeps scanning large
-// logs cheap), an ECMAScript regex, a plain explanation, and a positive and a negative sample line
-// that the tests run. Scanning is streaming: a line is matched and forgotten, so memory is bounded
-// by the longest line, and lines longer than kMaxLineBytes are matched on their first
-// kMaxLineBytes bytes.
+// The patterns live in one table (LogPatterns()): id, category, a key phrase (what the pattern is
+// about, lower case), a regex in RE2 syntax (matched case-insensitively), a plain explanation, and
+// a positive and a negative sample line that the tests run. All patterns, built-in and user, are
+// compiled into one RE2::Set: a line is scanned once by a DFA whatever the number of patterns, in
+// time linear in its length (no backtracking, no recursion). Scanning is streaming: a line is
+// matched and forgotten, so memory is bounded by the longest line, and lines longer than
+// kMaxLineBytes are matched on their first kMaxLineBytes bytes.
 //
 // Failure behaviour: ScanFile returns NOT_FOUND / INVALID_ARG for unreadable input; matching never
 // fails. Thread safety: the table and LogScanner are immutable after construction; one scanner can
@@ -16,18 +17,9 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <deque>
 #include <functional>
 #include <memory>
-// GCC 12 reports a false -Wmaybe-uninitialized inside libstdc++'s regex compiler at -O1 and above.
-// (Clang, used by the fuzz build, has no such group and would warn about the pragma itself.)
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <regex>
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
 #include <span>
 #include <string>
 #include <string_view>
@@ -42,7 +34,7 @@ struct LogPattern {
   const char* id;           // stable id, e.g. "ort.provider_load_failed"
   const char* category;     // e.g. "provider-load-failure", "cpu-fallback"
   const char* needle;       // lowercase literal that every match contains (prefilter)
-  const char* regex;        // ECMAScript, matched case-insensitively
+  const char* regex;        // RE2 syntax, matched case-insensitively
   const char* explanation;  // what it means and what to do, in plain words
   const char* positive;     // a log line that must match (tests)
   const char* negative;     // a similar line that must not match (tests)
@@ -60,12 +52,44 @@ inline constexpr std::size_t kMaxLineBytes = 64 * 1024;
 
 class LogScanner {
  public:
+  // The built-in patterns.
   LogScanner();
+  // Built-ins plus the patterns of a user file (YAML):
+  //   patterns:
+  //     - id: app.oom                 # required, unique, not a built-in id
+  //       regex: "cuda out of memory" # required, RE2 syntax, matched case-insensitively
+  //       category: memory            # required
+  //       advice: "lower the batch"   # required
+  //       needle: "out of memory"     # optional lowercase key phrase (documentation)
+  // INVALID_ARG "<file>:<line>:<col>: ..." naming the field for anything malformed (a regex
+  // that does not compile, a duplicate id, a needle with upper-case letters, unknown keys).
+  static common::Result<std::unique_ptr<LogScanner>> WithUserPatterns(const std::string& path);
+
+  LogScanner(const LogScanner&) = delete;
+  LogScanner& operator=(const LogScanner&) = delete;
+
   // Patterns matching `line` (at most one match per pattern).
   std::vector<const LogPattern*> Match(std::string_view line) const;
+  // False only when no pattern can match any line inside `text` (several lines); used to skip
+  // whole blocks of a log. True may be a false positive (a match across lines).
+  bool MayMatch(std::string_view text) const;
+  // Built-ins first (pointers into LogPatterns()), then user patterns in file order.
+  const std::vector<const LogPattern*>& patterns() const { return patterns_; }
+  ~LogScanner();
 
  private:
-  std::vector<std::regex> regexes_;  // parallel to LogPatterns()
+  struct Engine;  // RE2::Set over every pattern (logscan.cc)
+  struct EngineDeleter {
+    void operator()(Engine* e) const;
+  };
+  // Compiles every pattern into the engine; INVALID_ARG with RE2's reason for a bad one.
+  common::Status Compile();
+
+  std::deque<std::string> strings_;       // text of user patterns (deque: stable addresses)
+  std::deque<LogPattern> user_patterns_;  // stable addresses
+  std::vector<const LogPattern*> patterns_;
+  std::unique_ptr<Engine, EngineDeleter> engine_;
+  bool anchored_ = false;  // some pattern uses ^ or $: the block prefilter is off
 };
 
 struct LogScanSummary {
@@ -84,9 +108,12 @@ int LogCategoryExitCode(std::string_view category);
 int LogScanExitCode(const LogScanSummary& summary);
 
 // Scans `path` ("-" = stdin) line by line, calling `on_match` for every match in order.
+// `scanner` defaults to the built-in patterns.
 common::Result<LogScanSummary> ScanLogFile(const std::string& path,
-                                           const std::function<void(const LogMatch&)>& on_match);
+                                           const std::function<void(const LogMatch&)>& on_match,
+                                           const LogScanner* scanner = nullptr);
 // Same over an open stream (not closed).
-LogScanSummary ScanLogStream(std::FILE* in, const std::function<void(const LogMatch&)>& on_match);
+LogScanSummary ScanLogStream(std::FILE* in, const std::function<void(const LogMatch&)>& on_match,
+                             const LogScanner* scanner = nullptr);
 
 }  // namespace tg::policy

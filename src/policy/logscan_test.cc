@@ -96,3 +96,98 @@ TEST(LogScanTest, ScanExitCodeIsTheMostSevereFinding) {
 
 }  // namespace
 }  // namespace tg::policy
+
+namespace tg::policy {
+namespace {
+
+std::string WriteTemp(const std::string& name, const std::string& text) {
+  std::string path = ::testing::TempDir() + "/" + name;
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  std::fwrite(text.data(), 1, text.size(), f);
+  std::fclose(f);
+  return path;
+}
+
+TEST(LogScanTest, UserPatternsAreMergedWithTheBuiltIns) {
+  std::string path = WriteTemp("user_patterns.yaml",
+                               "patterns:\n"
+                               "  - id: app.oom\n"
+                               "    regex: \"cuda out of memory\\\\. tried to allocate\"\n"
+                               "    category: memory\n"
+                               "    advice: lower the batch size\n"
+                               "    needle: out of memory\n"
+                               "  - id: app.slow\n"
+                               "    regex: \"step took [0-9]{4,} ?ms\"\n"
+                               "    category: latency\n"
+                               "    advice: profile the step\n");
+  auto s = LogScanner::WithUserPatterns(path);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ((*s)->patterns().size(), LogPatterns().size() + 2);
+  auto m = (*s)->Match("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB");
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_STREQ(m[0]->id, "app.oom");
+  EXPECT_STREQ(m[0]->category, "memory");
+  ASSERT_EQ((*s)->Match("step took 12345 ms").size(), 1u);
+  EXPECT_TRUE((*s)->Match("step took 12 ms").empty());
+  // Built-ins still match.
+  EXPECT_FALSE((*s)->Match("Failed to initialize NVML: Unknown Error").empty());
+}
+
+TEST(LogScanTest, BrokenUserPatternFilesNameLineAndField) {
+  struct Case {
+    const char* text;
+    const char* field;
+    const char* line;
+  } cases[] = {
+      {"patterns:\n  - id: a\n    regex: \"(unclosed\"\n    category: c\n    advice: x\n", "regex",
+       ":3:"},
+      {"patterns:\n  - id: ort.nodes_not_assigned\n    regex: x\n    category: c\n    advice: x\n",
+       "id", ":2:"},
+      {"patterns:\n  - id: a\n    regex: x\n    category: c\n", "advice", ":2:"},
+      {"patterns:\n  - id: a\n    regex: x\n    category: c\n    advice: x\n    needle: ABC\n",
+       "needle", ":6:"},
+      {"patterns:\n  - id: a\n    regex: x\n    category: c\n    advice: x\n    colour: red\n",
+       "colour", ":"},
+      {"patterns: 3\n", "patterns", ":1:"},
+  };
+  for (const auto& c : cases) {
+    std::string path = WriteTemp("bad_patterns.yaml", c.text);
+    auto s = LogScanner::WithUserPatterns(path);
+    ASSERT_FALSE(s.ok()) << c.text;
+    EXPECT_NE(s.status().message().find(c.field), std::string::npos) << s.status().message();
+    EXPECT_NE(s.status().message().find(path + c.line), std::string::npos) << s.status().message();
+  }
+}
+
+}  // namespace
+}  // namespace tg::policy
+
+namespace tg::policy {
+namespace {
+
+// The block prefilter skips chunks without a match: findings on chunk boundaries, after long
+// lines and near the end are still found at the right line numbers.
+TEST(LogScanTest, BlockPrefilterKeepsEveryMatchAndLineNumber) {
+  std::string log;
+  std::vector<std::int64_t> expected;
+  for (int i = 1; i <= 60000; ++i) {
+    if (i % 9973 == 0 || i == 60000) {
+      log += "Failed to initialize NVML: Unknown Error\n";
+      expected.push_back(i);
+    } else if (i % 7001 == 0) {
+      log += std::string(70000, 'y') + "\n";  // longer than a line may be
+    } else {
+      log += "INFO request id=" + std::to_string(i) + " status=200 latency_ms=3.2\n";
+    }
+  }
+  std::FILE* f = fmemopen(log.data(), log.size(), "r");
+  ASSERT_NE(f, nullptr);
+  std::vector<std::int64_t> got;
+  LogScanSummary sum = ScanLogStream(f, [&](const LogMatch& m) { got.push_back(m.line); });
+  std::fclose(f);
+  EXPECT_EQ(sum.lines, 60000);
+  EXPECT_EQ(got, expected);
+}
+
+}  // namespace
+}  // namespace tg::policy

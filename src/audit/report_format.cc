@@ -1,0 +1,238 @@
+// SARIF levels: error -> "error", warning -> "warning", info -> "note" (SARIF has no "info").
+// JUnit has no schema of its own; the structure follows the de-facto Ant/Jenkins form that CI
+// systems read (testsuites > testsuite > testcase with failure/skipped/system-out).
+#include "audit/report_format.h"
+
+#include <fmt/format.h>
+
+#include <ctime>
+#include <map>
+
+#include "common/config.h"
+#include "common/file_util.h"
+
+namespace tg::audit {
+namespace {
+
+using common::Result;
+using common::Status;
+
+bool IsDate(std::string_view s) {
+  if (s.size() != 10 || s[4] != '-' || s[7] != '-') return false;
+  for (std::size_t i : {0, 1, 2, 3, 5, 6, 8, 9}) {
+    if (s[i] < '0' || s[i] > '9') return false;
+  }
+  int month = (s[5] - '0') * 10 + (s[6] - '0');
+  int day = (s[8] - '0') * 10 + (s[9] - '0');
+  return month >= 1 && month <= 12 && day >= 1 && day <= 31;
+}
+
+std::string SarifLevel(Severity s) {
+  switch (s) {
+    case Severity::kError:
+      return "error";
+    case Severity::kWarning:
+      return "warning";
+    case Severity::kInfo:
+      return "note";
+  }
+  return "error";
+}
+
+// XML text: escapes markup and drops characters XML 1.0 cannot carry (controls other than tab,
+// newline and carriage return).
+std::string Xml(std::string_view s) {
+  std::string out;
+  for (char ch : s) {
+    auto c = static_cast<unsigned char>(ch);
+    if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') continue;
+    switch (ch) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      default:
+        out.push_back(ch);
+    }
+  }
+  return out;
+}
+
+std::string Location(const Finding& f) {
+  std::string where = f.path.empty() ? "(input)" : f.path;
+  if (f.line > 0) where += fmt::format(":{}", f.line);
+  if (f.layer >= 0) where += fmt::format(" (layer {})", f.layer);
+  return where;
+}
+
+Status ReadEntry(const YAML::Node& e, const std::string& source, Suppression* s) {
+  TG_ASSIGN_OR_RETURN(common::YamlMap m, common::YamlMap::From(e, source, "suppressions[]"));
+  TG_RETURN_IF_ERROR(m.Get("rule", &s->rule, true));
+  TG_RETURN_IF_ERROR(m.Get("reason", &s->reason, true));
+  TG_RETURN_IF_ERROR(m.Get("expires", &s->expires));
+  TG_RETURN_IF_ERROR(m.Get("path", &s->path));
+  TG_RETURN_IF_ERROR(m.Finish());
+  s->line = e.Mark().is_null() ? 0 : e.Mark().line + 1;
+  if (s->rule.empty()) return m.FieldError("rule", "a rule id such as k8s.image-digest");
+  if (s->reason.empty()) return m.FieldError("reason", "a non-empty reason");
+  if (!s->expires.empty() && !IsDate(s->expires)) {
+    return m.FieldError("expires", "a date YYYY-MM-DD");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::optional<OutputFormat> ParseOutputFormat(std::string_view s) {
+  if (s == "text") return OutputFormat::kText;
+  if (s == "json") return OutputFormat::kJson;
+  if (s == "sarif") return OutputFormat::kSarif;
+  if (s == "junit") return OutputFormat::kJunit;
+  return std::nullopt;
+}
+
+Result<Suppressions> ParseSuppressions(const std::string& text, const std::string& source) {
+  TG_ASSIGN_OR_RETURN(YAML::Node root, common::ParseYaml(text, source));
+  TG_ASSIGN_OR_RETURN(common::YamlMap top, common::YamlMap::From(root, source, ""));
+  TG_ASSIGN_OR_RETURN(YAML::Node list, top.GetSequence("suppressions", true));
+  TG_RETURN_IF_ERROR(top.Finish());
+  Suppressions out;
+  out.source = source;
+  for (const auto& e : list) {
+    Suppression s;
+    TG_RETURN_IF_ERROR(ReadEntry(e, source, &s));
+    out.entries.push_back(std::move(s));
+  }
+  return out;
+}
+
+Result<Suppressions> LoadSuppressions(const std::string& path) {
+  TG_ASSIGN_OR_RETURN(std::string text, common::ReadFileLimited(path, common::kMaxConfigBytes));
+  return ParseSuppressions(text, path);
+}
+
+std::string TodayUtc() {
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
+  return buf;
+}
+
+void ApplySuppressions(const Suppressions& s, std::string_view today,
+                       std::vector<Finding>* findings) {
+  for (Finding& f : *findings) {
+    for (const Suppression& e : s.entries) {
+      if (e.rule != f.rule) continue;
+      if (!e.path.empty() && f.path.find(e.path) == std::string::npos) continue;
+      // ISO dates compare as strings; the suppression holds through its expiry day.
+      if (!e.expires.empty() && std::string_view(e.expires) < today) {
+        f.suppression = fmt::format("suppression at {}:{} expired on {} and no longer applies",
+                                    s.source, e.line, e.expires);
+        continue;
+      }
+      f.suppressed = true;
+      f.suppression = fmt::format("{} ({}:{}{})", e.reason, s.source, e.line,
+                                  e.expires.empty() ? "" : ", until " + e.expires);
+      break;
+    }
+  }
+}
+
+bool GateFails(const std::vector<Finding>& findings, Severity fail_on) {
+  for (const auto& f : findings) {
+    if (!f.suppressed && static_cast<int>(f.severity) >= static_cast<int>(fail_on)) return true;
+  }
+  return false;
+}
+
+nlohmann::json ToSarif(const std::vector<Finding>& findings, std::string_view command,
+                       std::string_view version) {
+  using nlohmann::json;
+  std::map<std::string, int> rule_index;
+  json rules = json::array();
+  json results = json::array();
+  for (const Finding& f : findings) {
+    auto [it, added] = rule_index.emplace(f.rule, static_cast<int>(rules.size()));
+    if (added) {
+      rules.push_back({{"id", f.rule},
+                       {"shortDescription", {{"text", f.rule}}},
+                       {"defaultConfiguration", {{"level", SarifLevel(f.severity)}}}});
+    }
+    json r = {{"ruleId", f.rule},
+              {"ruleIndex", it->second},
+              {"level", SarifLevel(f.severity)},
+              {"message", {{"text", f.message + (f.fix.empty() ? "" : " Fix: " + f.fix)}}}};
+    if (!f.path.empty()) {
+      json phys = {{"artifactLocation", {{"uri", f.path}}}};
+      if (f.line > 0) phys["region"] = {{"startLine", f.line}};
+      r["locations"] = json::array({{{"physicalLocation", phys}}});
+    }
+    json props = json::object();
+    if (f.layer >= 0) props["layer"] = f.layer;
+    if (f.bytes > 0) props["bytes"] = f.bytes;
+    if (!f.suppression.empty() && !f.suppressed) props["suppressionNote"] = f.suppression;
+    if (!props.empty()) r["properties"] = props;
+    if (f.suppressed) {
+      r["suppressions"] = json::array(
+          {{{"kind", "external"}, {"status", "accepted"}, {"justification", f.suppression}}});
+    }
+    results.push_back(std::move(r));
+  }
+  json driver = {
+      {"name", "truegreen"}, {"version", std::string(version)}, {"rules", std::move(rules)}};
+  json run = {{"tool", {{"driver", std::move(driver)}}},
+              {"automationDetails", {{"id", std::string(command) + "/"}}},
+              {"results", std::move(results)}};
+  return {{"version", "2.1.0"}, {"runs", json::array({std::move(run)})}};
+}
+
+std::string ToJunit(const std::vector<Finding>& findings, std::string_view command,
+                    Severity fail_on) {
+  int failures = 0, skipped = 0;
+  std::string cases;
+  for (const Finding& f : findings) {
+    std::string name = Xml(f.rule + " " + Location(f));
+    std::string body;
+    if (f.suppressed) {
+      ++skipped;
+      body = fmt::format("      <skipped message=\"{}\"/>\n", Xml("suppressed: " + f.suppression));
+    } else if (static_cast<int>(f.severity) >= static_cast<int>(fail_on)) {
+      ++failures;
+      body = fmt::format("      <failure type=\"{}\" message=\"{}\">{}</failure>\n",
+                         SeverityName(f.severity), Xml(f.message),
+                         Xml(f.fix.empty() ? f.message : "fix: " + f.fix));
+    } else {
+      body = fmt::format("      <system-out>{}: {}</system-out>\n", SeverityName(f.severity),
+                         Xml(f.message));
+    }
+    cases += fmt::format("    <testcase classname=\"{}\" name=\"{}\">\n{}    </testcase>\n",
+                         Xml(f.rule), name, body);
+  }
+  int tests = static_cast<int>(findings.size());
+  if (findings.empty()) {
+    tests = 1;
+    cases = fmt::format("    <testcase classname=\"{}\" name=\"no findings\"/>\n", Xml(command));
+  }
+  return fmt::format(
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+      "<testsuites name=\"truegreen\" tests=\"{0}\" failures=\"{1}\" errors=\"0\" "
+      "skipped=\"{2}\">\n"
+      "  <testsuite name=\"{3}\" tests=\"{0}\" failures=\"{1}\" errors=\"0\" skipped=\"{2}\">\n"
+      "{4}  </testsuite>\n</testsuites>\n",
+      tests, failures, skipped, Xml(command), cases);
+}
+
+}  // namespace tg::audit

@@ -1,0 +1,99 @@
+// Report files are written with a plain open/write: the path is the user's explicit request, but
+// an existing target that is not a regular file (a device, FIFO or directory) is refused rather
+// than written through.
+#include "cli/audit_output.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#ifndef TG_VERSION
+#define TG_VERSION "0.0.0"
+#endif
+
+namespace tg::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using common::Status;
+
+Status WriteReport(const std::string& path, const std::string& text, const char* flag) {
+  std::error_code ec;
+  fs::file_status st = fs::symlink_status(path, ec);
+  if (fs::exists(st) && !fs::is_regular_file(st)) {
+    return Status::InvalidArg(
+        fmt::format("{} {}: exists and is not a regular file; refusing to write it", flag, path));
+  }
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) return Status::InvalidArg(fmt::format("{} {}: cannot write the file", flag, path));
+  return Status::Ok();
+}
+
+}  // namespace
+
+void AddAuditOutputFlags(CLI::App* cmd, AuditOutputFlags* f) {
+  cmd->add_option("--format", f->format, "Output on stdout: text, json, sarif or junit")
+      ->type_name("FORMAT");
+  cmd->add_option("--sarif", f->sarif, "Also write the findings as SARIF 2.1.0 to FILE")
+      ->type_name("FILE");
+  cmd->add_option("--junit", f->junit, "Also write the findings as JUnit XML to FILE")
+      ->type_name("FILE");
+  cmd->add_option("--fail-on", f->fail_on,
+                  "Lowest severity that fails the command: error (default), warning or info")
+      ->type_name("SEVERITY");
+  cmd->add_option("--suppressions", f->suppressions,
+                  "YAML file of rule ids with reasons and optional expiry; suppressed findings "
+                  "are still reported")
+      ->type_name("FILE");
+}
+
+common::Result<AuditOutput> ResolveAuditOutput(const AuditOutputFlags& f, const GlobalOptions& g) {
+  AuditOutput out;
+  std::string format = f.format.empty() ? (g.json ? "json" : "text") : f.format;
+  auto fmt_value = audit::ParseOutputFormat(format);
+  if (!fmt_value) {
+    return Status::InvalidArg(
+        fmt::format("--format '{}': expected text, json, sarif or junit", f.format));
+  }
+  if (g.json && *fmt_value != audit::OutputFormat::kJson) {
+    return Status::InvalidArg(fmt::format("--json and --format {} contradict each other", format));
+  }
+  out.format = *fmt_value;
+  if (!f.fail_on.empty()) {
+    out.fail_on = audit::ParseSeverity(f.fail_on);
+    if (!out.fail_on) {
+      return Status::InvalidArg(
+          fmt::format("--fail-on '{}': expected error, warning or info", f.fail_on));
+    }
+  }
+  if (!f.suppressions.empty()) {
+    TG_ASSIGN_OR_RETURN(out.suppressions, audit::LoadSuppressions(f.suppressions));
+  }
+  out.sarif = f.sarif;
+  out.junit = f.junit;
+  return out;
+}
+
+Status EmitAuditReports(const AuditOutput& out, std::string_view command, audit::Severity fail_on,
+                        std::vector<audit::Finding>* findings, bool* printed) {
+  if (out.suppressions) {
+    audit::ApplySuppressions(*out.suppressions, audit::TodayUtc(), findings);
+  }
+  std::string sarif = audit::ToSarif(*findings, command, TG_VERSION).dump(2) + "\n";
+  std::string junit = audit::ToJunit(*findings, command, fail_on);
+  if (!out.sarif.empty()) TG_RETURN_IF_ERROR(WriteReport(out.sarif, sarif, "--sarif"));
+  if (!out.junit.empty()) TG_RETURN_IF_ERROR(WriteReport(out.junit, junit, "--junit"));
+  *printed = false;
+  if (out.format == audit::OutputFormat::kSarif || out.format == audit::OutputFormat::kJunit) {
+    const std::string& s = out.format == audit::OutputFormat::kSarif ? sarif : junit;
+    std::fwrite(s.data(), 1, s.size(), stdout);
+    *printed = true;
+  }
+  return Status::Ok();
+}
+
+}  // namespace tg::cli

@@ -1,0 +1,47 @@
+// The output and gate flags every `truegreen audit` command and `logscan` share:
+//   --format text|json|sarif|junit   what goes to stdout (--json is the same as --format json)
+//   --sarif FILE / --junit FILE      also write SARIF 2.1.0 / JUnit XML to FILE
+//   --fail-on error|warning|info     the lowest severity that fails the command
+//   --suppressions FILE              rule ids with reasons and optional expiry (report_format.h)
+// Failure behaviour: bad values, an unreadable suppression file, or a report file that exists and
+// is not a regular file are usage errors (exit 2) naming the flag or file. Not thread-safe.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "audit/finding.h"
+#include "audit/report_format.h"
+#include "cli/command.h"
+
+namespace tg::cli {
+
+struct AuditOutputFlags {
+  std::string format;  // "" = text, or json with --json
+  std::string sarif, junit;
+  std::string fail_on;  // "" = the command's default
+  std::string suppressions;
+};
+
+void AddAuditOutputFlags(CLI::App* cmd, AuditOutputFlags* flags);
+
+// The resolved flags. Result is INVALID_ARG for bad values or an unreadable suppression file.
+struct AuditOutput {
+  audit::OutputFormat format = audit::OutputFormat::kText;
+  std::optional<audit::Severity> fail_on;  // nullopt = the command's default
+  std::optional<audit::Suppressions> suppressions;
+  std::string sarif, junit;
+};
+common::Result<AuditOutput> ResolveAuditOutput(const AuditOutputFlags& f, const GlobalOptions& g);
+
+// Applies suppressions to `findings`, writes --sarif/--junit files and, for the sarif/junit
+// formats, stdout. Returns OK or INVALID_ARG (a report file that cannot be written).
+// `printed` is set when stdout was written (so the caller prints text/json only otherwise).
+common::Status EmitAuditReports(const AuditOutput& out, std::string_view command,
+                                audit::Severity fail_on, std::vector<audit::Finding>* findings,
+                                bool* printed);
+
+}  // namespace tg::cli

@@ -1,0 +1,310 @@
+// Hostile inputs for `audit k8s`, `audit dockerfile` and `k8s render`, table-driven through the
+// real binary: each case states its exit code and a message fragment, and where the class is
+// memory (alias bombs, ARG expansion) a ceiling on the child's peak RSS, read with wait4().
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tests/support/test_util.h"
+
+namespace tg::testing {
+namespace {
+
+struct Child {
+  int exit_code = -1;
+  std::string out;  // stdout and stderr together
+  long max_rss_kib = 0;
+};
+
+// fork/exec with stdout+stderr into a temporary file, then wait4() for the peak RSS. A CPU limit
+// turns a hang into a failure instead of a stuck test.
+Child RunMeasured(const std::vector<std::string>& args, const std::string& out_path) {
+  std::vector<std::string> argv = {TruegreenPath()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<char*> cargv;
+  for (auto& a : argv) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  Child c;
+  pid_t pid = fork();
+  if (pid == 0) {
+    int fd = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    int in = open("/dev/null", O_RDONLY);
+    if (fd < 0 || in < 0) _exit(126);
+    dup2(in, 0);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    rlimit cpu{60, 60};
+    setrlimit(RLIMIT_CPU, &cpu);
+    execv(cargv[0], cargv.data());
+    _exit(127);
+  }
+  int status = 0;
+  rusage ru{};
+  if (pid > 0 && wait4(pid, &status, 0, &ru) == pid) {
+    c.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    c.max_rss_kib = ru.ru_maxrss;
+  }
+  c.out = ReadFile(out_path);
+  return c;
+}
+
+std::string Repeat(const std::string& s, int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += s;
+  return out;
+}
+
+// A YAML document whose aliases expand 10 Pods ten-fold per level, 8 levels deep (10^8 objects).
+std::string AliasBomb() {
+  std::string y =
+      "kind: List\nx0: &a0 {kind: Pod, metadata: {name: p}, spec: {containers: [{name: c, "
+      "image: i}]}}\n";
+  for (int i = 1; i <= 8; ++i) {
+    y += "x" + std::to_string(i) + ": &a" + std::to_string(i) + " [";
+    for (int j = 0; j < 10; ++j) y += std::string(j ? ", " : "") + "*a" + std::to_string(i - 1);
+    y += "]\n";
+  }
+  return y + "items: *a8\n";
+}
+
+// 30 000 Lists, each holding the previous one through an alias.
+std::string AliasChain() {
+  std::string y = "kind: List\ndefs:\n  - &a0 {kind: List, items: []}\n";
+  for (int i = 1; i < 30000; ++i) {
+    y += "  - &a" + std::to_string(i) + " {kind: List, items: [*a" + std::to_string(i - 1) + "]}\n";
+  }
+  return y + "items: [*a29999]\n";
+}
+
+// 40 ARG levels, each ten references to the previous one (10^40 bytes if expanded).
+std::string ArgBomb() {
+  std::string d = "ARG A0=xxxxxxxxxx\n";
+  for (int i = 1; i <= 40; ++i) {
+    d += "ARG A" + std::to_string(i) + "=" + Repeat("${A" + std::to_string(i - 1) + "}", 10) + "\n";
+  }
+  return d + "FROM scratch\n";
+}
+
+// A docker-archive whose manifest names one small layer `refs` times (entries x references was
+// the memory class: a few MB of manifest asked for gigabytes).
+void WriteManyRefImage(const std::string& path, int refs) {
+  const std::string script =
+      "import io,json,sys,tarfile\n"
+      "def add(t,name,data):\n"
+      "  i=tarfile.TarInfo(name); i.size=len(data); t.addfile(i,io.BytesIO(data))\n"
+      "lb=io.BytesIO(); lt=tarfile.open(fileobj=lb,mode='w')\n"
+      "for k in range(50): add(lt,'f%d'%k,b'x')\n"
+      "lt.close(); layer=lb.getvalue()\n"
+      "import hashlib; d='sha256:'+hashlib.sha256(layer).hexdigest()\n"
+      "n=int(sys.argv[2])\n"
+      "cfg=json.dumps({'architecture':'amd64','os':'linux','rootfs':{'type':'layers',"
+      "'diff_ids':[d]*n}}).encode()\n"
+      "t=tarfile.open(sys.argv[1],'w')\n"
+      "add(t,'layer.tar',layer); add(t,'config.json',cfg)\n"
+      "add(t,'manifest.json',json.dumps([{'Config':'config.json','RepoTags':['x:1'],"
+      "'Layers':['layer.tar']*n}]).encode())\n"
+      "t.close()\n";
+  ProcessResult r = RunProcess({SystemPython(), "-c", script, path, std::to_string(refs)});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+}
+
+struct Case {
+  const char* name;
+  std::function<void(const TempDir&)> setup;  // writes the inputs
+  std::vector<std::string> args;              // "{dir}" is replaced by the temp dir
+  int exit_code;
+  const char* fragment;          // must appear in the output
+  const char* absent = nullptr;  // must not appear (echoed file contents)
+  long max_rss_mib = 0;          // 0 = not a memory case
+};
+
+// Peak RSS ceiling for the memory cases: the binary's own start-up plus a small budget; the same
+// inputs reached gigabytes before they were bounded. Sanitizer builds need more room for shadow
+// memory, which they report as RSS.
+long Ceiling(long mib) {
+#if defined(__SANITIZE_ADDRESS__)
+  return mib * 4;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+  return mib * 4;
+#else
+  return mib;
+#endif
+#else
+  return mib;
+#endif
+}
+
+const std::vector<Case>& Cases() {
+  static const std::vector<Case> k = {
+      {"k8s_self_cycle",
+       [](const TempDir& d) {
+         WriteFile(d / "m.yaml", "items: &L [{kind: List, items: *L}]\nkind: List\n");
+       },
+       {"audit", "k8s", "{dir}/m.yaml"},
+       2,
+       "cycle"},
+      {"k8s_alias_chain_30000",
+       [](const TempDir& d) { WriteFile(d / "m.yaml", AliasChain()); },
+       {"audit", "k8s", "{dir}/m.yaml"},
+       2,
+       "depth limit hit",
+       nullptr,
+       256},
+      {"k8s_alias_bomb",
+       [](const TempDir& d) { WriteFile(d / "m.yaml", AliasBomb()); },
+       {"audit", "k8s", "{dir}/m.yaml"},
+       2,
+       "expansion limit hit",
+       nullptr,
+       128},
+      {"k8s_empty_file",
+       [](const TempDir& d) { WriteFile(d / "m.yaml", ""); },
+       {"audit", "k8s", "{dir}/m.yaml"},
+       2,
+       "no Kubernetes objects"},
+      {"k8s_only_empty_documents",
+       [](const TempDir& d) { WriteFile(d / "m.yaml", "---\n---\n# nothing\n---\n"); },
+       {"audit", "k8s", "{dir}/m.yaml"},
+       2,
+       "only empty documents"},
+      {"k8s_scalar_document_not_echoed",
+       [](const TempDir& d) { WriteFile(d / "m.yaml", "root:x:0:0:root:/root:/bin/bash\n"); },
+       {"audit", "k8s", "{dir}/m.yaml"},
+       2,
+       "a scalar",
+       "/bin/bash"},
+      {"kustomize_resource_outside_root",
+       [](const TempDir& d) {
+         WriteFile(d / "k/kustomization.yaml",
+                   "resources:\n  - ../../../../../../../../etc/passwd\n");
+       },
+       {"audit", "k8s", "{dir}/k"},
+       2,
+       "outside the kustomization directory",
+       "root:x:0"},
+      {"kustomize_symlink_outside_root",
+       [](const TempDir& d) {
+         WriteFile(d / "k/kustomization.yaml", "resources:\n  - link.yaml\n");
+         WriteFile(d / "secret.yaml", "kind: Pod\nmetadata: {name: secret-content}\n");
+         symlink((d / "secret.yaml").c_str(), (d / "k/link.yaml").c_str());
+       },
+       {"audit", "k8s", "{dir}/k"},
+       2,
+       "outside the kustomization directory",
+       "secret-content"},
+      {"kustomize_self_cycle",
+       [](const TempDir& d) { WriteFile(d / "k/kustomization.yaml", "resources:\n  - .\n"); },
+       {"audit", "k8s", "{dir}/k"},
+       2,
+       "cycle"},
+      {"kustomize_unsupported_feature",
+       [](const TempDir& d) {
+         WriteFile(d / "k/kustomization.yaml",
+                   "resources: [p.yaml]\nconfigMapGenerator:\n  - name: x\n    literals: [a=b]\n");
+         WriteFile(d / "k/p.yaml", "kind: Service\nmetadata: {name: s}\n");
+       },
+       {"audit", "k8s", "{dir}/k"},
+       2,
+       "'configMapGenerator' is not supported"},
+      {"kustomize_empty_resource",
+       [](const TempDir& d) {
+         WriteFile(d / "k/kustomization.yaml", "resources: [p.yaml]\n");
+         WriteFile(d / "k/p.yaml", "---\n");
+       },
+       {"audit", "k8s", "{dir}/k"},
+       2,
+       "holds no Kubernetes objects"},
+      {"dockerfile_arg_bomb",
+       [](const TempDir& d) { WriteFile(d / "Dockerfile", ArgBomb()); },
+       {"audit", "dockerfile", "{dir}/Dockerfile"},
+       2,
+       "expansion limit hit",
+       nullptr,
+       128},
+      {"dockerfile_from_bomb",
+       [](const TempDir& d) {
+         WriteFile(d / "Dockerfile",
+                   "ARG A=" + std::string(60000, 'x') + "\nFROM " + Repeat("$A", 30000) + "\n");
+       },
+       {"audit", "dockerfile", "{dir}/Dockerfile"},
+       2,
+       "expansion limit hit",
+       nullptr,
+       128},
+      {"image_too_many_layer_references",
+       [](const TempDir& d) { WriteManyRefImage(d / "img.tar", 5000); },
+       {"audit", "image", "{dir}/img.tar"},
+       2,
+       "the manifest names 5000 layers",
+       nullptr,
+       256},
+      {"image_layer_references_within_limit",
+       [](const TempDir& d) { WriteManyRefImage(d / "img.tar", 200); },
+       {"audit", "image", "{dir}/img.tar"},
+       6,
+       "image.efficiency",
+       "image.hostile.entry-limit",
+       256},
+      {"render_negative_cpu",
+       [](const TempDir&) {},
+       {"k8s", "render", "--matrix", SourceDir() + "/deploy/matrix.example.yaml", "--cpu", "-5"},
+       2,
+       "--cpu '-5'"},
+      {"render_zero_cpu",
+       [](const TempDir&) {},
+       {"k8s", "render", "--matrix", SourceDir() + "/deploy/matrix.example.yaml", "--cpu", "0"},
+       2,
+       "--cpu"},
+      {"render_bad_memory",
+       [](const TempDir&) {},
+       {"k8s", "render", "--matrix", SourceDir() + "/deploy/matrix.example.yaml", "--memory",
+        "abc"},
+       2,
+       "--memory 'abc'"},
+      {"render_image_newline",
+       [](const TempDir&) {},
+       {"k8s", "render", "--matrix", SourceDir() + "/deploy/matrix.example.yaml", "--image",
+        "evil\nkind: Pod"},
+       2,
+       "--image: expected an image reference",
+       "kind: Pod"},
+  };
+  return k;
+}
+
+class HostileAudit : public ::testing::TestWithParam<std::size_t> {};
+
+TEST_P(HostileAudit, ExitCodeMessageAndMemory) {
+  const Case& c = Cases()[GetParam()];
+  TempDir dir;
+  c.setup(dir);
+  std::vector<std::string> args;
+  for (std::string a : c.args) {
+    if (auto p = a.find("{dir}"); p != std::string::npos) a.replace(p, 5, dir.path());
+    args.push_back(a);
+  }
+  Child r = RunMeasured(args, dir / "output.txt");
+  EXPECT_EQ(r.exit_code, c.exit_code) << c.name << "\n" << r.out.substr(0, 2000);
+  EXPECT_NE(r.out.find(c.fragment), std::string::npos) << c.name << "\n" << r.out.substr(0, 2000);
+  if (c.absent != nullptr) {
+    EXPECT_EQ(r.out.find(c.absent), std::string::npos) << c.name << " echoed input\n" << r.out;
+  }
+  if (c.max_rss_mib > 0) {
+    EXPECT_LT(r.max_rss_kib, Ceiling(c.max_rss_mib) * 1024) << c.name;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, HostileAudit, ::testing::Range<std::size_t>(0, Cases().size()),
+                         [](const ::testing::TestParamInfo<std::size_t>& i) {
+                           return std::string(Cases()[i.param].name);
+                         });
+
+}  // namespace
+}  // namespace tg::testing
