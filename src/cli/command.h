@@ -61,5 +61,7 @@ class CommandRegistry {
 [[gnu::weak]] void RegisterSdCommands(CLI::App& app, GlobalOptions& g, CommandRegistry& r);
 // audit image|dockerfile|k8s, k8s render (hygiene).
 [[gnu::weak]] void RegisterAuditCommands(CLI::App& app, GlobalOptions& g, CommandRegistry& r);
+// bench, compare (load generator and before/after statistics; src/cli/bench_commands.cc).
+[[gnu::weak]] void RegisterBenchCommands(CLI::App& app, GlobalOptions& g, CommandRegistry& r);
 
 }  // namespace tg::cli

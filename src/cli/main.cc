@@ -34,7 +34,8 @@ int main(int argc, char** argv) {
   CommandRegistry registry;
   // Weak references: a developer build with TG_ONLY may leave an area out; the full build has all.
   for (auto* reg : {&tg::cli::RegisterIntegrityCommands, &tg::cli::RegisterRuntimeCommands,
-                    &tg::cli::RegisterSdCommands, &tg::cli::RegisterAuditCommands}) {
+                    &tg::cli::RegisterSdCommands, &tg::cli::RegisterAuditCommands,
+                    &tg::cli::RegisterBenchCommands}) {
     if (reg != nullptr) reg(app, g, registry);
   }
 

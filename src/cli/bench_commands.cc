@@ -1,0 +1,326 @@
+// `truegreen bench` (load generator over a sweep, SLOs as code) and `truegreen compare` (before /
+// after statistics and regression gates). Results on stdout (text, markdown or --json), logs and
+// the progress line on stderr. Exit codes: 0 pass, 2 usage (bad flag, malformed threshold, prompt
+// set or run file), 3 target unreachable, 5 an SLO or a regression gate failed, 130 interrupted
+// (SIGINT; every output was still written with what was measured so far).
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <ctime>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+#include <sys/utsname.h>
+
+#include "bench/compare.h"
+#include "bench/loadgen.h"
+#include "bench/report.h"
+#include "bench/server_metrics.h"
+#include "bench/slo.h"
+#include "bench/workload.h"
+#include "cli/command.h"
+#include "common/config.h"
+#include "common/file_util.h"
+#include "common/log.h"
+
+#ifndef TG_VERSION
+#define TG_VERSION "0.0.0"
+#endif
+
+namespace tg::cli {
+namespace {
+
+using bench::PointConfig;
+using bench::RunResult;
+using common::Json;
+using common::Status;
+
+constexpr int kExitInterrupted = 130;
+
+std::atomic<bool> g_interrupted{false};
+// Only sets an atomic flag (async-signal-safe); the load loop polls it.
+void OnBenchSigint(int) { g_interrupted.store(true); }
+
+struct BenchOptions {
+  std::string url, api = "openai", model, prompts, bench_file;
+  std::string concurrency = "1", batch = "1", size = "512x512", steps = "20";
+  std::vector<std::string> schedulers;
+  std::vector<std::string> slos;
+  double rate = 0, warmup_s = 5, window_s = 5, stability_pct = 10, timeout_s = 120;
+  double metrics_interval_s = 1;
+  int max_trials = 10, threads = 1;
+  std::string out, csv, html;
+  bool no_progress = false;
+};
+
+struct CompareOptions {
+  std::vector<std::string> files;
+  std::vector<std::string> fail_on;
+  std::string out, html;
+};
+
+int Fail(const Status& s) {
+  std::fprintf(stderr, "truegreen: %s\n", s.message().c_str());
+  return common::ExitCodeFromStatus(s);
+}
+
+// Output files: written atomically; an existing file is replaced only when it is one of ours
+// (same leading marker), so a typo in --out never destroys someone else's file.
+Status WriteOutput(const std::string& path, const std::string& data, const std::string& marker) {
+  if (path.empty()) return Status::Ok();
+  if (::access(path.c_str(), F_OK) == 0) {
+    auto existing = common::ReadFileLimited(path, 1ULL << 30);
+    if (!existing.ok() || existing->rfind(marker, 0) != 0) {
+      return Status::InvalidArg(fmt::format(
+          "{}: exists and is not a truegreen output (expected it to start with \"{}\"); refusing "
+          "to overwrite it",
+          path, marker));
+    }
+  }
+  return common::WriteFileAtomic(path, data);
+}
+
+const char* kJsonMarker = "{\n  \"api\"";
+const char* kCsvMarker = "Concurrency,Inferences/Second";
+const char* kHtmlMarker = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>truegreen";
+
+common::Result<std::vector<std::string>> SlosFromBenchFile(const std::string& path) {
+  TG_ASSIGN_OR_RETURN(YAML::Node root, common::LoadYamlFile(path));
+  TG_ASSIGN_OR_RETURN(common::YamlMap map, common::YamlMap::From(root, path, ""));
+  std::vector<std::string> out;
+  if (map.Has("slo")) {
+    const YAML::Node& n = map.node()["slo"];
+    if (!n.IsSequence()) {
+      return Status::InvalidArg(fmt::format("{}: field slo: expected a list of thresholds, found {}",
+                                            common::YamlWhere(n, path), common::YamlDescribe(n)));
+    }
+    for (std::size_t i = 0; i < n.size(); ++i) {
+      if (!n[i].IsScalar()) {
+        return Status::InvalidArg(fmt::format("{}: field slo[{}]: expected a string like \"p95<8s\"",
+                                              common::YamlWhere(n[i], path), i));
+      }
+      out.push_back(n[i].as<std::string>());
+    }
+  }
+  return out;
+}
+
+Json Environment() {
+  Json env = {{"cpu_count", std::thread::hardware_concurrency()}};
+  char host[256] = {};
+  if (::gethostname(host, sizeof(host) - 1) == 0) env["hostname"] = host;
+  struct utsname u {};
+  if (::uname(&u) == 0) env["kernel"] = std::string(u.sysname) + " " + u.release + " " + u.machine;
+  return env;
+}
+
+std::string NowIso() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+common::Result<std::vector<PointConfig>> Sweep(const BenchOptions& o) {
+  TG_ASSIGN_OR_RETURN(auto conc, bench::ParseIntList("--concurrency", o.concurrency));
+  TG_ASSIGN_OR_RETURN(auto batch, bench::ParseIntList("--batch", o.batch));
+  TG_ASSIGN_OR_RETURN(auto size, bench::ParseSizeList("--size", o.size));
+  TG_ASSIGN_OR_RETURN(auto steps, bench::ParseIntList("--steps", o.steps));
+  std::vector<std::string> scheds = o.schedulers.empty() ? std::vector<std::string>{""} : o.schedulers;
+  std::vector<PointConfig> out;
+  for (const auto& sc : scheds)
+    for (const auto& sz : size)
+      for (int st : steps)
+        for (int b : batch)
+          for (int c : conc) out.push_back({c, b, sz, st, sc, o.rate});
+  return out;
+}
+
+void Progress(bool show, std::size_t point, std::size_t points, const std::string& label,
+              int window, bool stable) {
+  if (!show) return;
+  int filled = static_cast<int>(20.0 * static_cast<double>(point) / static_cast<double>(points));
+  std::fprintf(stderr, "\r[%s%s] point %zu/%zu %s: window %d%s   ",
+               std::string(filled, '#').c_str(), std::string(20 - filled, '.').c_str(), point + 1,
+               points, label.c_str(), window, stable ? " (stable)" : "");
+  std::fflush(stderr);
+}
+
+common::Result<bench::PointResult> MeasurePoint(const BenchOptions& o, const bench::Target& target,
+                                                const bench::PromptSet& prompts,
+                                                const PointConfig& pc, bool progress,
+                                                std::size_t index, std::size_t total,
+                                                bool* interrupted) {
+  bench::LoadOptions lo;
+  lo.target = target;
+  TG_ASSIGN_OR_RETURN(lo.requests, bench::BuildRequests(o.api, o.model, pc, prompts));
+  lo.connections = pc.concurrency;
+  lo.threads = o.threads;
+  lo.rate = o.rate;
+  lo.warmup_s = o.warmup_s;
+  lo.window_s = o.window_s;
+  lo.max_trials = o.max_trials;
+  lo.stability = o.stability_pct / 100.0;
+  lo.timeout_s = o.timeout_s;
+  lo.stop = &g_interrupted;
+  lo.on_window = [&](int w, bool stable) { Progress(progress, index, total, pc.Label(), w, stable); };
+  std::optional<bench::MetricsScraper> scraper;
+  if (o.metrics_interval_s > 0) {
+    scraper.emplace(target, o.metrics_interval_s);
+    scraper->Start();
+  }
+  auto origin = std::chrono::steady_clock::now();
+  TG_ASSIGN_OR_RETURN(bench::LoadResult lr, bench::RunLoad(lo));
+  if (scraper) {
+    scraper->Stop();
+    lr.point.gpu = bench::AggregateGpu(scraper->Samples(), lr.measured_begin, lr.measured_end, origin);
+  }
+  lr.point.config = pc;
+  *interrupted = lr.interrupted;
+  return std::move(lr.point);
+}
+
+int WriteRunOutputs(const BenchOptions& o, const GlobalOptions& g, const RunResult& run) {
+  Json j = bench::RunToJson(run);
+  for (auto [path, data, marker] :
+       {std::tuple{o.out, j.dump(2) + "\n", kJsonMarker},
+        std::tuple{o.csv, bench::RunToCsv(run), kCsvMarker},
+        std::tuple{o.html, bench::RunToHtml(run), kHtmlMarker}}) {
+    Status s = WriteOutput(path, data, marker);
+    if (!s.ok()) return Fail(s);
+  }
+  std::fputs(g.json ? (j.dump(2) + "\n").c_str() : bench::RunToText(run).c_str(), stdout);
+  return -1;
+}
+
+int RunBench(const BenchOptions& o, const GlobalOptions& g) {
+  std::vector<std::string> slo_texts = o.slos;
+  if (!o.bench_file.empty()) {
+    auto f = SlosFromBenchFile(o.bench_file);
+    if (!f.ok()) return Fail(f.status());
+    slo_texts.insert(slo_texts.begin(), f->begin(), f->end());
+  }
+  auto thresholds = bench::ParseThresholds(slo_texts);
+  if (!thresholds.ok()) return Fail(thresholds.status());
+  auto target = bench::ParseUrl(o.url);
+  if (!target.ok()) return Fail(target.status());
+  auto sweep = Sweep(o);
+  if (!sweep.ok()) return Fail(sweep.status());
+  bench::PromptSet prompts = bench::BuiltinPromptSet();
+  if (!o.prompts.empty()) {
+    auto p = bench::LoadPromptSet(o.prompts);
+    if (!p.ok()) return Fail(p.status());
+    prompts = std::move(*p);
+  }
+  if (o.api == "kserve" && o.model.empty()) return Fail(Status::InvalidArg("--api kserve needs --model"));
+
+  RunResult run{TG_VERSION, o.url, o.api, o.model, prompts.path, prompts.sha256, NowIso()};
+  run.environment = Environment();
+  run.slos = slo_texts;
+  if (auto caps = bench::HttpGet(*target, "/v1/capabilities", 5); caps.ok() && caps->status == 200) {
+    auto cj = common::ParseJson(caps->body, "/v1/capabilities");
+    if (cj.ok()) run.server_capabilities = *cj;
+  }
+  g_interrupted = false;
+  auto old = std::signal(SIGINT, OnBenchSigint);
+  bool progress = !o.no_progress && ::isatty(STDERR_FILENO) != 0;
+  for (std::size_t i = 0; i < sweep->size() && !run.interrupted; ++i) {
+    auto p = MeasurePoint(o, *target, prompts, (*sweep)[i], progress, i, sweep->size(),
+                          &run.interrupted);
+    if (!p.ok()) {
+      std::signal(SIGINT, old);
+      return Fail(p.status());
+    }
+    bench::EvaluateSlos(*thresholds, *p);
+    run.points.push_back(std::move(*p));
+  }
+  std::signal(SIGINT, old);
+  if (progress) std::fputs("\n", stderr);
+  int rc = WriteRunOutputs(o, g, run);
+  if (rc >= 0) return rc;
+  if (run.interrupted) return kExitInterrupted;
+  return run.SlosFailed() ? common::kExitPerformance : common::kExitOk;
+}
+
+int RunCompare(const CompareOptions& o, const GlobalOptions& g) {
+  std::vector<bench::Gate> gates;
+  for (const auto& t : o.fail_on) {
+    auto gate = bench::ParseGate(t);
+    if (!gate.ok()) return Fail(gate.status());
+    gates.push_back(*gate);
+  }
+  std::vector<RunResult> runs;
+  for (const auto& f : o.files) {
+    auto j = common::LoadJsonFile(f, 1ULL << 30);
+    if (!j.ok()) return Fail(j.status());
+    auto r = bench::RunFromJson(*j, f);
+    if (!r.ok()) return Fail(r.status());
+    runs.push_back(std::move(*r));
+  }
+  std::vector<bench::RunComparison> cs;
+  for (std::size_t i = 1; i < runs.size(); ++i) {
+    cs.push_back(bench::CompareRuns(runs[0], o.files[0], runs[i], o.files[i], gates));
+  }
+  Json j = bench::ComparisonsToJson(cs);
+  Status s = WriteOutput(o.out, j.dump(2) + "\n", "[");
+  if (s.ok()) s = WriteOutput(o.html, bench::ComparisonsToHtml(cs), kHtmlMarker);
+  if (!s.ok()) return Fail(s);
+  std::fputs(g.json ? (j.dump(2) + "\n").c_str() : bench::ComparisonsToMarkdown(cs).c_str(), stdout);
+  for (const auto& c : cs) {
+    if (!c.gate_failures.empty()) return common::kExitPerformance;
+  }
+  return common::kExitOk;
+}
+
+void AddBenchFlags(CLI::App* c, BenchOptions& o) {
+  c->add_option("--url", o.url, "Server base URL, http://HOST:PORT")->required();
+  c->add_option("--api", o.api, "openai | kserve")->check(CLI::IsMember({"openai", "kserve"}));
+  c->add_option("--model", o.model, "Model name (required for kserve)");
+  c->add_option("--concurrency", o.concurrency, "Connections per point, e.g. 1,8,16,32");
+  c->add_option("--batch", o.batch, "Images per request (n), e.g. 1,2,4,8");
+  c->add_option("--size", o.size, "Image sizes, e.g. 512x512,1024x1024");
+  c->add_option("--steps", o.steps, "Denoising steps, e.g. 20,50");
+  c->add_option("--scheduler", o.schedulers, "Schedulers to sweep (repeatable)");
+  c->add_option("--rate", o.rate, "Open loop: total requests/s (0 = closed loop)")->check(CLI::NonNegativeNumber);
+  c->add_option("--prompts", o.prompts, "Prompt set, JSONL {prompt, negative, seed}");
+  c->add_option("--bench-file", o.bench_file, "YAML with `slo: [\"p95<8s\", ...]`");
+  c->add_option("--slo", o.slos, "Threshold, e.g. p95<8s,images_per_min>40 (repeatable)");
+  c->add_option("--warmup", o.warmup_s, "Warm-up seconds (excluded)")->check(CLI::NonNegativeNumber);
+  c->add_option("--window", o.window_s, "Measurement window seconds")->check(CLI::PositiveNumber);
+  c->add_option("--max-trials", o.max_trials, "Most windows per point")->check(CLI::Range(1, 1000));
+  c->add_option("--stability", o.stability_pct, "Stability tolerance, percent")->check(CLI::PositiveNumber);
+  c->add_option("--timeout", o.timeout_s, "Per-request timeout seconds")->check(CLI::PositiveNumber);
+  c->add_option("--threads", o.threads, "I/O threads")->check(CLI::Range(1, 256));
+  c->add_option("--metrics-interval", o.metrics_interval_s, "Seconds between /metrics scrapes (0 = off)")
+      ->check(CLI::NonNegativeNumber);
+  c->add_option("--out", o.out, "Write the JSON result here");
+  c->add_option("--csv", o.csv, "Write perf_analyzer-style CSV here");
+  c->add_option("--html", o.html, "Write the HTML report here");
+  c->add_flag("--no-progress", o.no_progress, "No progress line even on a terminal");
+}
+
+}  // namespace
+
+void RegisterBenchCommands(CLI::App& app, GlobalOptions& g, CommandRegistry& r) {
+  auto bo = std::make_shared<BenchOptions>();
+  CLI::App* bench = app.add_subcommand("bench", "Load-test a server (OpenAI images or KServe v2)");
+  AddBenchFlags(bench, *bo);
+  r.Add(bench, [bo, &g] { return RunBench(*bo, g); });
+
+  auto co = std::make_shared<CompareOptions>();
+  CLI::App* cmp = app.add_subcommand("compare", "Compare bench runs: ratios, tests, gates");
+  cmp->add_option("runs", co->files, "Run files (baseline first)")->required()->expected(2, 64);
+  cmp->add_option("--fail-on", co->fail_on, "Regression gate, e.g. \"p95 +10%\" (repeatable)");
+  cmp->add_option("--out", co->out, "Write the JSON comparison here");
+  cmp->add_option("--html", co->html, "Write the HTML comparison here");
+  r.Add(cmp, [co, &g] { return RunCompare(*co, g); });
+}
+
+}  // namespace tg::cli
