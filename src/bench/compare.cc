@@ -44,7 +44,8 @@ void CheckGates(const std::vector<Gate>& gates, RunComparison& rc) {
     for (const auto& g : gates) {
       auto change = GateChange(pc, g.metric);
       if (!change) {
-        rc.gate_failures.push_back(fmt::format("{}: {}: not measured in both runs", pc.label, g.text));
+        rc.gate_failures.push_back(
+            fmt::format("{}: {}: not measured in both runs", pc.label, g.text));
         continue;
       }
       bool fail = g.max_change >= 0 ? *change > g.max_change : *change < g.max_change;
@@ -91,7 +92,8 @@ RunComparison CompareRuns(const RunResult& a, const std::string& a_name, const R
     rc.points.push_back(std::move(pc));
   }
   if (!a.server_capabilities.is_null() && !b.server_capabilities.is_null()) {
-    rc.capability_diff = policy::DiffToJson(policy::DiffJson(a.server_capabilities, b.server_capabilities));
+    rc.capability_diff =
+        policy::DiffToJson(policy::DiffJson(a.server_capabilities, b.server_capabilities));
   }
   CheckGates(gates, rc);
   return rc;
@@ -102,21 +104,26 @@ std::string ComparisonsToMarkdown(const std::vector<RunComparison>& cs) {
   for (const auto& c : cs) {
     md += fmt::format("## {} -> {}\n\n", c.a_name, c.b_name);
     if (c.prompt_sets_differ) md += "**Warning: the runs used different prompt sets.**\n\n";
-    md += "| point | throughput B/A [95% CI] | P50 B/A [95% CI] | P95 B/A [95% CI] | "
-          "Mann-Whitney p | KS | overlap | verdict |\n|---|---|---|---|---|---|---|---|\n";
+    md +=
+        "| point | throughput B/A [95% CI] | P50 B/A [95% CI] | P95 B/A [95% CI] | "
+        "Mann-Whitney p | KS | overlap | verdict |\n|---|---|---|---|---|---|---|---|\n";
     for (const auto& p : c.points) {
       if (!p.matched) {
         md += fmt::format("| {} | only in {} | | | | | | |\n", p.label, c.a_name);
         continue;
       }
-      md += fmt::format("| {} | {:.3f} {} | {:.3f} {} | {:.3f} {} | {:.3g} | {:.3f} | {:.3f} | {} |\n",
-                        p.label, p.throughput_ratio, Ci(p.throughput_ci), p.p50_ratio, Ci(p.p50_ci),
-                        p.p95_ratio, Ci(p.p95_ci), p.mw.p_value, p.ks, p.overlap, p.verdict);
+      md += fmt::format(
+          "| {} | {:.3f} {} | {:.3f} {} | {:.3f} {} | {:.3g} | {:.3f} | {:.3f} | {} |\n", p.label,
+          p.throughput_ratio, Ci(p.throughput_ci), p.p50_ratio, Ci(p.p50_ci), p.p95_ratio,
+          Ci(p.p95_ci), p.mw.p_value, p.ks, p.overlap, p.verdict);
     }
     md += "\nCapability diff: ";
-    if (c.capability_diff.is_null()) md += "not available (a run has no server snapshot)\n";
-    else if (c.capability_diff.empty()) md += "none\n";
-    else md += "\n\n```\n" + c.capability_diff.dump(1) + "\n```\n";
+    if (c.capability_diff.is_null())
+      md += "not available (a run has no server snapshot)\n";
+    else if (c.capability_diff.empty())
+      md += "none\n";
+    else
+      md += "\n\n```\n" + c.capability_diff.dump(1) + "\n```\n";
     if (!c.gate_failures.empty()) {
       md += "\n**Regression gates FAILED:**\n";
       for (const auto& f : c.gate_failures) md += "- " + f + "\n";
@@ -170,17 +177,18 @@ std::string ComparisonsToHtml(const std::vector<RunComparison>& cs) {
          "<th>Mann-Whitney p</th><th>KS</th><th>overlap</th><th>verdict</th></tr>\n";
     for (const auto& p : c.points) {
       if (!p.matched) continue;
-      h += fmt::format("<tr><td class=\"l\">{}</td><td>{:.3f} {}</td><td>{:.3f} {}</td>"
-                       "<td>{:.3f} {}</td><td>{:.3g}</td><td>{:.3f}</td><td>{:.3f}</td><td>{}</td></tr>\n",
-                       HtmlEscape(p.label), p.throughput_ratio, Ci(p.throughput_ci), p.p50_ratio,
-                       Ci(p.p50_ci), p.p95_ratio, Ci(p.p95_ci), p.mw.p_value, p.ks, p.overlap,
-                       p.verdict);
+      h += fmt::format(
+          "<tr><td class=\"l\">{}</td><td>{:.3f} {}</td><td>{:.3f} {}</td>"
+          "<td>{:.3f} {}</td><td>{:.3g}</td><td>{:.3f}</td><td>{:.3f}</td><td>{}</td></tr>\n",
+          HtmlEscape(p.label), p.throughput_ratio, Ci(p.throughput_ci), p.p50_ratio, Ci(p.p50_ci),
+          p.p95_ratio, Ci(p.p95_ci), p.mw.p_value, p.ks, p.overlap, p.verdict);
     }
     h += "</table>\n";
     for (const auto& p : c.points) {
       if (!p.matched) continue;
       h += LinePlot({"Latency CDF " + p.label, "latency (ms, log)", "fraction", true, {}, true},
-                    {CdfSeries(c.a_name, p.a->latency), CdfSeries(c.b_name, p.b->latency)}) + "\n";
+                    {CdfSeries(c.a_name, p.a->latency), CdfSeries(c.b_name, p.b->latency)}) +
+           "\n";
     }
     h += "<h3>Capability diff</h3>\n<table id=\"capability-diff\">";
     if (c.capability_diff.is_null()) h += "<tr><td class=\"l\">not available</td></tr>";

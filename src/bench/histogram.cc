@@ -32,7 +32,8 @@ int BucketIndex(std::int64_t v) {
 
 }  // namespace
 
-Histogram::Histogram() : counts_(static_cast<std::size_t>(BucketsNeeded() + 1) * kSubBucketHalfCount) {}
+Histogram::Histogram()
+    : counts_(static_cast<std::size_t>(BucketsNeeded() + 1) * kSubBucketHalfCount) {}
 
 std::size_t Histogram::IndexFor(std::int64_t v) const {
   int bucket = BucketIndex(v);
@@ -150,9 +151,8 @@ common::Result<Histogram> Histogram::FromJson(const common::Json& j, const std::
   Histogram h;
   std::size_t n = 0;
   for (const auto& b : j["buckets"]) {
-    if (!b.is_array() || b.size() != 2 || !b[0].is_number_integer() ||
-        !b[1].is_number_unsigned() || b[0].get<std::int64_t>() < kLowestUs ||
-        b[0].get<std::int64_t>() > kHighestUs) {
+    if (!b.is_array() || b.size() != 2 || !b[0].is_number_integer() || !b[1].is_number_unsigned() ||
+        b[0].get<std::int64_t>() < kLowestUs || b[0].get<std::int64_t>() > kHighestUs) {
       return Status::InvalidArg(where + ".buckets[" + std::to_string(n) +
                                 "]: expected [value_us in 1..3600000000, count >= 0], found " +
                                 b.dump());
@@ -178,7 +178,7 @@ Percentiles Summarize(const Histogram& h) {
 }
 
 common::Json PercentilesToJson(const Percentiles& p) {
-  return {{"count", p.count}, {"mean_us", p.mean}, {"p50_us", p.p50}, {"p90_us", p.p90},
+  return {{"count", p.count}, {"mean_us", p.mean}, {"p50_us", p.p50},    {"p90_us", p.p90},
           {"p95_us", p.p95},  {"p99_us", p.p99},   {"p99_9_us", p.p999}, {"max_us", p.max}};
 }
 

@@ -22,8 +22,8 @@ TEST(HistogramTest, PercentilesMatchSortedSamplesWithinThreeDigits) {
   std::vector<std::int64_t> samples;
   Histogram h;
   for (int i = 0; i < 20000; ++i) {
-    auto v = std::clamp<std::int64_t>(static_cast<std::int64_t>(dist(rng)), 1,
-                                      Histogram::kHighestUs);
+    auto v =
+        std::clamp<std::int64_t>(static_cast<std::int64_t>(dist(rng)), 1, Histogram::kHighestUs);
     samples.push_back(v);
     h.Record(v);
   }
@@ -32,7 +32,8 @@ TEST(HistogramTest, PercentilesMatchSortedSamplesWithinThreeDigits) {
     std::int64_t got = h.ValueAtPercentile(p);
     // Highest equivalent value: never below the exact sample, above it by < 1/1024 relative.
     EXPECT_GE(got, exact) << "p" << p;
-    EXPECT_LE(static_cast<double>(got - exact), static_cast<double>(exact) / 1024.0 + 1) << "p" << p;
+    EXPECT_LE(static_cast<double>(got - exact), static_cast<double>(exact) / 1024.0 + 1)
+        << "p" << p;
     EXPECT_EQ(got, h.HighestEquivalent(exact)) << "p" << p;
   }
   EXPECT_EQ(h.count(), samples.size());

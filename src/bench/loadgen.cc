@@ -242,8 +242,8 @@ WindowStat MergeWindow(std::vector<std::unique_ptr<Shard>>& shards, int w, doubl
 bool SleepUntil(Clock::time_point t, const std::atomic<bool>* stop) {
   while (Clock::now() < t) {
     if (stop != nullptr && stop->load()) return false;
-    std::this_thread::sleep_for(std::min<Clock::duration>(t - Clock::now(),
-                                                          std::chrono::milliseconds(20)));
+    std::this_thread::sleep_for(
+        std::min<Clock::duration>(t - Clock::now(), std::chrono::milliseconds(20)));
   }
   return true;
 }
@@ -320,7 +320,8 @@ common::Result<LoadResult> RunLoad(const LoadOptions& o) {
   for (int t = 0; t < threads; ++t) workers.emplace_back([&, t] { iocs[t]->run(); });
 
   LoadResult out;
-  auto window = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.window_s));
+  auto window =
+      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.window_s));
   bool interrupted = !SleepUntil(shared.measure_start, o.stop);
   Clock::time_point partial_end = Clock::now();
   int complete = 0;
@@ -354,7 +355,8 @@ common::Result<LoadResult> RunLoad(const LoadOptions& o) {
     // Interrupted inside the first window: report the partial window with its real length.
     MergeWindow(shards, 0, 0, &merged);
     out.measured_end = partial_end;
-    out.point.measured_s = std::chrono::duration<double>(partial_end - shared.measure_start).count();
+    out.point.measured_s =
+        std::chrono::duration<double>(partial_end - shared.measure_start).count();
   }
   out.point.latency = std::move(merged.latency);
   out.point.service = std::move(merged.service);

@@ -54,7 +54,7 @@ struct LoadOptions {
   int stable_windows = 3;
   double stability = 0.10;  // max/min within 1 + stability
   double timeout_s = 120;
-  const std::atomic<bool>* stop = nullptr;  // set by a SIGINT handler; may be null
+  const std::atomic<bool>* stop = nullptr;                 // set by a SIGINT handler; may be null
   std::function<void(int window, bool stable)> on_window;  // progress; may be empty
 };
 

@@ -40,7 +40,8 @@ std::string PointsTable(const RunResult& r) {
     std::string errs;
     for (const auto& [k, v] : p.errors) errs += fmt::format("{} {}; ", k, v);
     std::string slo = p.slo_failures.empty() ? "<span class=\"pass\">pass</span>" : "";
-    for (const auto& f : p.slo_failures) slo += "<span class=\"fail\">" + HtmlEscape(f) + "</span><br>";
+    for (const auto& f : p.slo_failures)
+      slo += "<span class=\"fail\">" + HtmlEscape(f) + "</span><br>";
     h += fmt::format(
         "<tr><td class=\"l\">{}</td><td>{}</td><td>{:.3f}</td><td>{:.2f}</td><td>{:.3f}</td>"
         "<td>{:.3f}</td><td>{:.3f}</td><td>{:.3f}</td><td>{:.3f}</td><td>{:.3f}</td><td>{:.3f}</td>"
@@ -77,13 +78,13 @@ std::string RunToCsv(const RunResult& r) {
     }
     std::string slo = p.slo_failures.empty() ? "pass" : "FAIL: ";
     for (const auto& f : p.slo_failures) slo += f + "; ";
-    out += fmt::format("{},{:.4f},,{},{},,{},,,{},{},{},{},{:.0f},{},{},{},{},{},{:.3f},{},{},{},{},{}\n",
-                       p.config.concurrency, p.Throughput() * p.config.batch, Opt(network),
-                       Opt(p.gpu.queue_us_per_req), Opt(p.gpu.compute_us_per_req), s.p50, s.p90,
-                       s.p95, s.p99, s.mean, p.config.batch, p.config.size, p.config.steps,
-                       CsvCell(p.config.scheduler), p.open_loop ? "open" : "closed",
-                       p.ImagesPerMin(), p.ErrorCount(), p.stable ? "yes" : "no", p.trials,
-                       Opt(p.gpu.utilization, "{:.3f}"), CsvCell(slo));
+    out += fmt::format(
+        "{},{:.4f},,{},{},,{},,,{},{},{},{},{:.0f},{},{},{},{},{},{:.3f},{},{},{},{},{}\n",
+        p.config.concurrency, p.Throughput() * p.config.batch, Opt(network),
+        Opt(p.gpu.queue_us_per_req), Opt(p.gpu.compute_us_per_req), s.p50, s.p90, s.p95, s.p99,
+        s.mean, p.config.batch, p.config.size, p.config.steps, CsvCell(p.config.scheduler),
+        p.open_loop ? "open" : "closed", p.ImagesPerMin(), p.ErrorCount(), p.stable ? "yes" : "no",
+        p.trials, Opt(p.gpu.utilization, "{:.3f}"), CsvCell(slo));
   }
   return out;
 }
@@ -91,19 +92,19 @@ std::string RunToCsv(const RunResult& r) {
 std::string RunToText(const RunResult& r) {
   std::string out = fmt::format("truegreen bench  {}  api={}  prompt set sha256={}{}\n", r.url,
                                 r.api, r.prompt_set_sha256, r.interrupted ? "  (INTERRUPTED)" : "");
-  out += fmt::format("{:<28} {:>9} {:>10} {:>9} {:>9} {:>9} {:>9} {:>7} {:>8}  {}\n", "point",
-                     "req/s", "img/min", "P50 ms", "P95 ms", "P99 ms", "max ms", "errors",
-                     "gpu", "verdict");
+  out +=
+      fmt::format("{:<28} {:>9} {:>10} {:>9} {:>9} {:>9} {:>9} {:>7} {:>8}  {}\n", "point", "req/s",
+                  "img/min", "P50 ms", "P95 ms", "P99 ms", "max ms", "errors", "gpu", "verdict");
   for (const auto& p : r.points) {
     Percentiles s = Summarize(p.latency);
-    std::string verdict = std::string(p.stable ? "stable" : "UNSTABLE") +
-                          fmt::format(" after {} windows", p.trials);
+    std::string verdict =
+        std::string(p.stable ? "stable" : "UNSTABLE") + fmt::format(" after {} windows", p.trials);
     verdict += p.slo_failures.empty() ? "; SLO pass" : "; SLO FAIL";
-    out += fmt::format("{:<28} {:>9.3f} {:>10.2f} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>7} {:>8}  {}\n",
-                       p.config.Label() + (p.open_loop ? " open" : ""), p.Throughput(),
-                       p.ImagesPerMin(), s.p50 / 1e3, s.p95 / 1e3, s.p99 / 1e3, s.max / 1e3,
-                       p.ErrorCount(), Opt(p.gpu.utilization, "{:.2f}").empty() ? "-" : Opt(p.gpu.utilization, "{:.2f}"),
-                       verdict);
+    out += fmt::format(
+        "{:<28} {:>9.3f} {:>10.2f} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>7} {:>8}  {}\n",
+        p.config.Label() + (p.open_loop ? " open" : ""), p.Throughput(), p.ImagesPerMin(),
+        s.p50 / 1e3, s.p95 / 1e3, s.p99 / 1e3, s.max / 1e3, p.ErrorCount(),
+        Opt(p.gpu.utilization, "{:.2f}").empty() ? "-" : Opt(p.gpu.utilization, "{:.2f}"), verdict);
     for (const auto& f : p.slo_failures) out += "    SLO failed: " + f + "\n";
   }
   return out;
@@ -111,17 +112,20 @@ std::string RunToText(const RunResult& r) {
 
 std::string RunToHtml(const RunResult& r) {
   std::string h = HtmlHead("truegreen bench report");
-  h += fmt::format("<p>Target <code>{}</code> (api {}{}), started {}, prompt set <code>{}</code> "
-                   "sha256 <code>{}</code>.</p>\n",
-                   HtmlEscape(r.url), HtmlEscape(r.api),
-                   r.model.empty() ? "" : ", model " + HtmlEscape(r.model), HtmlEscape(r.started_at),
-                   HtmlEscape(r.prompt_set_path.empty() ? "built-in" : r.prompt_set_path),
-                   HtmlEscape(r.prompt_set_sha256));
+  h += fmt::format(
+      "<p>Target <code>{}</code> (api {}{}), started {}, prompt set <code>{}</code> "
+      "sha256 <code>{}</code>.</p>\n",
+      HtmlEscape(r.url), HtmlEscape(r.api), r.model.empty() ? "" : ", model " + HtmlEscape(r.model),
+      HtmlEscape(r.started_at),
+      HtmlEscape(r.prompt_set_path.empty() ? "built-in" : r.prompt_set_path),
+      HtmlEscape(r.prompt_set_sha256));
   if (r.interrupted) h += "<p class=\"fail\">Interrupted: partial results.</p>\n";
-  h += std::string("<p>SLOs: ") + (r.slos.empty() ? "none" : HtmlEscape(fmt::format("{}", fmt::join(r.slos, ", ")))) +
-       " &mdash; " +
-       (r.SlosFailed() ? "<span class=\"fail\">FAILED</span>" : "<span class=\"pass\">pass</span>") +
-       "</p>\n";
+  h +=
+      std::string("<p>SLOs: ") +
+      (r.slos.empty() ? "none" : HtmlEscape(fmt::format("{}", fmt::join(r.slos, ", ")))) +
+      " &mdash; " +
+      (r.SlosFailed() ? "<span class=\"fail\">FAILED</span>" : "<span class=\"pass\">pass</span>") +
+      "</p>\n";
   h += PointsTable(r);
   PlotSpec lat{"Latency percentiles per point", "point", "ms", false, {}, false};
   PlotSpec thr{"Throughput per point", "point", "requests/s", false, {}, false};
@@ -136,7 +140,8 @@ std::string RunToHtml(const RunResult& r) {
     p99.xy.emplace_back(x, p.latency.ValueAtPercentile(99) / 1e3);
     tput.xy.emplace_back(x, p.Throughput());
     cdfs.push_back(CdfSeries(p.config.Label(), p.latency));
-    if (!p.gpu.utilization_series.empty()) util.push_back({p.config.Label(), p.gpu.utilization_series});
+    if (!p.gpu.utilization_series.empty())
+      util.push_back({p.config.Label(), p.gpu.utilization_series});
   }
   thr.x_ticks = lat.x_ticks;
   h += "<h2>Latency and throughput</h2>\n" + LinePlot(lat, {p50, p95, p99}) + "\n" +
@@ -144,8 +149,12 @@ std::string RunToHtml(const RunResult& r) {
   h += "<h2>Latency CDF</h2>\n" +
        LinePlot({"Latency CDF", "latency (ms, log)", "fraction", true, {}, true}, cdfs) + "\n";
   h += "<h2>GPU utilisation over time</h2>\n" +
-       LinePlot({"GPU utilisation (server /metrics)", "seconds since start", "utilisation", false,
-                 {}, false},
+       LinePlot({"GPU utilisation (server /metrics)",
+                 "seconds since start",
+                 "utilisation",
+                 false,
+                 {},
+                 false},
                 util) +
        "\n";
   h += "<h2>Server capability snapshot</h2>\n";
@@ -154,7 +163,8 @@ std::string RunToHtml(const RunResult& r) {
   } else {
     h += "<table id=\"capabilities\">";
     for (const auto& [k, v] : FlattenJson(r.server_capabilities)) {
-      h += "<tr><td class=\"l\">" + HtmlEscape(k) + "</td><td class=\"l\">" + HtmlEscape(v) + "</td></tr>";
+      h += "<tr><td class=\"l\">" + HtmlEscape(k) + "</td><td class=\"l\">" + HtmlEscape(v) +
+           "</td></tr>";
     }
     h += "</table>\n";
   }

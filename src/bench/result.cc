@@ -74,7 +74,8 @@ common::Result<PointResult> PointFromJson(const Json& j, const std::string& wher
     for (const auto& [k, v] : j.at("errors").items()) p.errors[k] = v.get<std::uint64_t>();
     p.measured_s = j.at("measured_s").get<double>();
     for (const auto& w : j.value("windows", Json::array())) {
-      p.windows.push_back({w.at("throughput").get<double>(), w.at("latency_mean_us").get<double>()});
+      p.windows.push_back(
+          {w.at("throughput").get<double>(), w.at("latency_mean_us").get<double>()});
     }
     p.stable = j.value("stable", false);
     p.trials = j.value("trials", 0);
@@ -84,7 +85,8 @@ common::Result<PointResult> PointFromJson(const Json& j, const std::string& wher
     p.gpu.memory_used_bytes = OptionalFromJson(g, "memory_used_bytes");
     p.gpu.queue_us_per_req = OptionalFromJson(g, "queue_us_per_request");
     p.gpu.compute_us_per_req = OptionalFromJson(g, "compute_us_per_request");
-    if (g.contains("gates_ok") && g["gates_ok"].is_boolean()) p.gpu.gates_ok = g["gates_ok"].get<bool>();
+    if (g.contains("gates_ok") && g["gates_ok"].is_boolean())
+      p.gpu.gates_ok = g["gates_ok"].get<bool>();
     for (const auto& s : g.value("utilization_series", Json::array())) {
       p.gpu.utilization_series.emplace_back(s.at(0).get<double>(), s.at(1).get<double>());
     }
@@ -92,8 +94,10 @@ common::Result<PointResult> PointFromJson(const Json& j, const std::string& wher
   } catch (const Json::exception& e) {
     return Status::InvalidArg(fmt::format("{}: {}", where, e.what()));
   }
-  TG_ASSIGN_OR_RETURN(p.latency, Histogram::FromJson(j.value("latency", Json()), where + ".latency"));
-  TG_ASSIGN_OR_RETURN(p.service, Histogram::FromJson(j.value("service", Json()), where + ".service"));
+  TG_ASSIGN_OR_RETURN(p.latency,
+                      Histogram::FromJson(j.value("latency", Json()), where + ".latency"));
+  TG_ASSIGN_OR_RETURN(p.service,
+                      Histogram::FromJson(j.value("service", Json()), where + ".service"));
   return p;
 }
 
@@ -150,8 +154,9 @@ Json RunToJson(const RunResult& r) {
 
 common::Result<RunResult> RunFromJson(const Json& j, const std::string& path) {
   if (!j.is_object() || j.value("format", "") != "truegreen-bench/1") {
-    return Status::InvalidArg(path + ": format: expected \"truegreen-bench/1\" (a file written by "
-                                     "truegreen bench --out)");
+    return Status::InvalidArg(path +
+                              ": format: expected \"truegreen-bench/1\" (a file written by "
+                              "truegreen bench --out)");
   }
   RunResult r;
   r.tool_version = j.value("tool_version", "");

@@ -21,8 +21,8 @@ struct PointConfig {
   int batch = 1;
   std::string size = "512x512";
   int steps = 20;
-  std::string scheduler;  // empty: the server's default
-  double rate = 0;        // requests/s; > 0 selects open loop (constant rate)
+  std::string scheduler;      // empty: the server's default
+  double rate = 0;            // requests/s; > 0 selects open loop (constant rate)
   std::string Label() const;  // "c16 b1 512x512 s20 euler" (+ " r5/s")
 };
 
@@ -68,12 +68,12 @@ struct RunResult {
   std::string api;  // "openai" | "kserve"
   std::string model;
   std::string prompt_set_path;
-  std::string prompt_set_sha256;  // of the file's bytes; "builtin:<sha256>" when none was given
-  std::string started_at;         // ISO 8601 UTC
-  bool interrupted = false;       // SIGINT: only what was measured so far
-  common::Json environment;       // host, cpu count, kernel
+  std::string prompt_set_sha256;     // of the file's bytes; "builtin:<sha256>" when none was given
+  std::string started_at;            // ISO 8601 UTC
+  bool interrupted = false;          // SIGINT: only what was measured so far
+  common::Json environment;          // host, cpu count, kernel
   common::Json server_capabilities;  // GET /v1/capabilities, or null when unavailable
-  std::vector<std::string> slos;  // the threshold expressions, as given
+  std::vector<std::string> slos;     // the threshold expressions, as given
   std::vector<PointResult> points;
 
   bool SlosFailed() const;

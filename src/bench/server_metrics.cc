@@ -32,7 +32,8 @@ common::Result<HttpResponse> HttpGet(const Target& target, const std::string& pa
   try {
     asio::io_context ioc;
     beast::tcp_stream stream(ioc);
-    auto timeout = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
+    auto timeout =
+        std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
     tcp::resolver resolver(ioc);
     stream.expires_after(timeout);
     stream.connect(resolver.resolve(target.host, target.port));
@@ -49,9 +50,9 @@ common::Result<HttpResponse> HttpGet(const Target& target, const std::string& pa
     stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
     return HttpResponse{static_cast<int>(parser.get().result_int()), parser.get().body()};
   } catch (const boost::system::system_error& e) {
-    return common::Status::Unavailable(
-        fmt::format("GET http://{}:{}{}{}: {}", target.host, target.port, target.base, path,
-                    e.code().message()));
+    return common::Status::Unavailable(fmt::format("GET http://{}:{}{}{}: {}", target.host,
+                                                   target.port, target.base, path,
+                                                   e.code().message()));
   }
 }
 
@@ -70,9 +71,12 @@ MetricValues ParsePrometheus(const std::string& text) {
       bool quoted = false;
       for (value_pos = name_end + 1; value_pos < line.size(); ++value_pos) {
         char c = line[value_pos];
-        if (c == '\\' && quoted) ++value_pos;
-        else if (c == '"') quoted = !quoted;
-        else if (c == '}' && !quoted) break;
+        if (c == '\\' && quoted)
+          ++value_pos;
+        else if (c == '"')
+          quoted = !quoted;
+        else if (c == '}' && !quoted)
+          break;
       }
       ++value_pos;
     }
@@ -120,7 +124,8 @@ GpuSide AggregateGpu(const std::vector<MetricsSample>& samples, Clock::time_poin
   g.source = "server /metrics";
   if (util_n > 0) g.utilization = util_sum / util_n;
   if (baseline != nullptr) {
-    auto count0 = Get(baseline->v, "nv_inference_count"), count1 = Get(last->v, "nv_inference_count");
+    auto count0 = Get(baseline->v, "nv_inference_count"),
+         count1 = Get(last->v, "nv_inference_count");
     if (count0 && count1 && *count1 > *count0) {
       double n = *count1 - *count0;
       auto q0 = Get(baseline->v, "nv_inference_queue_duration_us");

@@ -54,7 +54,8 @@ GpuSide AggregateGpu(const std::vector<MetricsSample>& samples,
 
 class MetricsScraper {
  public:
-  MetricsScraper(Target target, double interval_s) : target_(std::move(target)), interval_s_(interval_s) {}
+  MetricsScraper(Target target, double interval_s)
+      : target_(std::move(target)), interval_s_(interval_s) {}
   ~MetricsScraper() { Stop(); }
   MetricsScraper(const MetricsScraper&) = delete;
   MetricsScraper& operator=(const MetricsScraper&) = delete;

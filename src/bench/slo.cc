@@ -27,7 +27,8 @@ std::string Trim(const std::string& s) {
   return s.substr(b, e - b + 1);
 }
 
-const char* kMetricList = "p50|p90|p95|p99|p99.9|max|mean|throughput|images_per_min|gpu_util|errors";
+const char* kMetricList =
+    "p50|p90|p95|p99|p99.9|max|mean|throughput|images_per_min|gpu_util|errors";
 
 // Parses "<number><unit>" into a value in the metric's canonical unit.
 common::Result<double> ParseValue(const std::string& expr, const std::string& metric,
@@ -35,20 +36,22 @@ common::Result<double> ParseValue(const std::string& expr, const std::string& me
   double v = 0;
   auto [ptr, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), v);
   if (ec != std::errc() || ptr == rest.data() || v < 0) {
-    return Status::InvalidArg(fmt::format("threshold \"{}\": expected a non-negative number after "
-                                          "the operator, found \"{}\"",
-                                          expr, rest));
+    return Status::InvalidArg(
+        fmt::format("threshold \"{}\": expected a non-negative number after "
+                    "the operator, found \"{}\"",
+                    expr, rest));
   }
   std::string unit = Trim(std::string(ptr, rest.data() + rest.size()));
   if (LatencyMetrics().count(metric) != 0) {
     if (unit == "us") return v;
     if (unit == "ms") return v * 1e3;
     if (unit == "s") return v * 1e6;
-    return Status::InvalidArg(fmt::format(
-        "threshold \"{}\": latency needs a unit us|ms|s, found \"{}\"", expr, unit));
+    return Status::InvalidArg(
+        fmt::format("threshold \"{}\": latency needs a unit us|ms|s, found \"{}\"", expr, unit));
   }
   if (metric == "gpu_util" || metric == "errors") {
-    if (unit == "%") v /= 100.0;
+    if (unit == "%")
+      v /= 100.0;
     else if (!unit.empty()) {
       return Status::InvalidArg(fmt::format(
           "threshold \"{}\": {} is a fraction (0.6) or a percentage (60%), found unit \"{}\"", expr,
@@ -99,8 +102,8 @@ common::Result<std::vector<Threshold>> ParseThresholds(const std::vector<std::st
     std::size_t start = 0;
     while (start <= text.size()) {
       std::size_t comma = text.find(',', start);
-      std::string part = text.substr(start, comma == std::string::npos ? std::string::npos
-                                                                         : comma - start);
+      std::string part =
+          text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
       if (Trim(part).empty()) {
         return Status::InvalidArg(fmt::format("threshold list \"{}\": empty entry", text));
       }
@@ -139,10 +142,10 @@ void EvaluateSlos(const std::vector<Threshold>& thresholds, PointResult& p) {
       p.slo_failures.push_back(t.text + ": not measured");
       continue;
     }
-    bool pass = t.op == "<" ? *v < t.value
+    bool pass = t.op == "<"    ? *v < t.value
                 : t.op == "<=" ? *v <= t.value
-                : t.op == ">" ? *v > t.value
-                              : *v >= t.value;
+                : t.op == ">"  ? *v > t.value
+                               : *v >= t.value;
     if (!pass) p.slo_failures.push_back(fmt::format("{}: measured {:.6g}", t.text, *v));
   }
 }

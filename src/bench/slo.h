@@ -40,7 +40,7 @@ void EvaluateSlos(const std::vector<Threshold>& thresholds, PointResult& p);
 
 struct Gate {
   std::string text;
-  std::string metric;    // same metric names as thresholds
+  std::string metric;     // same metric names as thresholds
   double max_change = 0;  // signed fraction: +0.10 means "fail above +10 %"
 };
 common::Result<Gate> ParseGate(const std::string& text);

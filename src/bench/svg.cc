@@ -11,8 +11,8 @@ namespace tg::bench {
 namespace {
 
 constexpr double kW = 640, kH = 320, kLeft = 70, kRight = 150, kTop = 30, kBottom = 50;
-const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b",
-                         "#e377c2", "#7f7f7f"};
+const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
+                         "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
 
 std::string Num(double v) {
   if (v == 0) return "0";
@@ -27,11 +27,20 @@ std::string HtmlEscape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -82,9 +91,10 @@ std::string LinePlot(const PlotSpec& spec, const std::vector<Series>& series) {
   }
   svg += fmt::format("<text x=\"{}\" y=\"{}\" class=\"a\" text-anchor=\"middle\">{}</text>",
                      kLeft + pw / 2, kH - 8, HtmlEscape(spec.x_label));
-  svg += fmt::format("<text x=\"12\" y=\"{}\" class=\"a\" transform=\"rotate(-90 12 {})\" "
-                     "text-anchor=\"middle\">{}</text>",
-                     kTop + ph / 2, kTop + ph / 2, HtmlEscape(spec.y_label));
+  svg += fmt::format(
+      "<text x=\"12\" y=\"{}\" class=\"a\" transform=\"rotate(-90 12 {})\" "
+      "text-anchor=\"middle\">{}</text>",
+      kTop + ph / 2, kTop + ph / 2, HtmlEscape(spec.y_label));
   for (std::size_t i = 0; i < series.size(); ++i) {
     const char* color = kColors[i % std::size(kColors)];
     std::string pts;
@@ -97,13 +107,15 @@ std::string LinePlot(const PlotSpec& spec, const std::vector<Series>& series) {
       prev_y = y;
       first = false;
     }
-    svg += fmt::format("<polyline class=\"series\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\" "
-                       "points=\"{}\"/>",
-                       color, pts);
-    svg += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/>"
-                       "<text x=\"{}\" y=\"{}\" class=\"a\">{}</text>",
-                       kW - kRight + 10, kTop + 16 * i, color, kW - kRight + 24, kTop + 16 * i + 9,
-                       HtmlEscape(series[i].name));
+    svg += fmt::format(
+        "<polyline class=\"series\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\" "
+        "points=\"{}\"/>",
+        color, pts);
+    svg += fmt::format(
+        "<rect x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/>"
+        "<text x=\"{}\" y=\"{}\" class=\"a\">{}</text>",
+        kW - kRight + 10, kTop + 16 * i, color, kW - kRight + 24, kTop + 16 * i + 9,
+        HtmlEscape(series[i].name));
   }
   return svg + "</svg>";
 }
@@ -115,7 +127,8 @@ Series CdfSeries(const std::string& name, const Histogram& h) {
   for (std::size_t i = 0; i < h.bucket_count(); ++i) {
     if (h.count_at_index(i) == 0) continue;
     seen += static_cast<double>(h.count_at_index(i));
-    s.xy.emplace_back(static_cast<double>(h.HighestEquivalent(h.ValueAtIndex(i))) / 1000.0, seen / n);
+    s.xy.emplace_back(static_cast<double>(h.HighestEquivalent(h.ValueAtIndex(i))) / 1000.0,
+                      seen / n);
   }
   return s;
 }

@@ -45,7 +45,8 @@ common::Result<Prompt> ParsePromptLine(const std::string& line, const std::strin
   }
   if (j->contains("seed")) {
     if (!(*j)["seed"].is_number_integer() || (*j)["seed"].get<std::int64_t>() < 0) {
-      return Status::InvalidArg(where + ": field \"seed\": expected a non-negative integer, found " +
+      return Status::InvalidArg(where +
+                                ": field \"seed\": expected a non-negative integer, found " +
                                 (*j)["seed"].dump());
     }
     p.seed = (*j)["seed"].get<std::int64_t>();
@@ -67,7 +68,8 @@ common::Result<PromptSet> LoadPromptSet(const std::string& path) {
     ++lineno;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     if (set.prompts.size() >= kMaxPrompts) {
-      return Status::InvalidArg(fmt::format("{}:{}: more than {} prompts", path, lineno, kMaxPrompts));
+      return Status::InvalidArg(
+          fmt::format("{}:{}: more than {} prompts", path, lineno, kMaxPrompts));
     }
     TG_ASSIGN_OR_RETURN(Prompt p, ParsePromptLine(line, fmt::format("{}:{}", path, lineno)));
     set.prompts.push_back(std::move(p));
@@ -100,8 +102,8 @@ common::Result<std::vector<HttpRequest>> BuildRequests(const std::string& api,
     HttpRequest r;
     if (api == "openai") {
       r.path = "/v1/images/generations";
-      Json body = {{"prompt", p.prompt},   {"n", point.batch},       {"size", point.size},
-                   {"steps", point.steps}, {"seed", p.seed},         {"response_format", "b64_json"}};
+      Json body = {{"prompt", p.prompt},   {"n", point.batch}, {"size", point.size},
+                   {"steps", point.steps}, {"seed", p.seed},   {"response_format", "b64_json"}};
       if (!model.empty()) body["model"] = model;
       if (!p.negative.empty()) body["negative_prompt"] = p.negative;
       if (!point.scheduler.empty()) body["scheduler"] = point.scheduler;
@@ -114,11 +116,11 @@ common::Result<std::vector<HttpRequest>> BuildRequests(const std::string& api,
       if (!point.scheduler.empty()) params["scheduler"] = point.scheduler;
       Json data = Json::array();
       for (int i = 0; i < point.batch; ++i) data.push_back(p.prompt);
-      r.body = Json{{"inputs",
-                     {{{"name", "prompt"}, {"datatype", "BYTES"}, {"shape", {point.batch}},
-                       {"data", data}}}},
-                    {"parameters", params}}
-                   .dump();
+      r.body = Json{
+          {"inputs",
+           {{{"name", "prompt"}, {"datatype", "BYTES"}, {"shape", {point.batch}}, {"data", data}}}},
+          {"parameters",
+           params}}.dump();
     } else {
       return Status::InvalidArg(fmt::format("--api \"{}\": expected openai or kserve", api));
     }
@@ -133,9 +135,9 @@ common::Result<std::vector<int>> ParseIntList(const std::string& flag, const std
     int v = 0;
     auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
     if (ec != std::errc() || ptr != item.data() + item.size() || v < 1 || v > 100000) {
-      return Status::InvalidArg(fmt::format(
-          "{} \"{}\": \"{}\" is not an integer in 1..100000 (expected e.g. 1,8,16)", flag, text,
-          item));
+      return Status::InvalidArg(
+          fmt::format("{} \"{}\": \"{}\" is not an integer in 1..100000 (expected e.g. 1,8,16)",
+                      flag, text, item));
     }
     out.push_back(v);
   }
@@ -152,9 +154,9 @@ common::Result<std::vector<std::string>> ParseSizeList(const std::string& flag,
               item.find_first_not_of("0123456789x") == std::string::npos &&
               item.find('x', x + 1) == std::string::npos;
     if (!ok) {
-      return Status::InvalidArg(fmt::format(
-          "{} \"{}\": \"{}\" is not WIDTHxHEIGHT (expected e.g. 512x512,1024x1024)", flag, text,
-          item));
+      return Status::InvalidArg(
+          fmt::format("{} \"{}\": \"{}\" is not WIDTHxHEIGHT (expected e.g. 512x512,1024x1024)",
+                      flag, text, item));
     }
     out.push_back(item);
   }

@@ -87,7 +87,8 @@ Status WriteOutput(const std::string& path, const std::string& data, const std::
 
 const char* kJsonMarker = "{\n  \"api\"";
 const char* kCsvMarker = "Concurrency,Inferences/Second";
-const char* kHtmlMarker = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>truegreen";
+const char* kHtmlMarker =
+    "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>truegreen";
 
 common::Result<std::vector<std::string>> SlosFromBenchFile(const std::string& path) {
   TG_ASSIGN_OR_RETURN(YAML::Node root, common::LoadYamlFile(path));
@@ -96,13 +97,15 @@ common::Result<std::vector<std::string>> SlosFromBenchFile(const std::string& pa
   if (map.Has("slo")) {
     const YAML::Node& n = map.node()["slo"];
     if (!n.IsSequence()) {
-      return Status::InvalidArg(fmt::format("{}: field slo: expected a list of thresholds, found {}",
-                                            common::YamlWhere(n, path), common::YamlDescribe(n)));
+      return Status::InvalidArg(
+          fmt::format("{}: field slo: expected a list of thresholds, found {}",
+                      common::YamlWhere(n, path), common::YamlDescribe(n)));
     }
     for (std::size_t i = 0; i < n.size(); ++i) {
       if (!n[i].IsScalar()) {
-        return Status::InvalidArg(fmt::format("{}: field slo[{}]: expected a string like \"p95<8s\"",
-                                              common::YamlWhere(n[i], path), i));
+        return Status::InvalidArg(
+            fmt::format("{}: field slo[{}]: expected a string like \"p95<8s\"",
+                        common::YamlWhere(n[i], path), i));
       }
       out.push_back(n[i].as<std::string>());
     }
@@ -133,7 +136,8 @@ common::Result<std::vector<PointConfig>> Sweep(const BenchOptions& o) {
   TG_ASSIGN_OR_RETURN(auto batch, bench::ParseIntList("--batch", o.batch));
   TG_ASSIGN_OR_RETURN(auto size, bench::ParseSizeList("--size", o.size));
   TG_ASSIGN_OR_RETURN(auto steps, bench::ParseIntList("--steps", o.steps));
-  std::vector<std::string> scheds = o.schedulers.empty() ? std::vector<std::string>{""} : o.schedulers;
+  std::vector<std::string> scheds =
+      o.schedulers.empty() ? std::vector<std::string>{""} : o.schedulers;
   std::vector<PointConfig> out;
   for (const auto& sc : scheds)
     for (const auto& sz : size)
@@ -170,7 +174,9 @@ common::Result<bench::PointResult> MeasurePoint(const BenchOptions& o, const ben
   lo.stability = o.stability_pct / 100.0;
   lo.timeout_s = o.timeout_s;
   lo.stop = &g_interrupted;
-  lo.on_window = [&](int w, bool stable) { Progress(progress, index, total, pc.Label(), w, stable); };
+  lo.on_window = [&](int w, bool stable) {
+    Progress(progress, index, total, pc.Label(), w, stable);
+  };
   std::optional<bench::MetricsScraper> scraper;
   if (o.metrics_interval_s > 0) {
     scraper.emplace(target, o.metrics_interval_s);
@@ -180,7 +186,8 @@ common::Result<bench::PointResult> MeasurePoint(const BenchOptions& o, const ben
   TG_ASSIGN_OR_RETURN(bench::LoadResult lr, bench::RunLoad(lo));
   if (scraper) {
     scraper->Stop();
-    lr.point.gpu = bench::AggregateGpu(scraper->Samples(), lr.measured_begin, lr.measured_end, origin);
+    lr.point.gpu =
+        bench::AggregateGpu(scraper->Samples(), lr.measured_begin, lr.measured_end, origin);
   }
   lr.point.config = pc;
   *interrupted = lr.interrupted;
@@ -189,10 +196,9 @@ common::Result<bench::PointResult> MeasurePoint(const BenchOptions& o, const ben
 
 int WriteRunOutputs(const BenchOptions& o, const GlobalOptions& g, const RunResult& run) {
   Json j = bench::RunToJson(run);
-  for (auto [path, data, marker] :
-       {std::tuple{o.out, j.dump(2) + "\n", kJsonMarker},
-        std::tuple{o.csv, bench::RunToCsv(run), kCsvMarker},
-        std::tuple{o.html, bench::RunToHtml(run), kHtmlMarker}}) {
+  for (auto [path, data, marker] : {std::tuple{o.out, j.dump(2) + "\n", kJsonMarker},
+                                    std::tuple{o.csv, bench::RunToCsv(run), kCsvMarker},
+                                    std::tuple{o.html, bench::RunToHtml(run), kHtmlMarker}}) {
     Status s = WriteOutput(path, data, marker);
     if (!s.ok()) return Fail(s);
   }
@@ -219,12 +225,14 @@ int RunBench(const BenchOptions& o, const GlobalOptions& g) {
     if (!p.ok()) return Fail(p.status());
     prompts = std::move(*p);
   }
-  if (o.api == "kserve" && o.model.empty()) return Fail(Status::InvalidArg("--api kserve needs --model"));
+  if (o.api == "kserve" && o.model.empty())
+    return Fail(Status::InvalidArg("--api kserve needs --model"));
 
   RunResult run{TG_VERSION, o.url, o.api, o.model, prompts.path, prompts.sha256, NowIso()};
   run.environment = Environment();
   run.slos = slo_texts;
-  if (auto caps = bench::HttpGet(*target, "/v1/capabilities", 5); caps.ok() && caps->status == 200) {
+  if (auto caps = bench::HttpGet(*target, "/v1/capabilities", 5);
+      caps.ok() && caps->status == 200) {
     auto cj = common::ParseJson(caps->body, "/v1/capabilities");
     if (cj.ok()) run.server_capabilities = *cj;
   }
@@ -272,7 +280,8 @@ int RunCompare(const CompareOptions& o, const GlobalOptions& g) {
   Status s = WriteOutput(o.out, j.dump(2) + "\n", "[");
   if (s.ok()) s = WriteOutput(o.html, bench::ComparisonsToHtml(cs), kHtmlMarker);
   if (!s.ok()) return Fail(s);
-  std::fputs(g.json ? (j.dump(2) + "\n").c_str() : bench::ComparisonsToMarkdown(cs).c_str(), stdout);
+  std::fputs(g.json ? (j.dump(2) + "\n").c_str() : bench::ComparisonsToMarkdown(cs).c_str(),
+             stdout);
   for (const auto& c : cs) {
     if (!c.gate_failures.empty()) return common::kExitPerformance;
   }
@@ -288,17 +297,22 @@ void AddBenchFlags(CLI::App* c, BenchOptions& o) {
   c->add_option("--size", o.size, "Image sizes, e.g. 512x512,1024x1024");
   c->add_option("--steps", o.steps, "Denoising steps, e.g. 20,50");
   c->add_option("--scheduler", o.schedulers, "Schedulers to sweep (repeatable)");
-  c->add_option("--rate", o.rate, "Open loop: total requests/s (0 = closed loop)")->check(CLI::NonNegativeNumber);
+  c->add_option("--rate", o.rate, "Open loop: total requests/s (0 = closed loop)")
+      ->check(CLI::NonNegativeNumber);
   c->add_option("--prompts", o.prompts, "Prompt set, JSONL {prompt, negative, seed}");
   c->add_option("--bench-file", o.bench_file, "YAML with `slo: [\"p95<8s\", ...]`");
   c->add_option("--slo", o.slos, "Threshold, e.g. p95<8s,images_per_min>40 (repeatable)");
-  c->add_option("--warmup", o.warmup_s, "Warm-up seconds (excluded)")->check(CLI::NonNegativeNumber);
+  c->add_option("--warmup", o.warmup_s, "Warm-up seconds (excluded)")
+      ->check(CLI::NonNegativeNumber);
   c->add_option("--window", o.window_s, "Measurement window seconds")->check(CLI::PositiveNumber);
   c->add_option("--max-trials", o.max_trials, "Most windows per point")->check(CLI::Range(1, 1000));
-  c->add_option("--stability", o.stability_pct, "Stability tolerance, percent")->check(CLI::PositiveNumber);
-  c->add_option("--timeout", o.timeout_s, "Per-request timeout seconds")->check(CLI::PositiveNumber);
+  c->add_option("--stability", o.stability_pct, "Stability tolerance, percent")
+      ->check(CLI::PositiveNumber);
+  c->add_option("--timeout", o.timeout_s, "Per-request timeout seconds")
+      ->check(CLI::PositiveNumber);
   c->add_option("--threads", o.threads, "I/O threads")->check(CLI::Range(1, 256));
-  c->add_option("--metrics-interval", o.metrics_interval_s, "Seconds between /metrics scrapes (0 = off)")
+  c->add_option("--metrics-interval", o.metrics_interval_s,
+                "Seconds between /metrics scrapes (0 = off)")
       ->check(CLI::NonNegativeNumber);
   c->add_option("--out", o.out, "Write the JSON result here");
   c->add_option("--csv", o.csv, "Write perf_analyzer-style CSV here");

@@ -1,0 +1,195 @@
+// Integration tests of the load generator and of `truegreen bench` / `truegreen compare` against
+// a stub server on an ephemeral loopback port (tests/bench_stub_server.h).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/loadgen.h"
+#include "tests/bench_stub_server.h"
+#include "tests/support/test_util.h"
+
+namespace tg {
+namespace {
+
+using testing::RunTruegreen;
+using testing::StubServer;
+using testing::TempDir;
+
+bench::LoadOptions Options(const StubServer& s, double rate) {
+  bench::LoadOptions o;
+  o.target = *bench::ParseUrl(s.url());
+  o.requests = {{"POST", "/v1/images/generations", R"({"prompt":"x"})"}};
+  o.connections = 1;
+  o.rate = rate;
+  o.warmup_s = 0.3;
+  o.window_s = 3.0;
+  o.max_trials = 1;
+  o.timeout_s = 10;
+  return o;
+}
+
+// The issue's coordinated-omission test: the server stalls once for 1 s. The closed loop sends
+// nothing while it waits, so only one sample sees the stall and P99 stays small; the open loop
+// keeps its schedule, so every request that should have been sent during the stall is late and
+// P99 shows the stall. The open loop's service time, like the closed loop, hides it.
+TEST(BenchLoadTest, OpenLoopShowsAStallThatClosedLoopHides) {
+  StubServer server(/*delay_ms=*/2);
+  server.Arm(/*stall_after_ms=*/1000, /*stall_ms=*/1000);
+  auto closed = bench::RunLoad(Options(server, 0));
+  ASSERT_TRUE(closed.ok()) << closed.status().ToString();
+  server.Arm(1000, 1000);
+  auto open = bench::RunLoad(Options(server, 100));
+  ASSERT_TRUE(open.ok()) << open.status().ToString();
+
+  const auto& c = closed->point;
+  const auto& o = open->point;
+  ASSERT_GT(c.ok, 200u);
+  ASSERT_GT(o.ok, 150u);
+  EXPECT_TRUE(c.errors.empty());
+  EXPECT_GE(c.latency.max(), 1'000'000);  // the one stalled request is there...
+  EXPECT_LT(c.latency.ValueAtPercentile(99), 100'000) << "closed loop P99 should hide the stall";
+  EXPECT_GT(o.latency.ValueAtPercentile(99), 500'000) << "open loop P99 must show the stall";
+  EXPECT_LT(o.service.ValueAtPercentile(99), 100'000) << "service time is not the latency";
+  EXPECT_TRUE(o.open_loop);
+  EXPECT_FALSE(c.open_loop);
+}
+
+TEST(BenchLoadTest, StabilityRule) {
+  using bench::WindowStat;
+  std::vector<WindowStat> w = {{100, 1000}, {50, 2000}, {100, 1000}, {105, 1050}, {98, 990}};
+  EXPECT_TRUE(bench::IsStable(w, 3, 0.10));
+  EXPECT_FALSE(bench::IsStable(w, 4, 0.10));  // the 50 req/s window is inside the last 4
+  w.push_back({100, 1200});                   // latency 1200/990 > 1.10
+  EXPECT_FALSE(bench::IsStable(w, 3, 0.10));
+  EXPECT_TRUE(bench::IsStable(w, 3, 0.25));
+  EXPECT_FALSE(bench::IsStable({{100, 1000}, {100, 1000}}, 3, 0.10));  // too few windows
+  EXPECT_FALSE(bench::IsStable({{0, 0}, {0, 0}, {0, 0}}, 3, 0.10));    // nothing measured
+
+  // Against a steady server the rule stops the point before max_trials.
+  StubServer server(/*delay_ms=*/5);
+  auto o = Options(server, 0);
+  o.connections = 2;
+  o.window_s = 0.5;
+  o.max_trials = 12;
+  auto r = bench::RunLoad(o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->point.stable);
+  EXPECT_GE(r->point.trials, 3);
+  EXPECT_LT(r->point.trials, 12);
+  EXPECT_DOUBLE_EQ(r->point.measured_s, 1.5);  // the last 3 windows
+}
+
+TEST(BenchLoadTest, ConnectionErrorsAreCountedNotFatal) {
+  StubServer server;
+  int port = server.port();
+  server.Stop();  // nothing listens any more
+  bench::LoadOptions o;
+  o.target = {"127.0.0.1", std::to_string(port), ""};
+  o.requests = {{"POST", "/v1/images/generations", "{}"}};
+  o.warmup_s = 0;
+  o.window_s = 0.3;
+  o.max_trials = 1;
+  auto r = bench::RunLoad(o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->point.ok, 0u);
+  EXPECT_GT(r->point.errors["connection"], 0u);
+}
+
+std::vector<std::string> QuickRun(const StubServer& s, const TempDir& d, const std::string& name) {
+  return {"bench",
+          "--url",
+          s.url(),
+          "--warmup",
+          "0.1",
+          "--window",
+          "0.4",
+          "--max-trials",
+          "3",
+          "--concurrency",
+          "1,2",
+          "--metrics-interval",
+          "0.1",
+          "--out",
+          d / (name + ".json"),
+          "--csv",
+          d / (name + ".csv"),
+          "--html",
+          d / (name + ".html")};
+}
+
+TEST(BenchCliTest, ThresholdGrammarErrorsExitTwoNamingIt) {
+  for (const char* bad : {"p95<8", "p95<8h", "p96<1s", "gpu_util>2", "errors<1x", "latency<1s"}) {
+    auto r = RunTruegreen({"bench", "--url", "http://127.0.0.1:9", "--slo", bad});
+    EXPECT_EQ(r.exit_code, 2) << bad << "\n" << r.err;
+    EXPECT_NE(r.err.find(bad), std::string::npos) << r.err;
+  }
+  TempDir d;
+  testing::WriteFile(d / "b.yaml", "slo:\n  - p95<8s\n  - images_per_min>>4\n");
+  auto r = RunTruegreen({"bench", "--url", "http://127.0.0.1:9", "--bench-file", d / "b.yaml"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("images_per_min>>4"), std::string::npos) << r.err;
+  testing::WriteFile(d / "p.jsonl", "{\"prompt\":\"a\"}\n{\"prompt\":\"b\",\"seed\":\"x\"}\n");
+  r = RunTruegreen({"bench", "--url", "http://127.0.0.1:9", "--prompts", d / "p.jsonl"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("p.jsonl:2: field \"seed\""), std::string::npos) << r.err;
+}
+
+TEST(BenchCliTest, RunWritesOutputsSloFailureExitsFiveAndCompareGates) {
+  StubServer server(/*delay_ms=*/3);
+  TempDir d;
+  testing::WriteFile(d / "prompts.jsonl",
+                     "{\"prompt\":\"a cat\",\"negative\":\"dog\",\"seed\":1}\n");
+  auto args = QuickRun(server, d, "a");
+  args.insert(args.end(), {"--prompts", d / "prompts.jsonl", "--slo", "p95<1us,errors<1%"});
+  auto r = RunTruegreen(args);
+  ASSERT_EQ(r.exit_code, 5) << r.out << r.err;  // p95 < 1 µs cannot hold
+  EXPECT_NE(r.out.find("SLO failed: p95<1us"), std::string::npos) << r.out;
+  auto j = nlohmann::json::parse(testing::ReadFile(d / "a.json"));
+  EXPECT_FALSE(j["slo_pass"].get<bool>());
+  ASSERT_EQ(j["points"].size(), 2u);
+  EXPECT_EQ(j["prompt_set"]["sha256"].get<std::string>().size(), 64u);
+  EXPECT_EQ(j["server_capabilities"]["verdict"], "pass");
+  const auto& p0 = j["points"][0];
+  EXPECT_GT(p0["ok"].get<int>(), 10);
+  EXPECT_NEAR(p0["gpu"]["utilization"].get<double>(), 0.5, 1e-9);  // mean of 0.75 and 0.25
+  EXPECT_NEAR(p0["gpu"]["queue_us_per_request"].get<double>(), 100, 1e-9);
+  EXPECT_EQ(p0["gpu"]["gates_ok"], true);
+  std::string csv = testing::ReadFile(d / "a.csv");
+  EXPECT_EQ(csv.rfind("Concurrency,Inferences/Second,Client Send,Network+Server Send/Recv,", 0),
+            0u);
+  std::string html = testing::ReadFile(d / "a.html");
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("src="), std::string::npos);  // self-contained
+  EXPECT_GE(std::count(html.begin(), html.end(), '\n'), 5);
+  EXPECT_NE(html.find("<polyline class=\"series\""), std::string::npos);
+  EXPECT_NE(html.find("id=\"capabilities\""), std::string::npos);
+
+  // A second, identical-config run: compare says "no significant change" or a small one; a run
+  // against a slower server fails the p95 gate with exit 5; a malformed gate is exit 2.
+  server.set_delay_ms(12);
+  r = RunTruegreen(QuickRun(server, d, "b"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto same = RunTruegreen({"compare", d / "a.json", d / "a.json", "--fail-on", "p95 +10%"});
+  EXPECT_EQ(same.exit_code, 0) << same.out << same.err;
+  EXPECT_NE(same.out.find("| 1 | 0.000 | 1.000 | ~ |"), std::string::npos)
+      << same.out;  // p 1, KS 0
+  auto slower = RunTruegreen({"compare", d / "a.json", d / "b.json", "--fail-on", "p95 +10%",
+                              "--html", d / "cmp.html", "--json"});
+  EXPECT_EQ(slower.exit_code, 5) << slower.out << slower.err;
+  auto cj = nlohmann::json::parse(slower.out);
+  EXPECT_LT(cj[0]["points"][0]["mann_whitney_p"].get<double>(), 0.01);
+  EXPECT_EQ(cj[0]["points"][0]["verdict"], "slower");
+  EXPECT_FALSE(cj[0]["gates_pass"].get<bool>());
+  EXPECT_NE(testing::ReadFile(d / "cmp.html").find("<polyline"), std::string::npos);
+  auto bad = RunTruegreen({"compare", d / "a.json", d / "b.json", "--fail-on", "p95 10"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("p95 10"), std::string::npos) << bad.err;
+  // Never overwrite a file that is not ours.
+  testing::WriteFile(d / "notes.txt", "mine");
+  auto clobber = RunTruegreen({"compare", d / "a.json", d / "a.json", "--out", d / "notes.txt"});
+  EXPECT_EQ(clobber.exit_code, 2);
+  EXPECT_EQ(testing::ReadFile(d / "notes.txt"), "mine");
+}
+
+}  // namespace
+}  // namespace tg
