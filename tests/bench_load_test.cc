@@ -191,5 +191,41 @@ TEST(BenchCliTest, RunWritesOutputsSloFailureExitsFiveAndCompareGates) {
   EXPECT_EQ(testing::ReadFile(d / "notes.txt"), "mine");
 }
 
+// One-command A/B, generically against a command line: two stub server processes (2 ms and 12 ms
+// per request) are started on free loopback ports, waited for on /readyz, measured with the same
+// sweep and stopped with SIGTERM; the p95 gate fails (exit 5) and the report names both runs.
+TEST(BenchCliTest, AbStartsBothServersAndGates) {
+  TempDir d;
+  std::string stub = testing::BinaryDir() + "/bin/bench_stub_server";
+  testing::WriteFile(d / "fast.yaml", "name: fast\ncommand: [" + stub +
+                                          ", --port, \"{port}\", --delay-ms, \"2\"]\n");
+  testing::WriteFile(d / "slow.yaml", "name: slow\ncommand: [" + stub +
+                                          ", --port, \"{port}\", --delay-ms, \"12\"]\n");
+  auto r = RunTruegreen({"bench", "--ab", d / "fast.yaml", d / "slow.yaml", "--warmup", "0.1",
+                         "--window", "0.4", "--max-trials", "3", "--metrics-interval", "0",
+                         "--ab-out", d / "ab", "--fail-on", "p95 +10%"});
+  EXPECT_EQ(r.exit_code, 5) << r.out << r.err;
+  EXPECT_NE(r.out.find("## fast -> slow"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Regression gates FAILED"), std::string::npos) << r.out;
+  for (const char* f : {"fast.json", "slow.json", "compare.md", "compare.html", "fast.html"}) {
+    EXPECT_FALSE(testing::ReadFile(d / ("ab/" + std::string(f))).empty()) << f;
+  }
+  auto fast = nlohmann::json::parse(testing::ReadFile(d / "ab/fast.json"));
+  EXPECT_GT(fast["points"][0]["ok"].get<int>(), 10);
+
+  // Malformed server files and a server that never becomes ready.
+  testing::WriteFile(d / "both.yaml", "command: [x]\nserve_args: [y]\n");
+  r = RunTruegreen({"bench", "--ab", d / "both.yaml", d / "slow.yaml"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("both.yaml"), std::string::npos) << r.err;
+  testing::WriteFile(d / "dies.yaml", "command: [/bin/false]\n");
+  r = RunTruegreen({"bench", "--ab", d / "dies.yaml", d / "slow.yaml", "--ab-out", d / "ab2"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("exited with status 1 before it was ready"), std::string::npos) << r.err;
+  r = RunTruegreen(
+      {"bench", "--url", "http://127.0.0.1:9", "--ab", d / "fast.yaml", d / "slow.yaml"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+}
+
 }  // namespace
 }  // namespace tg

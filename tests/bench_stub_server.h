@@ -20,9 +20,10 @@ namespace tg::testing {
 
 class StubServer {
  public:
-  explicit StubServer(int delay_ms = 0) : delay_ms_(delay_ms), acceptor_(ioc_) {
+  explicit StubServer(int delay_ms = 0, int port = 0) : delay_ms_(delay_ms), acceptor_(ioc_) {
     namespace asio = boost::asio;
-    asio::ip::tcp::endpoint ep(asio::ip::make_address("127.0.0.1"), 0);
+    asio::ip::tcp::endpoint ep(asio::ip::make_address("127.0.0.1"),
+                               static_cast<unsigned short>(port));
     acceptor_.open(ep.protocol());
     acceptor_.set_option(asio::socket_base::reuse_address(true));
     acceptor_.bind(ep);

@@ -10,6 +10,7 @@
 #include <csignal>
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -17,6 +18,7 @@
 #include <fmt/format.h>
 #include <sys/utsname.h>
 
+#include "bench/ab.h"
 #include "bench/compare.h"
 #include "bench/loadgen.h"
 #include "bench/report.h"
@@ -51,6 +53,8 @@ struct BenchOptions {
   std::string concurrency = "1", batch = "1", size = "512x512", steps = "20";
   std::vector<std::string> schedulers;
   std::vector<std::string> slos;
+  std::vector<std::string> ab, fail_on;
+  std::string ab_out = "ab-report";
   double rate = 0, warmup_s = 5, window_s = 5, stability_pct = 10, timeout_s = 120;
   double metrics_interval_s = 1;
   int max_trials = 10, threads = 1;
@@ -206,51 +210,137 @@ int WriteRunOutputs(const BenchOptions& o, const GlobalOptions& g, const RunResu
   return -1;
 }
 
-int RunBench(const BenchOptions& o, const GlobalOptions& g) {
-  std::vector<std::string> slo_texts = o.slos;
-  if (!o.bench_file.empty()) {
-    auto f = SlosFromBenchFile(o.bench_file);
-    if (!f.ok()) return Fail(f.status());
-    slo_texts.insert(slo_texts.begin(), f->begin(), f->end());
-  }
-  auto thresholds = bench::ParseThresholds(slo_texts);
-  if (!thresholds.ok()) return Fail(thresholds.status());
-  auto target = bench::ParseUrl(o.url);
-  if (!target.ok()) return Fail(target.status());
-  auto sweep = Sweep(o);
-  if (!sweep.ok()) return Fail(sweep.status());
-  bench::PromptSet prompts = bench::BuiltinPromptSet();
-  if (!o.prompts.empty()) {
-    auto p = bench::LoadPromptSet(o.prompts);
-    if (!p.ok()) return Fail(p.status());
-    prompts = std::move(*p);
-  }
-  if (o.api == "kserve" && o.model.empty())
-    return Fail(Status::InvalidArg("--api kserve needs --model"));
+// Everything a sweep needs, parsed and validated before any server is touched.
+struct Prepared {
+  std::vector<bench::Threshold> thresholds;
+  std::vector<std::string> slo_texts;
+  std::vector<PointConfig> sweep;
+  bench::PromptSet prompts;
+  std::vector<bench::Gate> gates;
+};
 
-  RunResult run{TG_VERSION, o.url, o.api, o.model, prompts.path, prompts.sha256, NowIso()};
+common::Result<Prepared> Prepare(const BenchOptions& o) {
+  Prepared p;
+  p.slo_texts = o.slos;
+  if (!o.bench_file.empty()) {
+    TG_ASSIGN_OR_RETURN(auto f, SlosFromBenchFile(o.bench_file));
+    p.slo_texts.insert(p.slo_texts.begin(), f.begin(), f.end());
+  }
+  TG_ASSIGN_OR_RETURN(p.thresholds, bench::ParseThresholds(p.slo_texts));
+  for (const auto& t : o.fail_on) {
+    TG_ASSIGN_OR_RETURN(bench::Gate gate, bench::ParseGate(t));
+    p.gates.push_back(gate);
+  }
+  if (o.url.empty() == o.ab.empty()) {
+    return Status::InvalidArg("bench: give exactly one of --url URL and --ab A.yaml B.yaml");
+  }
+  if (!o.url.empty()) TG_RETURN_IF_ERROR(bench::ParseUrl(o.url).status());
+  TG_ASSIGN_OR_RETURN(p.sweep, Sweep(o));
+  p.prompts = bench::BuiltinPromptSet();
+  if (!o.prompts.empty()) {
+    TG_ASSIGN_OR_RETURN(p.prompts, bench::LoadPromptSet(o.prompts));
+  }
+  if (o.api == "kserve" && o.model.empty()) return Status::InvalidArg("--api kserve needs --model");
+  return p;
+}
+
+// Runs the whole sweep against `url`; SIGINT stops it early with what was measured.
+common::Result<RunResult> MeasureRun(const BenchOptions& o, const Prepared& p,
+                                     const std::string& url) {
+  TG_ASSIGN_OR_RETURN(bench::Target target, bench::ParseUrl(url));
+  RunResult run{TG_VERSION, url, o.api, o.model, p.prompts.path, p.prompts.sha256, NowIso()};
   run.environment = Environment();
-  run.slos = slo_texts;
-  if (auto caps = bench::HttpGet(*target, "/v1/capabilities", 5);
-      caps.ok() && caps->status == 200) {
+  run.slos = p.slo_texts;
+  if (auto caps = bench::HttpGet(target, "/v1/capabilities", 5); caps.ok() && caps->status == 200) {
     auto cj = common::ParseJson(caps->body, "/v1/capabilities");
     if (cj.ok()) run.server_capabilities = *cj;
   }
-  g_interrupted = false;
-  auto old = std::signal(SIGINT, OnBenchSigint);
   bool progress = !o.no_progress && ::isatty(STDERR_FILENO) != 0;
-  for (std::size_t i = 0; i < sweep->size() && !run.interrupted; ++i) {
-    auto p = MeasurePoint(o, *target, prompts, (*sweep)[i], progress, i, sweep->size(),
-                          &run.interrupted);
-    if (!p.ok()) {
-      std::signal(SIGINT, old);
-      return Fail(p.status());
-    }
-    bench::EvaluateSlos(*thresholds, *p);
-    run.points.push_back(std::move(*p));
+  for (std::size_t i = 0; i < p.sweep.size() && !run.interrupted; ++i) {
+    TG_ASSIGN_OR_RETURN(bench::PointResult point,
+                        MeasurePoint(o, target, p.prompts, p.sweep[i], progress, i, p.sweep.size(),
+                                     &run.interrupted));
+    bench::EvaluateSlos(p.thresholds, point);
+    run.points.push_back(std::move(point));
   }
-  std::signal(SIGINT, old);
   if (progress) std::fputs("\n", stderr);
+  return run;
+}
+
+// Restores the previous SIGINT disposition when the run ends, however it ends.
+class SigintScope {
+ public:
+  SigintScope() : old_(std::signal(SIGINT, OnBenchSigint)) { g_interrupted = false; }
+  ~SigintScope() { std::signal(SIGINT, old_); }
+  SigintScope(const SigintScope&) = delete;
+  SigintScope& operator=(const SigintScope&) = delete;
+
+ private:
+  void (*old_)(int);
+};
+
+std::string SelfExe() {
+  std::error_code ec;
+  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string("truegreen") : p.string();
+}
+
+int RunAb(const BenchOptions& o, const GlobalOptions& g, const Prepared& p) {
+  std::vector<bench::ServerSpec> specs;
+  for (const auto& f : o.ab) {
+    auto s = bench::LoadServerSpec(f, SelfExe());
+    if (!s.ok()) return Fail(s.status());
+    specs.push_back(std::move(*s));
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(o.ab_out, ec);
+  if (ec) return Fail(Status::InvalidArg(o.ab_out + ": cannot create directory: " + ec.message()));
+  SigintScope sigint;
+  std::vector<RunResult> runs;
+  for (const auto& spec : specs) {
+    std::fprintf(stderr, "truegreen bench: starting %s (%s)\n", spec.name.c_str(),
+                 spec.file.c_str());
+    auto server = bench::ServerProcess::Start(spec);
+    if (!server.ok()) return Fail(server.status());
+    auto run = MeasureRun(o, p, (*server)->url());
+    (*server)->Stop();
+    if (!run.ok()) return Fail(run.status());
+    std::string base = o.ab_out + "/" + spec.name;
+    Status s = WriteOutput(base + ".json", bench::RunToJson(*run).dump(2) + "\n", kJsonMarker);
+    if (s.ok()) s = WriteOutput(base + ".html", bench::RunToHtml(*run), kHtmlMarker);
+    if (!s.ok()) return Fail(s);
+    runs.push_back(std::move(*run));
+    if (runs.back().interrupted) break;
+  }
+  std::vector<bench::RunComparison> cs;
+  if (runs.size() == 2) {
+    cs.push_back(bench::CompareRuns(runs[0], specs[0].name, runs[1], specs[1].name, p.gates));
+  }
+  std::string md = bench::ComparisonsToMarkdown(cs);
+  Status s = WriteOutput(o.ab_out + "/compare.md", md, "## ");
+  if (s.ok())
+    s = WriteOutput(o.ab_out + "/compare.html", bench::ComparisonsToHtml(cs), kHtmlMarker);
+  if (s.ok())
+    s = WriteOutput(o.ab_out + "/compare.json", bench::ComparisonsToJson(cs).dump(2) + "\n", "[");
+  if (!s.ok()) return Fail(s);
+  for (const auto& r : runs) std::fputs(bench::RunToText(r).c_str(), g.json ? stderr : stdout);
+  std::fputs(g.json ? (bench::ComparisonsToJson(cs).dump(2) + "\n").c_str() : md.c_str(), stdout);
+  if (runs.size() < 2 || (!runs.empty() && runs.back().interrupted)) return kExitInterrupted;
+  bool failed = runs[0].SlosFailed() || runs[1].SlosFailed() || !cs[0].gate_failures.empty();
+  return failed ? common::kExitPerformance : common::kExitOk;
+}
+
+int RunBench(const BenchOptions& o, const GlobalOptions& g) {
+  auto p = Prepare(o);
+  if (!p.ok()) return Fail(p.status());
+  if (!o.ab.empty()) return RunAb(o, g, *p);
+  RunResult run;
+  {
+    SigintScope sigint;
+    auto r = MeasureRun(o, *p, o.url);
+    if (!r.ok()) return Fail(r.status());
+    run = std::move(*r);
+  }
   int rc = WriteRunOutputs(o, g, run);
   if (rc >= 0) return rc;
   if (run.interrupted) return kExitInterrupted;
@@ -289,7 +379,11 @@ int RunCompare(const CompareOptions& o, const GlobalOptions& g) {
 }
 
 void AddBenchFlags(CLI::App* c, BenchOptions& o) {
-  c->add_option("--url", o.url, "Server base URL, http://HOST:PORT")->required();
+  c->add_option("--url", o.url, "Server base URL, http://HOST:PORT");
+  c->add_option("--ab", o.ab, "A/B: two server files (YAML, docs/BENCH.md) instead of --url")
+      ->expected(2);
+  c->add_option("--ab-out", o.ab_out, "A/B: directory for the runs and the comparison");
+  c->add_option("--fail-on", o.fail_on, "A/B: regression gate, e.g. \"p95 +10%\" (repeatable)");
   c->add_option("--api", o.api, "openai | kserve")->check(CLI::IsMember({"openai", "kserve"}));
   c->add_option("--model", o.model, "Model name (required for kserve)");
   c->add_option("--concurrency", o.concurrency, "Connections per point, e.g. 1,8,16,32");
