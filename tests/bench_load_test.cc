@@ -1,6 +1,9 @@
 // Integration tests of the load generator and of `truegreen bench` / `truegreen compare` against
 // a stub server on an ephemeral loopback port (tests/bench_stub_server.h).
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -93,6 +96,44 @@ TEST(BenchLoadTest, ConnectionErrorsAreCountedNotFatal) {
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->point.ok, 0u);
   EXPECT_GT(r->point.errors["connection"], 0u);
+}
+
+// Opens `html` in headless Chromium: returns the DOM it rendered, the console lines it logged and
+// whether a screenshot PNG of a plausible size was written. Empty optional when chromium is absent.
+struct ChromiumResult {
+  std::string dom, console;
+  std::size_t png_bytes = 0;
+  bool png_signature = false;
+};
+std::optional<ChromiumResult> OpenInChromium(const std::string& html, const TempDir& d) {
+  const std::string chromium = "/usr/bin/chromium";
+  if (::access(chromium.c_str(), X_OK) != 0) return std::nullopt;
+  std::vector<std::string> base = {"/usr/bin/timeout",
+                                   "60",
+                                   chromium,
+                                   "--headless",
+                                   "--no-sandbox",
+                                   "--disable-gpu",
+                                   "--enable-logging=stderr",
+                                   "--v=0",
+                                   "--user-data-dir=" + d / "chromium-profile"};
+  ChromiumResult out;
+  auto dump = base;
+  dump.insert(dump.end(), {"--dump-dom", "file://" + html});
+  auto r = testing::RunProcess(dump);
+  out.dom = r.out;
+  for (std::size_t pos = 0; (pos = r.err.find("CONSOLE", pos)) != std::string::npos; ++pos) {
+    out.console += r.err.substr(pos, r.err.find('\n', pos) - pos) + "\n";
+  }
+  auto shot = base;
+  shot.insert(shot.end(),
+              {"--window-size=1000,1400", "--screenshot=" + d / "shot.png", "file://" + html});
+  testing::RunProcess(shot);
+  std::string png =
+      ::access((d / "shot.png").c_str(), R_OK) == 0 ? testing::ReadFile(d / "shot.png") : "";
+  out.png_bytes = png.size();
+  out.png_signature = png.rfind("\x89PNG\r\n\x1a\n", 0) == 0;
+  return out;
 }
 
 std::vector<std::string> QuickRun(const StubServer& s, const TempDir& d, const std::string& name) {
@@ -225,6 +266,34 @@ TEST(BenchCliTest, AbStartsBothServersAndGates) {
   r = RunTruegreen(
       {"bench", "--url", "http://127.0.0.1:9", "--ab", d / "fast.yaml", d / "slow.yaml"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
+}
+
+// The screenshot test: the report opens in headless Chromium with no console message, its
+// plots are in the rendered DOM and the screenshot is a real image. A page that logs to the console
+// is caught (the check can fail).
+TEST(BenchCliTest, HtmlReportOpensInHeadlessChromium) {
+  StubServer server(/*delay_ms=*/2);
+  TempDir d;
+  auto args = QuickRun(server, d, "r");
+  auto r = RunTruegreen(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto c = OpenInChromium(d / "r.html", d);
+  if (!c)
+    GTEST_SKIP() << "/usr/bin/chromium not installed (Debian package chromium, scripts/setup.sh)";
+  EXPECT_EQ(c->console, "") << "console messages while rendering the report";
+  EXPECT_GE(std::count(c->dom.begin(), c->dom.end(), '\n'), 1);
+  std::size_t plots = 0;
+  for (std::size_t pos = 0; (pos = c->dom.find("<svg", pos)) != std::string::npos; ++pos) ++plots;
+  EXPECT_EQ(plots, 4u) << "latency, throughput, CDF, GPU utilisation";
+  EXPECT_NE(c->dom.find("class=\"series\""), std::string::npos);
+  EXPECT_TRUE(c->png_signature);
+  EXPECT_GT(c->png_bytes, 20000u) << "a blank page compresses to a few KB";
+
+  testing::WriteFile(d / "bad.html",
+                     "<html><body><script>console.error('boom')</script></body></html>");
+  auto bad = OpenInChromium(d / "bad.html", d);
+  ASSERT_TRUE(bad);
+  EXPECT_NE(bad->console.find("boom"), std::string::npos) << "console detection must work";
 }
 
 }  // namespace

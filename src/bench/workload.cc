@@ -121,8 +121,12 @@ common::Result<std::vector<HttpRequest>> BuildRequests(const std::string& api,
            {{{"name", "prompt"}, {"datatype", "BYTES"}, {"shape", {point.batch}}, {"data", data}}}},
           {"parameters",
            params}}.dump();
+    } else if (api == "get") {
+      // Plain GET of the URL itself: the generator's raw HTTP rate, compared with wrk.
+      r.method = "GET";
+      r.path = "/";
     } else {
-      return Status::InvalidArg(fmt::format("--api \"{}\": expected openai or kserve", api));
+      return Status::InvalidArg(fmt::format("--api \"{}\": expected openai, kserve or get", api));
     }
     out.push_back(std::move(r));
   }

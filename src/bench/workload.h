@@ -32,7 +32,8 @@ common::Result<PromptSet> LoadPromptSet(const std::string& path);
 // A fixed three-prompt set with locked seeds, hashed like a file ("builtin:" + sha256).
 PromptSet BuiltinPromptSet();
 
-// One request per prompt for `point`. `api` is "openai" or "kserve" (kserve needs `model`).
+// One request per prompt for `point`. `api` is "openai", "kserve" (needs `model`) or "get" (a
+// plain GET of the base URL, for measuring the generator itself against wrk).
 common::Result<std::vector<HttpRequest>> BuildRequests(const std::string& api,
                                                        const std::string& model,
                                                        const PointConfig& point,

@@ -384,7 +384,8 @@ void AddBenchFlags(CLI::App* c, BenchOptions& o) {
       ->expected(2);
   c->add_option("--ab-out", o.ab_out, "A/B: directory for the runs and the comparison");
   c->add_option("--fail-on", o.fail_on, "A/B: regression gate, e.g. \"p95 +10%\" (repeatable)");
-  c->add_option("--api", o.api, "openai | kserve")->check(CLI::IsMember({"openai", "kserve"}));
+  c->add_option("--api", o.api, "openai | kserve | get (plain GET, generator self-test)")
+      ->check(CLI::IsMember({"openai", "kserve", "get"}));
   c->add_option("--model", o.model, "Model name (required for kserve)");
   c->add_option("--concurrency", o.concurrency, "Connections per point, e.g. 1,8,16,32");
   c->add_option("--batch", o.batch, "Images per request (n), e.g. 1,2,4,8");
