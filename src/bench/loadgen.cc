@@ -5,6 +5,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <cmath>
@@ -46,6 +47,8 @@ struct Shared {
   tcp::resolver::results_type endpoints;
   Clock::time_point start, measure_start;
   std::atomic<bool> done{false};
+  // Every request serialized once (HTTP/1.1, keep-alive): the hot path only writes bytes.
+  std::vector<std::string> raw_requests;
 
   // Window of a completion time; -1 during the warm-up.
   int WindowOf(Clock::time_point t) const {
@@ -117,24 +120,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   void Write() {
-    const LoadOptions& o = *shared_.opt;
-    const HttpRequest& r = o.requests[seq_++ % o.requests.size()];
-    req_ = {};
-    req_.method(r.method == "GET" ? http::verb::get : http::verb::post);
-    req_.target(o.target.base + r.path);
-    req_.version(11);
-    req_.set(http::field::host, o.target.host + ":" + o.target.port);
-    req_.set(http::field::user_agent, "truegreen-bench");
-    if (!r.body.empty()) {
-      req_.set(http::field::content_type, "application/json");
-      req_.body() = r.body;
-    }
-    req_.keep_alive(true);
-    req_.prepare_payload();
+    const std::vector<std::string>& raw = shared_.raw_requests;
+    const std::string& bytes = raw[seq_++ % raw.size()];
     sent_ = Clock::now();
     if (!OpenLoop()) intended_ = sent_;
     SetDeadline();
-    http::async_write(stream_, req_,
+    asio::async_write(stream_, asio::buffer(bytes),
                       [self = shared_from_this()](beast::error_code ec, std::size_t) {
                         if (ec) return self->Fail(ec, false);
                         self->Read();
@@ -207,7 +198,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
   asio::steady_timer timer_;
   [[maybe_unused]] int index_;
   beast::flat_buffer buffer_;
-  http::request<http::string_body> req_;
   std::optional<http::response_parser<http::string_body>> parser_;
   Clock::duration interval_{};
   Clock::time_point next_intended_, intended_, sent_;
@@ -301,6 +291,15 @@ common::Result<LoadResult> RunLoad(const LoadOptions& o) {
       return Status::Unavailable(
           fmt::format("cannot resolve {}:{}: {}", o.target.host, o.target.port, ec.message()));
     }
+  }
+  for (const HttpRequest& r : o.requests) {
+    std::string raw =
+        fmt::format("{} {}{} HTTP/1.1\r\nHost: {}:{}\r\nUser-Agent: truegreen-bench\r\n", r.method,
+                    o.target.base, r.path, o.target.host, o.target.port);
+    if (!r.body.empty() || r.method != "GET") {
+      raw += fmt::format("Content-Type: application/json\r\nContent-Length: {}\r\n", r.body.size());
+    }
+    shared.raw_requests.push_back(raw + "\r\n" + r.body);
   }
   int threads = std::min(o.threads, o.connections);
   std::vector<std::unique_ptr<Shard>> shards;
