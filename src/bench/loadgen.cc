@@ -238,6 +238,21 @@ bool SleepUntil(Clock::time_point t, const std::atomic<bool>* stop) {
   return true;
 }
 
+// HTTP/1.1 keep-alive request bytes, built once per run so the hot path only writes them.
+std::vector<std::string> SerializeRequests(const LoadOptions& o) {
+  std::vector<std::string> out;
+  for (const HttpRequest& r : o.requests) {
+    std::string raw =
+        fmt::format("{} {}{} HTTP/1.1\r\nHost: {}:{}\r\nUser-Agent: truegreen-bench\r\n", r.method,
+                    o.target.base, r.path, o.target.host, o.target.port);
+    if (!r.body.empty() || r.method != "GET") {
+      raw += fmt::format("Content-Type: application/json\r\nContent-Length: {}\r\n", r.body.size());
+    }
+    out.push_back(raw + "\r\n" + r.body);
+  }
+  return out;
+}
+
 }  // namespace
 
 bool IsStable(const std::vector<WindowStat>& windows, int n, double tolerance) {
@@ -292,15 +307,7 @@ common::Result<LoadResult> RunLoad(const LoadOptions& o) {
           fmt::format("cannot resolve {}:{}: {}", o.target.host, o.target.port, ec.message()));
     }
   }
-  for (const HttpRequest& r : o.requests) {
-    std::string raw =
-        fmt::format("{} {}{} HTTP/1.1\r\nHost: {}:{}\r\nUser-Agent: truegreen-bench\r\n", r.method,
-                    o.target.base, r.path, o.target.host, o.target.port);
-    if (!r.body.empty() || r.method != "GET") {
-      raw += fmt::format("Content-Type: application/json\r\nContent-Length: {}\r\n", r.body.size());
-    }
-    shared.raw_requests.push_back(raw + "\r\n" + r.body);
-  }
+  shared.raw_requests = SerializeRequests(o);
   int threads = std::min(o.threads, o.connections);
   std::vector<std::unique_ptr<Shard>> shards;
   std::vector<std::unique_ptr<asio::io_context>> iocs;
