@@ -1,7 +1,14 @@
 // Integration tests of the load generator and of `truegreen bench` / `truegreen compare` against
 // a stub server on an ephemeral loopback port (tests/bench_stub_server.h).
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <chrono>
+#include <thread>
 
 #include <optional>
 
@@ -10,6 +17,8 @@
 #include "bench/loadgen.h"
 #include "tests/bench_stub_server.h"
 #include "tests/support/test_util.h"
+
+extern char** environ;
 
 namespace tg {
 namespace {
@@ -294,6 +303,52 @@ TEST(BenchCliTest, HtmlReportOpensInHeadlessChromium) {
   auto bad = OpenInChromium(d / "bad.html", d);
   ASSERT_TRUE(bad);
   EXPECT_NE(bad->console.find("boom"), std::string::npos) << "console detection must work";
+}
+
+// Ctrl-C: the sweep stops, every output is still written with what was measured so far, marked
+// interrupted, and the exit status says so (130).
+TEST(BenchCliTest, SigintWritesWhatWasMeasured) {
+  StubServer server(/*delay_ms=*/2);
+  TempDir d;
+  std::vector<std::string> args = {testing::TruegreenPath(),
+                                   "bench",
+                                   "--url",
+                                   server.url(),
+                                   "--warmup",
+                                   "0.2",
+                                   "--window",
+                                   "30",
+                                   "--concurrency",
+                                   "1,2",
+                                   "--no-progress",
+                                   "--out",
+                                   d / "i.json",
+                                   "--csv",
+                                   d / "i.csv"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, (d / "stdout").c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = -1;
+  ASSERT_EQ(posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ), 0);
+  posix_spawn_file_actions_destroy(&fa);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  ::kill(pid, SIGINT);
+  int st = 0;
+  ASSERT_EQ(::waitpid(pid, &st, 0), pid);
+  ASSERT_TRUE(WIFEXITED(st));
+  EXPECT_EQ(WEXITSTATUS(st), 130);
+  auto j = nlohmann::json::parse(testing::ReadFile(d / "i.json"));
+  EXPECT_TRUE(j["interrupted"].get<bool>());
+  ASSERT_EQ(j["points"].size(), 1u);  // the second point never started
+  EXPECT_GT(j["points"][0]["ok"].get<int>(), 10);
+  EXPECT_GT(j["points"][0]["measured_s"].get<double>(), 0.5);
+  EXPECT_LT(j["points"][0]["measured_s"].get<double>(), 5.0);
+  EXPECT_NE(testing::ReadFile(d / "stdout").find("INTERRUPTED"), std::string::npos);
+  EXPECT_NE(testing::ReadFile(d / "i.csv").find("\n1,"), std::string::npos);
 }
 
 }  // namespace
