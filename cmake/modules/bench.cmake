@@ -8,3 +8,7 @@ if(TG_BUILD_TESTS AND NOT TG_FUZZ)
     add_dependencies(bench_load_test bench_stub_server)
   endif()
 endif()
+# The NVML sampler's unit test loads the fake libnvidia-ml from build/fakegpu.
+if(TARGET bench_unit_tests AND TARGET tg_fakegpu)
+  add_dependencies(bench_unit_tests tg_fakegpu)
+endif()

@@ -21,6 +21,7 @@
 #include "bench/ab.h"
 #include "bench/compare.h"
 #include "bench/loadgen.h"
+#include "bench/nvml_sampler.h"
 #include "bench/report.h"
 #include "bench/server_metrics.h"
 #include "bench/slo.h"
@@ -60,6 +61,7 @@ struct BenchOptions {
   int max_trials = 10, threads = 1;
   std::string out, csv, html;
   bool no_progress = false;
+  bool nvml = true;
 };
 
 struct CompareOptions {
@@ -165,7 +167,8 @@ common::Result<bench::PointResult> MeasurePoint(const BenchOptions& o, const ben
                                                 const bench::PromptSet& prompts,
                                                 const PointConfig& pc, bool progress,
                                                 std::size_t index, std::size_t total,
-                                                bool* interrupted) {
+                                                bool* interrupted,
+                                                const common::LibraryLoader& loader) {
   bench::LoadOptions lo;
   lo.target = target;
   TG_ASSIGN_OR_RETURN(lo.requests, bench::BuildRequests(o.api, o.model, pc, prompts));
@@ -186,12 +189,32 @@ common::Result<bench::PointResult> MeasurePoint(const BenchOptions& o, const ben
     scraper.emplace(target, o.metrics_interval_s);
     scraper->Start();
   }
+  std::unique_ptr<bench::NvmlSampler> nvml;  // local GPU, when libnvidia-ml is present
+  if (o.nvml && o.metrics_interval_s > 0) {
+    if (auto n = bench::NvmlSampler::Open(loader); n.ok()) {
+      nvml = std::move(*n);
+      nvml->Start(o.metrics_interval_s);
+    }
+  }
   auto origin = std::chrono::steady_clock::now();
   TG_ASSIGN_OR_RETURN(bench::LoadResult lr, bench::RunLoad(lo));
   if (scraper) {
     scraper->Stop();
     lr.point.gpu =
         bench::AggregateGpu(scraper->Samples(), lr.measured_begin, lr.measured_end, origin);
+  }
+  if (nvml) {
+    nvml->Stop();
+    // The server's own figures win; local NVML fills in when the server exports no utilisation.
+    bench::GpuSide local =
+        bench::AggregateNvml(nvml->Samples(), lr.measured_begin, lr.measured_end, origin);
+    bench::GpuSide& gpu = lr.point.gpu;
+    if (!gpu.utilization && (local.utilization || gpu.source.empty())) {
+      gpu.utilization = local.utilization;
+      gpu.utilization_series = local.utilization_series;
+      if (!gpu.memory_used_bytes) gpu.memory_used_bytes = local.memory_used_bytes;
+      gpu.source += (gpu.source.empty() ? "" : " + ") + local.source;
+    }
   }
   lr.point.config = pc;
   *interrupted = lr.interrupted;
@@ -246,7 +269,7 @@ common::Result<Prepared> Prepare(const BenchOptions& o) {
 
 // Runs the whole sweep against `url`; SIGINT stops it early with what was measured.
 common::Result<RunResult> MeasureRun(const BenchOptions& o, const Prepared& p,
-                                     const std::string& url) {
+                                     const std::string& url, const common::LibraryLoader& loader) {
   TG_ASSIGN_OR_RETURN(bench::Target target, bench::ParseUrl(url));
   RunResult run{TG_VERSION, url, o.api, o.model, p.prompts.path, p.prompts.sha256, NowIso()};
   run.environment = Environment();
@@ -259,7 +282,7 @@ common::Result<RunResult> MeasureRun(const BenchOptions& o, const Prepared& p,
   for (std::size_t i = 0; i < p.sweep.size() && !run.interrupted; ++i) {
     TG_ASSIGN_OR_RETURN(bench::PointResult point,
                         MeasurePoint(o, target, p.prompts, p.sweep[i], progress, i, p.sweep.size(),
-                                     &run.interrupted));
+                                     &run.interrupted, loader));
     bench::EvaluateSlos(p.thresholds, point);
     run.points.push_back(std::move(point));
   }
@@ -302,7 +325,7 @@ int RunAb(const BenchOptions& o, const GlobalOptions& g, const Prepared& p) {
                  spec.file.c_str());
     auto server = bench::ServerProcess::Start(spec);
     if (!server.ok()) return Fail(server.status());
-    auto run = MeasureRun(o, p, (*server)->url());
+    auto run = MeasureRun(o, p, (*server)->url(), g.Loader());
     (*server)->Stop();
     if (!run.ok()) return Fail(run.status());
     std::string base = o.ab_out + "/" + spec.name;
@@ -337,7 +360,7 @@ int RunBench(const BenchOptions& o, const GlobalOptions& g) {
   RunResult run;
   {
     SigintScope sigint;
-    auto r = MeasureRun(o, *p, o.url);
+    auto r = MeasureRun(o, *p, o.url, g.Loader());
     if (!r.ok()) return Fail(r.status());
     run = std::move(*r);
   }
@@ -412,6 +435,7 @@ void AddBenchFlags(CLI::App* c, BenchOptions& o) {
   c->add_option("--out", o.out, "Write the JSON result here");
   c->add_option("--csv", o.csv, "Write perf_analyzer-style CSV here");
   c->add_option("--html", o.html, "Write the HTML report here");
+  c->add_flag("!--no-nvml", o.nvml, "Do not sample the local GPU through NVML");
   c->add_flag("--no-progress", o.no_progress, "No progress line even on a terminal");
 }
 
