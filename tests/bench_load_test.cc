@@ -182,6 +182,11 @@ TEST(BenchCliTest, ThresholdGrammarErrorsExitTwoNamingIt) {
   r = RunTruegreen({"bench", "--url", "http://127.0.0.1:9", "--prompts", d / "p.jsonl"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("p.jsonl:2: field \"seed\""), std::string::npos) << r.err;
+  // Nothing listens on port 9 here: a run where no request succeeded is not a pass.
+  r = RunTruegreen({"bench", "--url", "http://127.0.0.1:9", "--warmup", "0", "--window", "0.2",
+                    "--max-trials", "1"});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("no successful request (errors: connection"), std::string::npos) << r.err;
 }
 
 TEST(BenchCliTest, RunWritesOutputsSloFailureExitsFiveAndCompareGates) {
@@ -354,20 +359,19 @@ TEST(BenchCliTest, SigintWritesWhatWasMeasured) {
 // Local NVML (the fake one: devices and memory, no utilisation entry point) fills the GPU side
 // when the server exports nothing, and says "not measured" (null) rather than 0 for utilisation.
 TEST(BenchCliTest, LocalNvmlFillsInWhenTheServerHasNoMetrics) {
-  StubServer server;
-  int port = server.port();
-  server.Stop();
-  auto r = RunTruegreen({"--lib-path", testing::FakeGpuDir(), "bench", "--url",
-                         "http://127.0.0.1:" + std::to_string(port), "--warmup", "0", "--window",
-                         "0.3", "--max-trials", "1", "--metrics-interval", "0.05", "--json"});
+  StubServer server(/*delay_ms=*/2);
+  server.set_serve_metrics(false);
+  auto r = RunTruegreen({"--lib-path", testing::FakeGpuDir(), "bench", "--url", server.url(),
+                         "--warmup", "0", "--window", "0.3", "--max-trials", "1",
+                         "--metrics-interval", "0.05", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto gpu = nlohmann::json::parse(r.out)["points"][0]["gpu"];
   EXPECT_EQ(gpu["source"], "nvml (local)");
   EXPECT_TRUE(gpu["utilization"].is_null());
   EXPECT_EQ(gpu["memory_used_bytes"], 0.0);
-  auto slo = RunTruegreen({"--lib-path", testing::FakeGpuDir(), "bench", "--url",
-                           "http://127.0.0.1:" + std::to_string(port), "--warmup", "0", "--window",
-                           "0.3", "--max-trials", "1", "--slo", "gpu_util>0.6"});
+  auto slo =
+      RunTruegreen({"--lib-path", testing::FakeGpuDir(), "bench", "--url", server.url(), "--warmup",
+                    "0", "--window", "0.3", "--max-trials", "1", "--slo", "gpu_util>0.6"});
   EXPECT_EQ(slo.exit_code, 5) << "an unmeasured gpu_util never passes";
   EXPECT_NE(slo.out.find("gpu_util>0.6: not measured"), std::string::npos) << slo.out;
 }

@@ -38,6 +38,8 @@ class StubServer {
   int port() const { return port_; }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
   void set_delay_ms(int ms) { delay_ms_ = ms; }
+  // false: /metrics answers 404 (a server without Prometheus metrics).
+  void set_serve_metrics(bool on) { serve_metrics_ = on; }
   // Arms the one-time stall.
   void Arm(int stall_after_ms, int stall_ms) {
     armed_at_ = std::chrono::steady_clock::now();
@@ -122,7 +124,9 @@ class StubServer {
         if (delay_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms_));
         ++requests_;
       }
-      http::response<http::string_body> res{http::status::ok, req.version()};
+      bool missing = target == "/metrics" && !serve_metrics_.load();
+      http::response<http::string_body> res{missing ? http::status::not_found : http::status::ok,
+                                            req.version()};
       res.set(http::field::content_type, target == "/metrics" ? "text/plain" : "application/json");
       res.body() = Respond(target);
       res.keep_alive(req.keep_alive());
@@ -133,6 +137,7 @@ class StubServer {
   }
 
   std::atomic<int> delay_ms_;
+  std::atomic<bool> serve_metrics_{true};
   boost::asio::io_context ioc_;
   boost::asio::ip::tcp::acceptor acceptor_;
   int port_ = 0;

@@ -1,8 +1,9 @@
 // `truegreen bench` (load generator over a sweep, SLOs as code) and `truegreen compare` (before /
 // after statistics and regression gates). Results on stdout (text, markdown or --json), logs and
 // the progress line on stderr. Exit codes: 0 pass, 2 usage (bad flag, malformed threshold, prompt
-// set or run file), 3 target unreachable, 5 an SLO or a regression gate failed, 130 interrupted
-// (SIGINT; every output was still written with what was measured so far).
+// set or run file), 3 target unreachable or a point where no request succeeded, 5 an SLO or a
+// regression gate failed, 130 interrupted (SIGINT; every output was still written with what was
+// measured so far).
 #include <unistd.h>
 
 #include <atomic>
@@ -308,6 +309,20 @@ std::string SelfExe() {
   return ec ? std::string("truegreen") : p.string();
 }
 
+// Green means proven: a point where not one request succeeded measured nothing about the server.
+bool NothingSucceeded(const RunResult& run) {
+  bool none = false;
+  for (const auto& p : run.points) {
+    if (p.ok != 0) continue;
+    std::string errs;
+    for (const auto& [k, v] : p.errors) errs += fmt::format(" {} {}", k, v);
+    std::fprintf(stderr, "truegreen: %s at %s: no successful request (errors:%s)\n",
+                 p.config.Label().c_str(), run.url.c_str(), errs.empty() ? " none" : errs.c_str());
+    none = true;
+  }
+  return none;
+}
+
 int RunAb(const BenchOptions& o, const GlobalOptions& g, const Prepared& p) {
   std::vector<bench::ServerSpec> specs;
   for (const auto& f : o.ab) {
@@ -349,6 +364,7 @@ int RunAb(const BenchOptions& o, const GlobalOptions& g, const Prepared& p) {
   for (const auto& r : runs) std::fputs(bench::RunToText(r).c_str(), g.json ? stderr : stdout);
   std::fputs(g.json ? (bench::ComparisonsToJson(cs).dump(2) + "\n").c_str() : md.c_str(), stdout);
   if (runs.size() < 2 || (!runs.empty() && runs.back().interrupted)) return kExitInterrupted;
+  if (NothingSucceeded(runs[0]) | NothingSucceeded(runs[1])) return common::kExitIntegrity;
   bool failed = runs[0].SlosFailed() || runs[1].SlosFailed() || !cs[0].gate_failures.empty();
   return failed ? common::kExitPerformance : common::kExitOk;
 }
@@ -367,6 +383,7 @@ int RunBench(const BenchOptions& o, const GlobalOptions& g) {
   int rc = WriteRunOutputs(o, g, run);
   if (rc >= 0) return rc;
   if (run.interrupted) return kExitInterrupted;
+  if (NothingSucceeded(run)) return common::kExitIntegrity;
   return run.SlosFailed() ? common::kExitPerformance : common::kExitOk;
 }
 
