@@ -182,6 +182,11 @@ TEST(BenchCliTest, ThresholdGrammarErrorsExitTwoNamingIt) {
   r = RunTruegreen({"bench", "--url", "http://127.0.0.1:9", "--prompts", d / "p.jsonl"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("p.jsonl:2: field \"seed\""), std::string::npos) << r.err;
+  testing::WriteFile(d / "body.json", "{\"inputs\": [");
+  r = RunTruegreen({"bench", "--url", "http://127.0.0.1:9", "--api", "kserve", "--model", "m",
+                    "--body", d / "body.json", "--warmup", "0", "--window", "0.2"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("body.json"), std::string::npos) << r.err;
   // Nothing listens on port 9 here: a run where no request succeeded is not a pass.
   r = RunTruegreen({"bench", "--url", "http://127.0.0.1:9", "--warmup", "0", "--window", "0.2",
                     "--max-trials", "1"});

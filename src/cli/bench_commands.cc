@@ -63,6 +63,7 @@ struct BenchOptions {
   std::string out, csv, html;
   bool no_progress = false;
   bool nvml = true;
+  std::string body_file;
 };
 
 struct CompareOptions {
@@ -173,6 +174,11 @@ common::Result<bench::PointResult> MeasurePoint(const BenchOptions& o, const ben
   bench::LoadOptions lo;
   lo.target = target;
   TG_ASSIGN_OR_RETURN(lo.requests, bench::BuildRequests(o.api, o.model, pc, prompts));
+  if (!o.body_file.empty()) {
+    // A generic model's request (e.g. KServe v2 JSON tensors), sent verbatim for every request.
+    TG_ASSIGN_OR_RETURN(common::Json body, common::LoadJsonFile(o.body_file));
+    for (auto& r : lo.requests) r.body = body.dump();
+  }
   lo.connections = pc.concurrency;
   lo.threads = o.threads;
   lo.rate = o.rate;
@@ -434,6 +440,8 @@ void AddBenchFlags(CLI::App* c, BenchOptions& o) {
   c->add_option("--scheduler", o.schedulers, "Schedulers to sweep (repeatable)");
   c->add_option("--rate", o.rate, "Open loop: total requests/s (0 = closed loop)")
       ->check(CLI::NonNegativeNumber);
+  c->add_option("--body", o.body_file,
+                "JSON request body sent verbatim (generic KServe v2 models: JSON tensors)");
   c->add_option("--prompts", o.prompts, "Prompt set, JSONL {prompt, negative, seed}");
   c->add_option("--bench-file", o.bench_file, "YAML with `slo: [\"p95<8s\", ...]`");
   c->add_option("--slo", o.slos, "Threshold, e.g. p95<8s,images_per_min>40 (repeatable)");
