@@ -8,7 +8,16 @@ if(TG_BUILD_TESTS AND NOT TG_FUZZ)
     add_dependencies(bench_load_test bench_stub_server)
   endif()
 endif()
-# The NVML sampler's unit test loads the fake libnvidia-ml from build/fakegpu.
-if(TARGET bench_unit_tests AND TARGET tg_fakegpu)
-  add_dependencies(bench_unit_tests tg_fakegpu)
-endif()
+# The NVML sampler's tests load the fake libnvidia-ml from <build>/fakegpu. That target is defined
+# by integrity_fakegpu.cmake, included after this file, so the dependency is added at the end of
+# the directory's configuration.
+function(tg_bench_fakegpu_deps)
+  if(TARGET tg_fakegpu)
+    foreach(t bench_unit_tests bench_load_test)
+      if(TARGET ${t})
+        add_dependencies(${t} tg_fakegpu)
+      endif()
+    endforeach()
+  endif()
+endfunction()
+cmake_language(DEFER CALL tg_bench_fakegpu_deps)
