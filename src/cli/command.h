@@ -80,6 +80,8 @@ class CommandRegistry {
 [[gnu::weak]] void RegisterSdCommands(CLI::App& app, GlobalOptions& g, CommandRegistry& r);
 // audit image|dockerfile|k8s, k8s render (hygiene).
 [[gnu::weak]] void RegisterAuditCommands(CLI::App& app, GlobalOptions& g, CommandRegistry& r);
+// bench, compare (load generator and before/after statistics; src/cli/bench_commands.cc).
+[[gnu::weak]] void RegisterBenchCommands(CLI::App& app, GlobalOptions& g, CommandRegistry& r);
 
 // serve (HTTP inference server, src/cli/serve_commands.cc).
 [[gnu::weak]] void RegisterServeCommands(CLI::App& app, GlobalOptions& g, CommandRegistry& r);

@@ -105,7 +105,7 @@ int RunMain(int argc, char** argv, GlobalOptions& g) {
   // Weak references: a developer build with TG_ONLY may leave an area out; the full build has all.
   for (auto* reg : {&tg::cli::RegisterIntegrityCommands, &tg::cli::RegisterRuntimeCommands,
                     &tg::cli::RegisterSdCommands, &tg::cli::RegisterAuditCommands,
-                    &tg::cli::RegisterServeCommands}) {
+                    &tg::cli::RegisterServeCommands, &tg::cli::RegisterBenchCommands}) {
     if (reg != nullptr) reg(app, g, registry);
   }
   tg::cli::RegisterHelpCommands(app, g, registry);

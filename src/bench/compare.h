@@ -1,0 +1,48 @@
+// `truegreen compare A.json B.json [C.json ...]`: every later run against the first (the
+// baseline), point by point (matched by the point label: concurrency, batch, size, steps,
+// scheduler, rate). Per point: throughput and P50/P95 ratios with distribution-free 95 % intervals,
+// the Mann-Whitney U p-value, the KS distance and overlap coefficient of the latency histograms;
+// per run: the diff of the servers' capability snapshots (policy::DiffJson). Regression gates
+// (`p95 +10%`) are checked on the ratios. Pure functions; thread-safe.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "bench/result.h"
+#include "bench/slo.h"
+#include "bench/stats.h"
+#include "common/config.h"
+
+namespace tg::bench {
+
+struct PointComparison {
+  std::string label;
+  bool matched = false;  // the point exists in both runs
+  double throughput_ratio = 0;
+  Interval throughput_ci;  // from the per-window throughputs: [min B / max A, max B / min A]
+  double p50_ratio = 0, p95_ratio = 0;
+  Interval p50_ci, p95_ci;
+  MannWhitney mw;
+  double ks = 0, overlap = 0;
+  std::string verdict;  // "~" (no significant change, p >= 0.05), "faster", "slower"
+  const PointResult* a = nullptr;
+  const PointResult* b = nullptr;
+};
+
+struct RunComparison {
+  std::string a_name, b_name;
+  std::vector<PointComparison> points;
+  common::Json capability_diff;  // policy::DiffToJson, or null when a side has no snapshot
+  std::vector<std::string> gate_failures;
+  bool prompt_sets_differ = false;
+};
+
+RunComparison CompareRuns(const RunResult& a, const std::string& a_name, const RunResult& b,
+                          const std::string& b_name, const std::vector<Gate>& gates);
+
+std::string ComparisonsToMarkdown(const std::vector<RunComparison>& c);
+common::Json ComparisonsToJson(const std::vector<RunComparison>& c);
+std::string ComparisonsToHtml(const std::vector<RunComparison>& c);
+
+}  // namespace tg::bench

@@ -1,0 +1,179 @@
+#include "bench/slo.h"
+
+#include <cctype>
+#include <charconv>
+#include <set>
+
+#include <fmt/format.h>
+
+namespace tg::bench {
+namespace {
+
+using common::Status;
+
+const std::set<std::string>& LatencyMetrics() {
+  static const std::set<std::string> k = {"p50", "p90", "p95", "p99", "p99.9", "max", "mean"};
+  return k;
+}
+const std::set<std::string>& OtherMetrics() {
+  static const std::set<std::string> k = {"throughput", "images_per_min", "gpu_util", "errors"};
+  return k;
+}
+
+std::string Trim(const std::string& s) {
+  std::size_t b = s.find_first_not_of(" \t");
+  if (b == std::string::npos) return "";
+  std::size_t e = s.find_last_not_of(" \t");
+  return s.substr(b, e - b + 1);
+}
+
+const char* kMetricList =
+    "p50|p90|p95|p99|p99.9|max|mean|throughput|images_per_min|gpu_util|errors";
+
+// Parses "<number><unit>" into a value in the metric's canonical unit.
+common::Result<double> ParseValue(const std::string& expr, const std::string& metric,
+                                  const std::string& rest) {
+  double v = 0;
+  auto [ptr, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), v);
+  if (ec != std::errc() || ptr == rest.data() || v < 0) {
+    return Status::InvalidArg(
+        fmt::format("threshold \"{}\": expected a non-negative number after "
+                    "the operator, found \"{}\"",
+                    expr, rest));
+  }
+  std::string unit = Trim(std::string(ptr, rest.data() + rest.size()));
+  if (LatencyMetrics().count(metric) != 0) {
+    if (unit == "us") return v;
+    if (unit == "ms") return v * 1e3;
+    if (unit == "s") return v * 1e6;
+    return Status::InvalidArg(
+        fmt::format("threshold \"{}\": latency needs a unit us|ms|s, found \"{}\"", expr, unit));
+  }
+  if (metric == "gpu_util" || metric == "errors") {
+    if (unit == "%")
+      v /= 100.0;
+    else if (!unit.empty()) {
+      return Status::InvalidArg(fmt::format(
+          "threshold \"{}\": {} is a fraction (0.6) or a percentage (60%), found unit \"{}\"", expr,
+          metric, unit));
+    }
+    if (v > 1.0) {
+      return Status::InvalidArg(fmt::format(
+          "threshold \"{}\": {} must be within 0..1 (or 0..100%), found {}", expr, metric, v));
+    }
+    return v;
+  }
+  if (!unit.empty()) {
+    return Status::InvalidArg(
+        fmt::format("threshold \"{}\": {} takes no unit, found \"{}\"", expr, metric, unit));
+  }
+  return v;
+}
+
+}  // namespace
+
+common::Result<Threshold> ParseThreshold(const std::string& text) {
+  std::string expr = Trim(text);
+  std::size_t op_pos = expr.find_first_of("<>");
+  if (op_pos == std::string::npos) {
+    return Status::InvalidArg(fmt::format(
+        "threshold \"{}\": expected <metric><op><value> with op one of < <= > >=", expr));
+  }
+  Threshold t;
+  t.text = expr;
+  t.metric = Trim(expr.substr(0, op_pos));
+  if (LatencyMetrics().count(t.metric) == 0 && OtherMetrics().count(t.metric) == 0) {
+    return Status::InvalidArg(fmt::format("threshold \"{}\": unknown metric \"{}\", expected {}",
+                                          expr, t.metric, kMetricList));
+  }
+  std::size_t value_pos = op_pos + 1;
+  t.op = expr.substr(op_pos, 1);
+  if (value_pos < expr.size() && expr[value_pos] == '=') {
+    t.op += "=";
+    ++value_pos;
+  }
+  TG_ASSIGN_OR_RETURN(t.value, ParseValue(expr, t.metric, Trim(expr.substr(value_pos))));
+  return t;
+}
+
+common::Result<std::vector<Threshold>> ParseThresholds(const std::vector<std::string>& texts) {
+  std::vector<Threshold> out;
+  for (const auto& text : texts) {
+    std::size_t start = 0;
+    while (start <= text.size()) {
+      std::size_t comma = text.find(',', start);
+      std::string part =
+          text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      if (Trim(part).empty()) {
+        return Status::InvalidArg(fmt::format("threshold list \"{}\": empty entry", text));
+      }
+      TG_ASSIGN_OR_RETURN(Threshold t, ParseThreshold(part));
+      out.push_back(std::move(t));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  return out;
+}
+
+std::optional<double> MetricValue(const PointResult& p, const std::string& metric) {
+  if (LatencyMetrics().count(metric) != 0) {
+    if (p.latency.count() == 0) return std::nullopt;
+    if (metric == "max") return static_cast<double>(p.latency.max());
+    if (metric == "mean") return p.latency.Mean();
+    double pct = std::stod(metric.substr(1));
+    return static_cast<double>(p.latency.ValueAtPercentile(pct));
+  }
+  if (metric == "throughput") return p.Throughput();
+  if (metric == "images_per_min") return p.ImagesPerMin();
+  if (metric == "errors") {
+    if (p.ok + p.ErrorCount() == 0) return std::nullopt;
+    return p.ErrorRate();
+  }
+  if (metric == "gpu_util") return p.gpu.utilization;
+  return std::nullopt;
+}
+
+void EvaluateSlos(const std::vector<Threshold>& thresholds, PointResult& p) {
+  p.slo_failures.clear();
+  for (const auto& t : thresholds) {
+    std::optional<double> v = MetricValue(p, t.metric);
+    if (!v) {
+      p.slo_failures.push_back(t.text + ": not measured");
+      continue;
+    }
+    bool pass = t.op == "<"    ? *v < t.value
+                : t.op == "<=" ? *v <= t.value
+                : t.op == ">"  ? *v > t.value
+                               : *v >= t.value;
+    if (!pass) p.slo_failures.push_back(fmt::format("{}: measured {:.6g}", t.text, *v));
+  }
+}
+
+common::Result<Gate> ParseGate(const std::string& text) {
+  std::string expr = Trim(text);
+  std::size_t sign = expr.find_first_of("+-");
+  auto bad = [&](const std::string& why) {
+    return Status::InvalidArg(fmt::format(
+        "--fail-on \"{}\": {}; expected <metric> +N% or -N%, e.g. \"p95 +10%\"", expr, why));
+  };
+  if (sign == std::string::npos) return bad("no +N% or -N% change");
+  Gate g;
+  g.text = expr;
+  g.metric = Trim(expr.substr(0, sign));
+  if (LatencyMetrics().count(g.metric) == 0 && OtherMetrics().count(g.metric) == 0) {
+    return bad(fmt::format("unknown metric \"{}\"", g.metric));
+  }
+  std::string num = Trim(expr.substr(sign + 1));
+  if (num.empty() || num.back() != '%') return bad("the change must end with %");
+  num.pop_back();
+  double v = 0;
+  auto [ptr, ec] = std::from_chars(num.data(), num.data() + num.size(), v);
+  if (ec != std::errc() || ptr != num.data() + num.size() || v < 0) {
+    return bad(fmt::format("\"{}\" is not a non-negative number", num));
+  }
+  g.max_change = (expr[sign] == '+' ? 1 : -1) * v / 100.0;
+  return g;
+}
+
+}  // namespace tg::bench

@@ -1,0 +1,385 @@
+// Integration tests of the load generator and of `truegreen bench` / `truegreen compare` against
+// a stub server on an ephemeral loopback port (tests/bench_stub_server.h).
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/loadgen.h"
+#include "tests/bench_stub_server.h"
+#include "tests/support/test_util.h"
+
+extern char** environ;
+
+namespace tg {
+namespace {
+
+using testing::RunTruegreen;
+using testing::StubServer;
+using testing::TempDir;
+
+bench::LoadOptions Options(const StubServer& s, double rate) {
+  bench::LoadOptions o;
+  o.target = *bench::ParseUrl(s.url());
+  o.requests = {{"POST", "/v1/images/generations", R"({"prompt":"x"})"}};
+  o.connections = 1;
+  o.rate = rate;
+  o.warmup_s = 0.3;
+  o.window_s = 3.0;
+  o.max_trials = 1;
+  o.timeout_s = 10;
+  return o;
+}
+
+// The issue's coordinated-omission test: the server stalls once for 1 s. The closed loop sends
+// nothing while it waits, so only one sample sees the stall and P99 stays small; the open loop
+// keeps its schedule, so every request that should have been sent during the stall is late and
+// P99 shows the stall. The open loop's service time, like the closed loop, hides it.
+TEST(BenchLoadTest, OpenLoopShowsAStallThatClosedLoopHides) {
+  StubServer server(/*delay_ms=*/2);
+  server.Arm(/*stall_after_ms=*/1000, /*stall_ms=*/1000);
+  auto closed = bench::RunLoad(Options(server, 0));
+  ASSERT_TRUE(closed.ok()) << closed.status().ToString();
+  server.Arm(1000, 1000);
+  auto open = bench::RunLoad(Options(server, 100));
+  ASSERT_TRUE(open.ok()) << open.status().ToString();
+
+  const auto& c = closed->point;
+  const auto& o = open->point;
+  ASSERT_GT(c.ok, 200u);
+  ASSERT_GT(o.ok, 150u);
+  EXPECT_TRUE(c.errors.empty());
+  EXPECT_GE(c.latency.max(), 1'000'000);  // the one stalled request is there...
+  EXPECT_LT(c.latency.ValueAtPercentile(99), 100'000) << "closed loop P99 should hide the stall";
+  EXPECT_GT(o.latency.ValueAtPercentile(99), 500'000) << "open loop P99 must show the stall";
+  EXPECT_LT(o.service.ValueAtPercentile(99), 100'000) << "service time is not the latency";
+  EXPECT_TRUE(o.open_loop);
+  EXPECT_FALSE(c.open_loop);
+}
+
+TEST(BenchLoadTest, StabilityRule) {
+  using bench::WindowStat;
+  std::vector<WindowStat> w = {{100, 1000}, {50, 2000}, {100, 1000}, {105, 1050}, {98, 990}};
+  EXPECT_TRUE(bench::IsStable(w, 3, 0.10));
+  EXPECT_FALSE(bench::IsStable(w, 4, 0.10));  // the 50 req/s window is inside the last 4
+  w.push_back({100, 1200});                   // latency 1200/990 > 1.10
+  EXPECT_FALSE(bench::IsStable(w, 3, 0.10));
+  EXPECT_TRUE(bench::IsStable(w, 3, 0.25));
+  EXPECT_FALSE(bench::IsStable({{100, 1000}, {100, 1000}}, 3, 0.10));  // too few windows
+  EXPECT_FALSE(bench::IsStable({{0, 0}, {0, 0}, {0, 0}}, 3, 0.10));    // nothing measured
+
+  // Against a steady server the rule stops the point before max_trials.
+  StubServer server(/*delay_ms=*/5);
+  auto o = Options(server, 0);
+  o.connections = 2;
+  o.window_s = 0.5;
+  o.max_trials = 12;
+  auto r = bench::RunLoad(o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->point.stable);
+  EXPECT_GE(r->point.trials, 3);
+  EXPECT_LT(r->point.trials, 12);
+  EXPECT_DOUBLE_EQ(r->point.measured_s, 1.5);  // the last 3 windows
+}
+
+TEST(BenchLoadTest, ConnectionErrorsAreCountedNotFatal) {
+  StubServer server;
+  int port = server.port();
+  server.Stop();  // nothing listens any more
+  bench::LoadOptions o;
+  o.target = {"127.0.0.1", std::to_string(port), ""};
+  o.requests = {{"POST", "/v1/images/generations", "{}"}};
+  o.warmup_s = 0;
+  o.window_s = 0.3;
+  o.max_trials = 1;
+  auto r = bench::RunLoad(o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->point.ok, 0u);
+  EXPECT_GT(r->point.errors["connection"], 0u);
+}
+
+// Opens `html` in headless Chromium: returns the DOM it rendered, the console lines it logged and
+// whether a screenshot PNG of a plausible size was written. Empty optional when chromium is absent.
+struct ChromiumResult {
+  std::string dom, console;
+  std::size_t png_bytes = 0;
+  bool png_signature = false;
+};
+std::optional<ChromiumResult> OpenInChromium(const std::string& html, const TempDir& d) {
+  const std::string chromium = "/usr/bin/chromium";
+  if (::access(chromium.c_str(), X_OK) != 0) return std::nullopt;
+  std::vector<std::string> base = {"/usr/bin/timeout",
+                                   "60",
+                                   chromium,
+                                   "--headless",
+                                   "--no-sandbox",
+                                   "--disable-gpu",
+                                   "--enable-logging=stderr",
+                                   "--v=0",
+                                   "--user-data-dir=" + d / "chromium-profile"};
+  ChromiumResult out;
+  auto dump = base;
+  dump.insert(dump.end(), {"--dump-dom", "file://" + html});
+  auto r = testing::RunProcess(dump);
+  out.dom = r.out;
+  for (std::size_t pos = 0; (pos = r.err.find("CONSOLE", pos)) != std::string::npos; ++pos) {
+    out.console += r.err.substr(pos, r.err.find('\n', pos) - pos) + "\n";
+  }
+  auto shot = base;
+  shot.insert(shot.end(),
+              {"--window-size=1000,1400", "--screenshot=" + d / "shot.png", "file://" + html});
+  testing::RunProcess(shot);
+  std::string png =
+      ::access((d / "shot.png").c_str(), R_OK) == 0 ? testing::ReadFile(d / "shot.png") : "";
+  out.png_bytes = png.size();
+  out.png_signature = png.rfind("\x89PNG\r\n\x1a\n", 0) == 0;
+  return out;
+}
+
+std::vector<std::string> QuickRun(const StubServer& s, const TempDir& d, const std::string& name) {
+  return {"bench",
+          "--url",
+          s.url(),
+          "--warmup",
+          "0.1",
+          "--window",
+          "0.4",
+          "--max-trials",
+          "3",
+          "--concurrency",
+          "1,2",
+          "--metrics-interval",
+          "0.1",
+          "--out",
+          d / (name + ".json"),
+          "--csv",
+          d / (name + ".csv"),
+          "--html",
+          d / (name + ".html")};
+}
+
+TEST(BenchCliTest, ThresholdGrammarErrorsExitTwoNamingIt) {
+  for (const char* bad : {"p95<8", "p95<8h", "p96<1s", "gpu_util>2", "errors<1x", "latency<1s"}) {
+    auto r = RunTruegreen({"bench", "--url", "http://127.0.0.1:9", "--slo", bad});
+    EXPECT_EQ(r.exit_code, 2) << bad << "\n" << r.err;
+    EXPECT_NE(r.err.find(bad), std::string::npos) << r.err;
+  }
+  TempDir d;
+  testing::WriteFile(d / "b.yaml", "slo:\n  - p95<8s\n  - images_per_min>>4\n");
+  auto r = RunTruegreen({"bench", "--url", "http://127.0.0.1:9", "--bench-file", d / "b.yaml"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("images_per_min>>4"), std::string::npos) << r.err;
+  testing::WriteFile(d / "p.jsonl", "{\"prompt\":\"a\"}\n{\"prompt\":\"b\",\"seed\":\"x\"}\n");
+  r = RunTruegreen({"bench", "--url", "http://127.0.0.1:9", "--prompts", d / "p.jsonl"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("p.jsonl:2: field \"seed\""), std::string::npos) << r.err;
+  testing::WriteFile(d / "body.json", "{\"inputs\": [");
+  r = RunTruegreen({"bench", "--url", "http://127.0.0.1:9", "--api", "kserve", "--model", "m",
+                    "--body", d / "body.json", "--warmup", "0", "--window", "0.2"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("body.json"), std::string::npos) << r.err;
+  // Nothing listens on port 9 here: a run where no request succeeded is not a pass.
+  r = RunTruegreen({"bench", "--url", "http://127.0.0.1:9", "--warmup", "0", "--window", "0.2",
+                    "--max-trials", "1"});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("no successful request (errors: connection"), std::string::npos) << r.err;
+}
+
+TEST(BenchCliTest, RunWritesOutputsSloFailureExitsFiveAndCompareGates) {
+  StubServer server(/*delay_ms=*/3);
+  TempDir d;
+  testing::WriteFile(d / "prompts.jsonl",
+                     "{\"prompt\":\"a cat\",\"negative\":\"dog\",\"seed\":1}\n");
+  auto args = QuickRun(server, d, "a");
+  args.insert(args.end(), {"--prompts", d / "prompts.jsonl", "--slo", "p95<1us,errors<1%"});
+  auto r = RunTruegreen(args);
+  ASSERT_EQ(r.exit_code, 5) << r.out << r.err;  // p95 < 1 µs cannot hold
+  EXPECT_NE(r.out.find("SLO failed: p95<1us"), std::string::npos) << r.out;
+  auto j = nlohmann::json::parse(testing::ReadFile(d / "a.json"));
+  EXPECT_FALSE(j["slo_pass"].get<bool>());
+  ASSERT_EQ(j["points"].size(), 2u);
+  EXPECT_EQ(j["prompt_set"]["sha256"].get<std::string>().size(), 64u);
+  EXPECT_EQ(j["server_capabilities"]["verdict"], "pass");
+  const auto& p0 = j["points"][0];
+  EXPECT_GT(p0["ok"].get<int>(), 10);
+  EXPECT_NEAR(p0["gpu"]["utilization"].get<double>(), 0.5, 1e-9);  // mean of 0.75 and 0.25
+  EXPECT_NEAR(p0["gpu"]["queue_us_per_request"].get<double>(), 100, 1e-9);
+  EXPECT_EQ(p0["gpu"]["gates_ok"], true);
+  std::string csv = testing::ReadFile(d / "a.csv");
+  EXPECT_EQ(csv.rfind("Concurrency,Inferences/Second,Client Send,Network+Server Send/Recv,", 0),
+            0u);
+  std::string html = testing::ReadFile(d / "a.html");
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("src="), std::string::npos);  // self-contained
+  EXPECT_GE(std::count(html.begin(), html.end(), '\n'), 5);
+  EXPECT_NE(html.find("<polyline class=\"series\""), std::string::npos);
+  EXPECT_NE(html.find("id=\"capabilities\""), std::string::npos);
+
+  // A second, identical-config run: compare says "no significant change" or a small one; a run
+  // against a slower server fails the p95 gate with exit 5; a malformed gate is exit 2.
+  server.set_delay_ms(12);
+  r = RunTruegreen(QuickRun(server, d, "b"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto same = RunTruegreen({"compare", d / "a.json", d / "a.json", "--fail-on", "p95 +10%"});
+  EXPECT_EQ(same.exit_code, 0) << same.out << same.err;
+  EXPECT_NE(same.out.find("| 1 | 0.000 | 1.000 | ~ |"), std::string::npos)
+      << same.out;  // p 1, KS 0
+  auto slower = RunTruegreen({"compare", d / "a.json", d / "b.json", "--fail-on", "p95 +10%",
+                              "--html", d / "cmp.html", "--json"});
+  EXPECT_EQ(slower.exit_code, 5) << slower.out << slower.err;
+  auto cj = nlohmann::json::parse(slower.out);
+  EXPECT_LT(cj[0]["points"][0]["mann_whitney_p"].get<double>(), 0.01);
+  EXPECT_EQ(cj[0]["points"][0]["verdict"], "slower");
+  EXPECT_FALSE(cj[0]["gates_pass"].get<bool>());
+  EXPECT_NE(testing::ReadFile(d / "cmp.html").find("<polyline"), std::string::npos);
+  auto bad = RunTruegreen({"compare", d / "a.json", d / "b.json", "--fail-on", "p95 10"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("p95 10"), std::string::npos) << bad.err;
+  // Never overwrite a file that is not ours.
+  testing::WriteFile(d / "notes.txt", "mine");
+  auto clobber = RunTruegreen({"compare", d / "a.json", d / "a.json", "--out", d / "notes.txt"});
+  EXPECT_EQ(clobber.exit_code, 2);
+  EXPECT_EQ(testing::ReadFile(d / "notes.txt"), "mine");
+}
+
+// One-command A/B, generically against a command line: two stub server processes (2 ms and 12 ms
+// per request) are started on free loopback ports, waited for on /readyz, measured with the same
+// sweep and stopped with SIGTERM; the p95 gate fails (exit 5) and the report names both runs.
+TEST(BenchCliTest, AbStartsBothServersAndGates) {
+  TempDir d;
+  std::string stub = testing::BinaryDir() + "/bin/bench_stub_server";
+  testing::WriteFile(d / "fast.yaml", "name: fast\ncommand: [" + stub +
+                                          ", --port, \"{port}\", --delay-ms, \"2\"]\n");
+  testing::WriteFile(d / "slow.yaml", "name: slow\ncommand: [" + stub +
+                                          ", --port, \"{port}\", --delay-ms, \"12\"]\n");
+  auto r = RunTruegreen({"bench", "--ab", d / "fast.yaml", d / "slow.yaml", "--warmup", "0.1",
+                         "--window", "0.4", "--max-trials", "3", "--metrics-interval", "0",
+                         "--ab-out", d / "ab", "--fail-on", "p95 +10%"});
+  EXPECT_EQ(r.exit_code, 5) << r.out << r.err;
+  EXPECT_NE(r.out.find("## fast -> slow"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Regression gates FAILED"), std::string::npos) << r.out;
+  for (const char* f : {"fast.json", "slow.json", "compare.md", "compare.html", "fast.html"}) {
+    EXPECT_FALSE(testing::ReadFile(d / ("ab/" + std::string(f))).empty()) << f;
+  }
+  auto fast = nlohmann::json::parse(testing::ReadFile(d / "ab/fast.json"));
+  EXPECT_GT(fast["points"][0]["ok"].get<int>(), 10);
+
+  // Malformed server files and a server that never becomes ready.
+  testing::WriteFile(d / "both.yaml", "command: [x]\nserve_args: [y]\n");
+  r = RunTruegreen({"bench", "--ab", d / "both.yaml", d / "slow.yaml"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("both.yaml"), std::string::npos) << r.err;
+  testing::WriteFile(d / "dies.yaml", "command: [/bin/false]\n");
+  r = RunTruegreen({"bench", "--ab", d / "dies.yaml", d / "slow.yaml", "--ab-out", d / "ab2"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("exited with status 1 before it was ready"), std::string::npos) << r.err;
+  r = RunTruegreen(
+      {"bench", "--url", "http://127.0.0.1:9", "--ab", d / "fast.yaml", d / "slow.yaml"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+}
+
+// The issue's screenshot test: the report opens in headless Chromium with no console message, its
+// plots are in the rendered DOM and the screenshot is a real image. A page that logs to the console
+// is caught (the check can fail).
+TEST(BenchCliTest, HtmlReportOpensInHeadlessChromium) {
+  StubServer server(/*delay_ms=*/2);
+  TempDir d;
+  auto args = QuickRun(server, d, "r");
+  auto r = RunTruegreen(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto c = OpenInChromium(d / "r.html", d);
+  if (!c)
+    GTEST_SKIP() << "/usr/bin/chromium not installed (Debian package chromium, scripts/setup.sh)";
+  EXPECT_EQ(c->console, "") << "console messages while rendering the report";
+  EXPECT_GE(std::count(c->dom.begin(), c->dom.end(), '\n'), 1);
+  std::size_t plots = 0;
+  for (std::size_t pos = 0; (pos = c->dom.find("<svg", pos)) != std::string::npos; ++pos) ++plots;
+  EXPECT_EQ(plots, 4u) << "latency, throughput, CDF, GPU utilisation";
+  EXPECT_NE(c->dom.find("class=\"series\""), std::string::npos);
+  EXPECT_TRUE(c->png_signature);
+  EXPECT_GT(c->png_bytes, 20000u) << "a blank page compresses to a few KB";
+
+  testing::WriteFile(d / "bad.html",
+                     "<html><body><script>console.error('boom')</script></body></html>");
+  auto bad = OpenInChromium(d / "bad.html", d);
+  ASSERT_TRUE(bad);
+  EXPECT_NE(bad->console.find("boom"), std::string::npos) << "console detection must work";
+}
+
+// Ctrl-C: the sweep stops, every output is still written with what was measured so far, marked
+// interrupted, and the exit status says so (130).
+TEST(BenchCliTest, SigintWritesWhatWasMeasured) {
+  StubServer server(/*delay_ms=*/2);
+  TempDir d;
+  std::vector<std::string> args = {testing::TruegreenPath(),
+                                   "bench",
+                                   "--url",
+                                   server.url(),
+                                   "--warmup",
+                                   "0.2",
+                                   "--window",
+                                   "30",
+                                   "--concurrency",
+                                   "1,2",
+                                   "--no-progress",
+                                   "--out",
+                                   d / "i.json",
+                                   "--csv",
+                                   d / "i.csv"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, (d / "stdout").c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = -1;
+  ASSERT_EQ(posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ), 0);
+  posix_spawn_file_actions_destroy(&fa);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  ::kill(pid, SIGINT);
+  int st = 0;
+  ASSERT_EQ(::waitpid(pid, &st, 0), pid);
+  ASSERT_TRUE(WIFEXITED(st));
+  EXPECT_EQ(WEXITSTATUS(st), 130);
+  auto j = nlohmann::json::parse(testing::ReadFile(d / "i.json"));
+  EXPECT_TRUE(j["interrupted"].get<bool>());
+  ASSERT_EQ(j["points"].size(), 1u);  // the second point never started
+  EXPECT_GT(j["points"][0]["ok"].get<int>(), 10);
+  EXPECT_GT(j["points"][0]["measured_s"].get<double>(), 0.5);
+  EXPECT_LT(j["points"][0]["measured_s"].get<double>(), 5.0);
+  EXPECT_NE(testing::ReadFile(d / "stdout").find("INTERRUPTED"), std::string::npos);
+  EXPECT_NE(testing::ReadFile(d / "i.csv").find("\n1,"), std::string::npos);
+}
+
+// Local NVML (the fake one: devices and memory, no utilisation entry point) fills the GPU side
+// when the server exports nothing, and says "not measured" (null) rather than 0 for utilisation.
+TEST(BenchCliTest, LocalNvmlFillsInWhenTheServerHasNoMetrics) {
+  StubServer server(/*delay_ms=*/2);
+  server.set_serve_metrics(false);
+  auto r = RunTruegreen({"--lib-path", testing::FakeGpuDir(), "bench", "--url", server.url(),
+                         "--warmup", "0", "--window", "0.3", "--max-trials", "1",
+                         "--metrics-interval", "0.05", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto gpu = nlohmann::json::parse(r.out)["points"][0]["gpu"];
+  EXPECT_EQ(gpu["source"], "nvml (local)");
+  EXPECT_TRUE(gpu["utilization"].is_null());
+  EXPECT_EQ(gpu["memory_used_bytes"], 0.0);
+  auto slo =
+      RunTruegreen({"--lib-path", testing::FakeGpuDir(), "bench", "--url", server.url(), "--warmup",
+                    "0", "--window", "0.3", "--max-trials", "1", "--slo", "gpu_util>0.6"});
+  EXPECT_EQ(slo.exit_code, 5) << "an unmeasured gpu_util never passes";
+  EXPECT_NE(slo.out.find("gpu_util>0.6: not measured"), std::string::npos) << slo.out;
+}
+
+}  // namespace
+}  // namespace tg
