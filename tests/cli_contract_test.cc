@@ -78,6 +78,8 @@ std::vector<BadInput> BadInputs(const std::string& tmp) {
       {"audit k8s", {"audit", "k8s", missing + ".yaml"}, 2, "NOT_FOUND"},
       {"k8s render", {"k8s", "render", "--matrix", missing + ".yaml"}, 2, "NOT_FOUND"},
       {"serve", {"serve", "--models", missing}, 2, "NOT_FOUND"},
+      {"bench", {"bench", "--url", "http://127.0.0.1:1", "--slo", "p95<<8s"}, 2, "INVALID_ARG"},
+      {"compare", {"compare", missing + "-a.json", missing + "-b.json"}, 2, "NOT_FOUND"},
       {"help", {"help", "no-such-command"}, 2, "INVALID_ARG"},
   };
 }

@@ -214,19 +214,21 @@ int RunK8sRender(RenderArgs a, const GlobalOptions& g) {
                     a.opts.name)));
   }
   if (!IsQuantity(a.opts.cpu, true)) {
-    return ReportError(Status::InvalidArg( fmt::format("--cpu '{}': expected a positive CPU quantity such as 2, "
-                                        "0.5 or 500m",
-                                        a.opts.cpu.substr(0, 64))));
+    return ReportError(
+        Status::InvalidArg(fmt::format("--cpu '{}': expected a positive CPU quantity such as 2, "
+                                       "0.5 or 500m",
+                                       a.opts.cpu.substr(0, 64))));
   }
   if (!IsQuantity(a.opts.memory, false)) {
-    return ReportError(Status::InvalidArg( fmt::format("--memory '{}': expected a positive memory quantity such "
-                                        "as 8Gi, 512Mi or 1G",
-                                        a.opts.memory.substr(0, 64))));
+    return ReportError(
+        Status::InvalidArg(fmt::format("--memory '{}': expected a positive memory quantity such "
+                                       "as 8Gi, 512Mi or 1G",
+                                       a.opts.memory.substr(0, 64))));
   }
   if (!IsImageReference(a.opts.image)) {
-    return ReportError(Status::InvalidArg(
-                      "--image: expected an image reference (name[:tag][@sha256:digest]; "
-                      "letters, digits and . _ - / : @ only, at most 512 characters)"));
+    return ReportError(
+        Status::InvalidArg("--image: expected an image reference (name[:tag][@sha256:digest]; "
+                           "letters, digits and . _ - / : @ only, at most 512 characters)"));
   }
   if (!common::IsPinnedByDigest(a.opts.image)) {
     Warn(

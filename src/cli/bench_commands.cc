@@ -28,6 +28,7 @@
 #include "bench/slo.h"
 #include "bench/workload.h"
 #include "cli/command.h"
+#include "cli/output.h"
 #include "common/config.h"
 #include "common/file_util.h"
 #include "common/log.h"
@@ -72,10 +73,8 @@ struct CompareOptions {
   std::string out, html;
 };
 
-int Fail(const Status& s) {
-  std::fprintf(stderr, "truegreen: %s\n", s.message().c_str());
-  return common::ExitCodeFromStatus(s);
-}
+// Every error leaves through the one error path (cli/output.h).
+int Fail(const Status& s) { return ReportError(s); }
 
 // Output files: written atomically; an existing file is replaced only when it is one of ours
 // (same leading marker), so a typo in --out never destroys someone else's file.
@@ -425,10 +424,12 @@ int RunCompare(const CompareOptions& o, const GlobalOptions& g) {
 }
 
 void AddBenchFlags(CLI::App* c, BenchOptions& o) {
-  c->add_option("--url", o.url, "Server base URL, http://HOST:PORT");
+  c->add_option("--url", o.url, "Server base URL, http://HOST:PORT")->type_name("URL");
   c->add_option("--ab", o.ab, "A/B: two server files (YAML, docs/BENCH.md) instead of --url")
-      ->expected(2);
-  c->add_option("--ab-out", o.ab_out, "A/B: directory for the runs and the comparison");
+      ->expected(2)
+      ->type_name("FILE FILE");
+  c->add_option("--ab-out", o.ab_out, "A/B: directory for the runs and the comparison")
+      ->type_name("DIR");
   c->add_option("--fail-on", o.fail_on, "A/B: regression gate, e.g. \"p95 +10%\" (repeatable)");
   c->add_option("--api", o.api, "openai | kserve | get (plain GET, generator self-test)")
       ->check(CLI::IsMember({"openai", "kserve", "get"}));
@@ -441,9 +442,12 @@ void AddBenchFlags(CLI::App* c, BenchOptions& o) {
   c->add_option("--rate", o.rate, "Open loop: total requests/s (0 = closed loop)")
       ->check(CLI::NonNegativeNumber);
   c->add_option("--body", o.body_file,
-                "JSON request body sent verbatim (generic KServe v2 models: JSON tensors)");
-  c->add_option("--prompts", o.prompts, "Prompt set, JSONL {prompt, negative, seed}");
-  c->add_option("--bench-file", o.bench_file, "YAML with `slo: [\"p95<8s\", ...]`");
+                "JSON request body sent verbatim (generic KServe v2 models: JSON tensors)")
+      ->type_name("FILE");
+  c->add_option("--prompts", o.prompts, "Prompt set, JSONL {prompt, negative, seed}")
+      ->type_name("FILE");
+  c->add_option("--bench-file", o.bench_file, "YAML with `slo: [\"p95<8s\", ...]`")
+      ->type_name("FILE");
   c->add_option("--slo", o.slos, "Threshold, e.g. p95<8s,images_per_min>40 (repeatable)");
   c->add_option("--warmup", o.warmup_s, "Warm-up seconds (excluded)")
       ->check(CLI::NonNegativeNumber);
@@ -457,9 +461,9 @@ void AddBenchFlags(CLI::App* c, BenchOptions& o) {
   c->add_option("--metrics-interval", o.metrics_interval_s,
                 "Seconds between /metrics scrapes (0 = off)")
       ->check(CLI::NonNegativeNumber);
-  c->add_option("--out", o.out, "Write the JSON result here");
-  c->add_option("--csv", o.csv, "Write perf_analyzer-style CSV here");
-  c->add_option("--html", o.html, "Write the HTML report here");
+  c->add_option("--out", o.out, "Write the JSON result here")->type_name("FILE");
+  c->add_option("--csv", o.csv, "Write perf_analyzer-style CSV here")->type_name("FILE");
+  c->add_option("--html", o.html, "Write the HTML report here")->type_name("FILE");
   c->add_flag("!--no-nvml", o.nvml, "Do not sample the local GPU through NVML");
   c->add_flag("--no-progress", o.no_progress, "No progress line even on a terminal");
 }
@@ -474,10 +478,13 @@ void RegisterBenchCommands(CLI::App& app, GlobalOptions& g, CommandRegistry& r) 
 
   auto co = std::make_shared<CompareOptions>();
   CLI::App* cmp = app.add_subcommand("compare", "Compare bench runs: ratios, tests, gates");
-  cmp->add_option("runs", co->files, "Run files (baseline first)")->required()->expected(2, 64);
+  cmp->add_option("runs", co->files, "Run files (baseline first)")
+      ->required()
+      ->expected(2, 64)
+      ->type_name("FILE");
   cmp->add_option("--fail-on", co->fail_on, "Regression gate, e.g. \"p95 +10%\" (repeatable)");
-  cmp->add_option("--out", co->out, "Write the JSON comparison here");
-  cmp->add_option("--html", co->html, "Write the HTML comparison here");
+  cmp->add_option("--out", co->out, "Write the JSON comparison here")->type_name("FILE");
+  cmp->add_option("--html", co->html, "Write the HTML comparison here")->type_name("FILE");
   r.Add(cmp, [co, &g] { return RunCompare(*co, g); });
 }
 

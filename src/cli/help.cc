@@ -42,6 +42,10 @@ const std::map<std::string, std::string>& Examples() {
       {"serve",
        "truegreen serve --models /models --matrix deploy/matrix.production.yaml --host 0.0.0.0 "
        "--port 8000"},
+      {"bench",
+       "truegreen bench --url http://127.0.0.1:8000 --api openai --concurrency 1,8 "
+       "--slo 'p95<8s' --out run.json"},
+      {"compare", "truegreen compare before.json after.json --fail-on 'p95 +10%'"},
       {"help", "truegreen help audit image"},
   };
   return *kExamples;

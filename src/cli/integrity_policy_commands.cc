@@ -209,9 +209,9 @@ std::string_view LogVerdict(int exit_code) {
 // The reporting half of logscan: gate (--fail-on, --suppressions), verdict first, then the
 // findings in the asked format. Every match fails unless suppressed; matches past the listed ones
 // cannot be suppressed. The exit code is the most severe category's (policy::LogScanExitCode).
-int ReportLogscan(const std::string& path, const policy::LogScanSummary& r,
-                  const AuditOutput& out, std::vector<audit::Finding>* findings,
-                  Json* matches, const std::string& text, const GlobalOptions& g) {
+int ReportLogscan(const std::string& path, const policy::LogScanSummary& r, const AuditOutput& out,
+                  std::vector<audit::Finding>* findings, Json* matches, const std::string& text,
+                  const GlobalOptions& g) {
   constexpr std::int64_t kMaxListed = 10000;
   audit::Severity fail_on = out.fail_on.value_or(audit::Severity::kError);
   bool printed = false;
@@ -242,8 +242,8 @@ int ReportLogscan(const std::string& path, const policy::LogScanSummary& r,
       std::to_string(r.lines) + " line(s), " + std::to_string(r.matches) + " finding(s)";
   for (const auto& [c, n] : r.per_category) summary += "; " + c + " " + std::to_string(n);
   Print(Paint(verdict, rc == 0 ? Tone::kPass : Tone::kFail) + " (exit " + std::to_string(rc) +
-        "): " + summary + (r.matches ? "" : " — no fallback or degradation language found") +
-        "\n" + text);
+        "): " + summary + (r.matches ? "" : " — no fallback or degradation language found") + "\n" +
+        text);
   if (r.matches > kMaxListed) {
     Print("... " + std::to_string(r.matches - kMaxListed) + " more finding(s) not listed\n");
   }
