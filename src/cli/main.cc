@@ -4,6 +4,7 @@
 
 #include "cli/command.h"
 #include "common/log.h"
+#include "common/process_args.h"
 #include "common/sanitizer_defaults.h"
 #include "common/status.h"
 
@@ -45,6 +46,9 @@ int main(int argc, char** argv) {
     // CLI11 returns 0 for --help/--version; any real parse error is a usage error (2).
     return rc == 0 ? tg::common::kExitOk : tg::common::kExitUsage;
   }
+  // Every argument now lives in CLI11's copies: take the originals out of /proc/self/cmdline,
+  // where ORT's telemetry would otherwise parse them (a 40 KB argument overflowed its regex).
+  tg::common::HideCommandLineFromProcfs(argc, argv);
 
   tg::common::Status s = tg::common::InitLogging(g.log_format, g.log_level);
   if (!s.ok()) {

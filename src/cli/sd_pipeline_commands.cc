@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "cli/command_areas.h"
@@ -34,8 +35,8 @@ struct GenerateFlags {
   std::string negative;
   int steps = 50;
   std::string scheduler;
-  double guidance = -1.0;  // < 0: the variant's default
-  std::string size;        // "WxH"; empty: the variant's default
+  std::optional<double> guidance;  // unset: the variant's default (no sentinel value)
+  std::string size;                // "WxH"; empty: the variant's default
   int batch = 1;
   std::uint64_t seed = 0;
   std::string rng = "numpy";
@@ -123,7 +124,7 @@ int RunGenerate(const GlobalOptions& g, const GenerateFlags& f) {
   req.negative_prompt = f.negative;
   req.steps = f.steps;
   req.scheduler = f.scheduler;
-  if (f.guidance >= 0.0) req.guidance = f.guidance;
+  req.guidance = f.guidance;  // any given value is range-checked (NaN, < 0 rejected)
   if (!f.size.empty()) {
     if (Status s = ParseSize(f.size, &req.width, &req.height); !s.ok()) return Fail(g, s);
   }
@@ -170,9 +171,6 @@ int RunGenerate(const GlobalOptions& g, const GenerateFlags& f) {
   const int batch = static_cast<int>(out.images.size());
   for (int k = 0; k < batch; ++k) {
     const std::string path = ImagePath(f.output, k, batch);
-    if (const auto parent = std::filesystem::path(path).parent_path(); !parent.empty()) {
-      std::filesystem::create_directories(parent, ec);  // a failure shows in the write below
-    }
     if (Status s = common::WriteFileAtomic(path, out.images[k].png); !s.ok()) return Fail(g, s);
     images.push_back(
         {{"path", path},
@@ -269,7 +267,15 @@ void RegisterSdPipelineCommands(CLI::App& app, GlobalOptions& g, CommandRegistry
                   "WIDTHxHEIGHT, multiples of 8 in 256..1024 (default: the variant's size)");
   cmd->add_option("--batch", f->batch, "Images per prompt (1..8), image k uses seed+k")
       ->capture_default_str();
-  cmd->add_option("--seed", f->seed, "Seed of the first image")->capture_default_str();
+  cmd->add_option("--seed", f->seed, "Seed of the first image (0..2^64-1)")
+      ->capture_default_str()
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            // CLI11 would wrap "-1" to 2^64-1 in an unsigned option: refuse the sign instead.
+            return v.find('-') == std::string::npos ? std::string()
+                                                    : "a seed is 0..2^64-1, found " + v;
+          },
+          "SEED"));
   cmd->add_option("--rng", f->rng,
                   "numpy (diffusers' ONNX pipeline: RandomState(seed).randn) | philox")
       ->capture_default_str();

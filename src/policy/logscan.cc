@@ -1,11 +1,15 @@
 #include "policy/logscan.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <map>
+
+#include "common/file_util.h"
 
 namespace tg::policy {
 namespace {
@@ -271,22 +275,29 @@ LogScanSummary ScanLogStream(std::FILE* in, const std::function<void(const LogMa
 
 Result<LogScanSummary> ScanLogFile(const std::string& path,
                                    const std::function<void(const LogMatch&)>& on_match) {
-  if (path == "-") return ScanLogStream(stdin, on_match);
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    return Status::InvalidArg(path + ": is a directory, expected a log file");
+  // The common input opener: refuses directories, devices and sockets, never waits on a FIFO
+  // with no writer, and checks that standard input is open and readable.
+  auto fd = common::OpenInputFd(path);
+  if (!fd.ok()) {
+    if (fd.status().code() == common::StatusCode::kNotFound) {
+      return Status::NotFound(path + ": cannot open log: file not found");
+    }
+    return fd.status().WithPrefix("log");
   }
-  std::FILE* f = std::fopen(path.c_str(), "rb");
+  const std::string name = path == "-" ? "standard input" : path;
+  std::FILE* f = ::fdopen(*fd, "rb");
   if (f == nullptr) {
-    int err = errno;
-    std::string what = std::strerror(err);
-    if (err == ENOENT) return Status::NotFound(path + ": cannot open log: " + what);
-    return Status::InvalidArg(path + ": cannot open log: " + what);
+    ::close(*fd);
+    return Status::InvalidArg(name + ": cannot open log: " + std::strerror(errno));
   }
   LogScanSummary s = ScanLogStream(f, on_match);
-  bool failed = std::ferror(f) != 0;
+  const int err = std::ferror(f) != 0 ? errno : 0;
+  const bool failed = std::ferror(f) != 0;
   std::fclose(f);
-  if (failed) return Status::InvalidArg(path + ": read error while scanning the log");
+  if (failed) {
+    // A read error is never a clean log: exit 2, not "no findings".
+    return Status::InvalidArg(name + ": read error while scanning the log: " + std::strerror(err));
+  }
   return s;
 }
 

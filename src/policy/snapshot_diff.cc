@@ -150,6 +150,14 @@ std::vector<DiffEntry> DiffJson(const Json& a, const Json& b,
 common::Result<std::vector<DiffEntry>> DiffSnapshotFiles(const std::string& a_path,
                                                          const std::string& b_path,
                                                          const std::vector<std::string>& ignore) {
+  for (const std::string& i : ignore) {
+    // "" is a prefix of every path: it would silently hide every difference.
+    if (i.empty() || i.front() == '.' || i.front() == '[') {
+      return common::Status::InvalidArg("--ignore: '" + i +
+                                        "' is not a dotted path (an empty path or a bare suffix "
+                                        "would hide every difference)");
+    }
+  }
   TG_ASSIGN_OR_RETURN(probe::Snapshot a, probe::LoadSnapshotFile(a_path));
   TG_ASSIGN_OR_RETURN(probe::Snapshot b, probe::LoadSnapshotFile(b_path));
   std::vector<std::string> all = DefaultDiffIgnores();
