@@ -194,8 +194,9 @@ void MakeFixtures() {
   // YAML: duplicate keys, second documents, cycles, depth, alias expansion.
   W("dup_policy.yaml", "profile: dev\nallow_cpu: true\nprofile: production\n");
   W("dup_matrix.yaml", std::string(kMatrix) + "name: other\n");
-  W("dup_nested.yaml", std::string(kMatrix) + "container:\n  device_nodes: false\n"
-                                              "  device_nodes: true\n");
+  W("dup_nested.yaml", std::string(kMatrix) +
+                           "container:\n  device_nodes: false\n"
+                           "  device_nodes: true\n");
   W("two_docs_matrix.yaml", std::string(kMatrix) + "---\nschema: 1\n");
   W("two_docs_policy.yaml", "profile: dev\nallow_cpu: true\n---\nprofile: production\n");
   W("cycle.yaml", "a: &L [*L]\n");
@@ -285,26 +286,45 @@ void AddCrashCases(std::vector<Case>* t) {
   // ORT's telemetry parsed /proc/self/cmdline with a recursive regex: no argument may reach it.
   t->push_back({"probe_root_40KB", {"probe", "--root", long_path}, 0, ""});
   t->push_back({"run_model_40KB_path", {"--policy", "dev", "run", "--model", long_path}, 2, ""});
-  t->push_back({"run_input_40KB", {"--policy", "dev", "run", "--model", Model(), "--input",
-                                   "a=" + long_path}, 2, "--input a"});
-  t->push_back({"generate_prompt_60KB", {"generate", "--model", "@/adir", "--prompt", prompt},
-                2, ""});
-  t->push_back({"yaml_cycle_matrix", {"admit", "--matrix", "@/cycle.yaml", "--snapshot",
-                                      "@/snap.json"}, 2, "cycle"});
-  t->push_back({"yaml_cycle_map", {"admit", "--matrix", "@/cycle_map.yaml", "--snapshot",
-                                   "@/snap.json"}, 2, "cycle"});
-  t->push_back({"yaml_deep_flow", {"admit", "--matrix", "@/deep_flow.yaml", "--snapshot",
-                                   "@/snap.json"}, 2, "invalid YAML"});
-  t->push_back({"yaml_deep_block", {"admit", "--matrix", "@/deep_block.yaml", "--snapshot",
-                                    "@/snap.json"}, 2, "nesting deeper than 64"});
-  t->push_back({"yaml_alias_chain", {"admit", "--matrix", "@/alias_chain.yaml", "--snapshot",
-                                     "@/snap.json"}, 2, "nesting deeper than 64", 400});
+  t->push_back({"run_input_40KB",
+                {"--policy", "dev", "run", "--model", Model(), "--input", "a=" + long_path},
+                2,
+                "--input a"});
+  t->push_back(
+      {"generate_prompt_60KB", {"generate", "--model", "@/adir", "--prompt", prompt}, 2, ""});
+  t->push_back({"yaml_cycle_matrix",
+                {"admit", "--matrix", "@/cycle.yaml", "--snapshot", "@/snap.json"},
+                2,
+                "cycle"});
+  t->push_back({"yaml_cycle_map",
+                {"admit", "--matrix", "@/cycle_map.yaml", "--snapshot", "@/snap.json"},
+                2,
+                "cycle"});
+  t->push_back({"yaml_deep_flow",
+                {"admit", "--matrix", "@/deep_flow.yaml", "--snapshot", "@/snap.json"},
+                2,
+                "invalid YAML"});
+  t->push_back({"yaml_deep_block",
+                {"admit", "--matrix", "@/deep_block.yaml", "--snapshot", "@/snap.json"},
+                2,
+                "nesting deeper than 64"});
+  t->push_back({"yaml_alias_chain",
+                {"admit", "--matrix", "@/alias_chain.yaml", "--snapshot", "@/snap.json"},
+                2,
+                "nesting deeper than 64",
+                400});
   t->push_back({"k8s_list_cycle", {"audit", "k8s", "@/k8s_list_cycle.yaml"}, 2, "cycle"});
-  t->push_back({"json_deep_array", {"admit", "--matrix", "@/matrix.yaml", "--snapshot",
-                                    "@/deep.json"}, 2, "nesting deeper than 128"});
-  t->push_back({"json_deep_object", {"diff", "@/deep_obj.json", "@/snap.json"}, 2,
+  t->push_back({"json_deep_array",
+                {"admit", "--matrix", "@/matrix.yaml", "--snapshot", "@/deep.json"},
+                2,
                 "nesting deeper than 128"});
-  t->push_back({"schedule_deep_json", {"schedule", "--config", "@/deep.json"}, 2,
+  t->push_back({"json_deep_object",
+                {"diff", "@/deep_obj.json", "@/snap.json"},
+                2,
+                "nesting deeper than 128"});
+  t->push_back({"schedule_deep_json",
+                {"schedule", "--config", "@/deep.json"},
+                2,
                 "nesting deeper than 128"});
 }
 
@@ -315,40 +335,54 @@ void AddFileTypeCases(std::vector<Case>* t) {
     std::function<std::vector<std::string>(const std::string&)> args;
   };
   const std::vector<Input> inputs = {
-      {"admit_matrix", [](const std::string& f) {
+      {"admit_matrix",
+       [](const std::string& f) {
          return std::vector<std::string>{"admit", "--matrix", f, "--snapshot", "@/snap.json"};
        }},
-      {"admit_snapshot", [](const std::string& f) {
+      {"admit_snapshot",
+       [](const std::string& f) {
          return std::vector<std::string>{"admit", "--matrix", "@/matrix.yaml", "--snapshot", f};
        }},
-      {"policy_file", [](const std::string& f) {
+      {"policy_file",
+       [](const std::string& f) {
          return std::vector<std::string>{"--policy", f, "admit", "--snapshot", "@/snap.json"};
        }},
-      {"diff_first", [](const std::string& f) {
+      {"diff_first",
+       [](const std::string& f) {
          return std::vector<std::string>{"diff", f, "@/snap.json"};
        }},
-      {"diff_second", [](const std::string& f) {
+      {"diff_second",
+       [](const std::string& f) {
          return std::vector<std::string>{"diff", "@/snap.json", f};
        }},
-      {"logscan", [](const std::string& f) { return std::vector<std::string>{"logscan", f}; }},
-      {"audit_dockerfile", [](const std::string& f) {
+      {"logscan",
+       [](const std::string& f) {
+         return std::vector<std::string>{"logscan", f};
+       }},
+      {"audit_dockerfile",
+       [](const std::string& f) {
          return std::vector<std::string>{"audit", "dockerfile", f};
        }},
-      {"audit_k8s", [](const std::string& f) {
+      {"audit_k8s",
+       [](const std::string& f) {
          return std::vector<std::string>{"audit", "k8s", f};
        }},
-      {"schedule_config", [](const std::string& f) {
+      {"schedule_config",
+       [](const std::string& f) {
          return std::vector<std::string>{"schedule", "--config", f};
        }},
-      {"generate_prompt_file", [](const std::string& f) {
+      {"generate_prompt_file",
+       [](const std::string& f) {
          return std::vector<std::string>{"generate", "--model", "@/adir", "--prompt-file", f};
        }},
-      {"run_model", [](const std::string& f) {
+      {"run_model",
+       [](const std::string& f) {
          return std::vector<std::string>{"--policy", "dev", "run", "--model", f};
        }},
-      {"run_input", [](const std::string& f) {
-         return std::vector<std::string>{"--policy", "dev", "run", "--model", Model(), "--input",
-                                         "a=" + f};
+      {"run_input",
+       [](const std::string& f) {
+         return std::vector<std::string>{"--policy", "dev",     "run",   "--model",
+                                         Model(),    "--input", "a=" + f};
        }},
   };
   for (const auto& in : inputs) {
@@ -362,44 +396,72 @@ void AddFileTypeCases(std::vector<Case>* t) {
 }
 
 void AddMemoryCases(std::vector<Case>* t) {
-  t->push_back({"run_input_dev_zero", {"--policy", "dev", "run", "--model", Model(), "--input",
-                                       "a=/dev/zero"}, 2, "character device", 300});
-  t->push_back({"run_input_npy_larger_than_input", {"--policy", "dev", "run", "--model", Model(),
-                                                    "--input", "a=@/big.npy"}, 2,
-                "larger than the limit", 300});
-  t->push_back({"zero_model_2GiB", {"--policy", "dev", "run", "--model", "@/zero.onnx"}, 2,
-                "not a valid ONNX model", 300});
-  t->push_back({"yaml_billion_laughs_matrix", {"admit", "--matrix", "@/laughs.yaml",
-                                               "--snapshot", "@/snap.json"}, 2,
-                "limit on alias expansion", 300});
-  t->push_back({"k8s_alias_multiplied_items", {"audit", "k8s", "@/k8s_two_laughs.yaml"}, 2,
-                "limit on alias expansion", 300});
-  t->push_back({"logscan_stdin_dev_zero_like", {"logscan", "-"}, 0, "", 300, In::kData,
+  t->push_back({"run_input_dev_zero",
+                {"--policy", "dev", "run", "--model", Model(), "--input", "a=/dev/zero"},
+                2,
+                "character device",
+                300});
+  t->push_back({"run_input_npy_larger_than_input",
+                {"--policy", "dev", "run", "--model", Model(), "--input", "a=@/big.npy"},
+                2,
+                "larger than the limit",
+                300});
+  t->push_back({"zero_model_2GiB",
+                {"--policy", "dev", "run", "--model", "@/zero.onnx"},
+                2,
+                "not a valid ONNX model",
+                300});
+  t->push_back({"yaml_billion_laughs_matrix",
+                {"admit", "--matrix", "@/laughs.yaml", "--snapshot", "@/snap.json"},
+                2,
+                "limit on alias expansion",
+                300});
+  t->push_back({"k8s_alias_multiplied_items",
+                {"audit", "k8s", "@/k8s_two_laughs.yaml"},
+                2,
+                "limit on alias expansion",
+                300});
+  t->push_back({"logscan_stdin_dev_zero_like",
+                {"logscan", "-"},
+                0,
+                "",
+                300,
+                In::kData,
                 std::string(8u << 20, 'z')});
 }
 
 void AddSilentAcceptanceCases(std::vector<Case>* t) {
-  t->push_back({"policy_duplicate_profile", {"--policy", "@/dup_policy.yaml", "admit",
-                                             "--snapshot", "@/snap.json"}, 2,
+  t->push_back({"policy_duplicate_profile",
+                {"--policy", "@/dup_policy.yaml", "admit", "--snapshot", "@/snap.json"},
+                2,
                 "dup_policy.yaml:3:1: invalid YAML: duplicate key 'profile'"});
-  t->push_back({"matrix_duplicate_key", {"admit", "--matrix", "@/dup_matrix.yaml",
-                                         "--snapshot", "@/snap.json"}, 2, "duplicate key 'name'"});
-  t->push_back({"matrix_duplicate_nested", {"admit", "--matrix", "@/dup_nested.yaml",
-                                            "--snapshot", "@/snap.json"}, 2,
-                "duplicate key 'device_nodes'"});
-  t->push_back({"matrix_second_document", {"admit", "--matrix", "@/two_docs_matrix.yaml",
-                                           "--snapshot", "@/snap.json"}, 2,
-                "second YAML document"});
-  t->push_back({"policy_second_document", {"--policy", "@/two_docs_policy.yaml", "admit",
-                                           "--snapshot", "@/snap.json"}, 2,
-                "second YAML document"});
-  t->push_back({"k8s_duplicate_key", {"audit", "k8s", "@/k8s_dup.yaml"}, 2,
+  t->push_back({"matrix_duplicate_key",
+                {"admit", "--matrix", "@/dup_matrix.yaml", "--snapshot", "@/snap.json"},
+                2,
                 "duplicate key 'name'"});
-  t->push_back({"snapshot_duplicate_key", {"admit", "--matrix", "@/matrix.yaml", "--snapshot",
-                                           "@/dup.json"}, 2, "duplicate key 'env'"});
-  t->push_back({"diff_duplicate_key", {"diff", "@/dup.json", "@/snap.json"}, 2,
+  t->push_back({"matrix_duplicate_nested",
+                {"admit", "--matrix", "@/dup_nested.yaml", "--snapshot", "@/snap.json"},
+                2,
+                "duplicate key 'device_nodes'"});
+  t->push_back({"matrix_second_document",
+                {"admit", "--matrix", "@/two_docs_matrix.yaml", "--snapshot", "@/snap.json"},
+                2,
+                "second YAML document"});
+  t->push_back({"policy_second_document",
+                {"--policy", "@/two_docs_policy.yaml", "admit", "--snapshot", "@/snap.json"},
+                2,
+                "second YAML document"});
+  t->push_back(
+      {"k8s_duplicate_key", {"audit", "k8s", "@/k8s_dup.yaml"}, 2, "duplicate key 'name'"});
+  t->push_back({"snapshot_duplicate_key",
+                {"admit", "--matrix", "@/matrix.yaml", "--snapshot", "@/dup.json"},
+                2,
                 "duplicate key 'env'"});
-  t->push_back({"schedule_duplicate_key", {"schedule", "--config", "@/sched_dup.json"}, 2,
+  t->push_back(
+      {"diff_duplicate_key", {"diff", "@/dup.json", "@/snap.json"}, 2, "duplicate key 'env'"});
+  t->push_back({"schedule_duplicate_key",
+                {"schedule", "--config", "@/sched_dup.json"},
+                2,
                 "duplicate key 'beta_end'"});
   for (const char* g : {"nan", "NaN", "-5", "-inf", "inf", "1e400", "101"}) {
     std::string name = std::string("generate_guidance_") + (g[0] == '-' ? "minus_" : "") +
@@ -407,65 +469,109 @@ void AddSilentAcceptanceCases(std::vector<Case>* t) {
     for (char& c : name) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
     t->push_back({name, {"generate", "--model", "@/adir", "--guidance", g}, 2, "guidance"});
   }
-  t->push_back({"generate_seed_negative", {"generate", "--model", "@/adir", "--seed", "-1"}, 2,
-                "seed"});
-  t->push_back({"logscan_stdin_closed", {"logscan", "-"}, 2, "standard input: is closed", 0,
-                In::kClosed});
+  t->push_back(
+      {"generate_seed_negative", {"generate", "--model", "@/adir", "--seed", "-1"}, 2, "seed"});
+  t->push_back(
+      {"logscan_stdin_closed", {"logscan", "-"}, 2, "standard input: is closed", 0, In::kClosed});
   t->push_back({"logscan_stdin_directory", {"logscan", "-"}, 2, "directory", 0, In::kDirectory});
-  t->push_back({"logscan_stdin_write_only", {"logscan", "-"}, 2, "writing only", 0,
-                In::kWriteOnly});
-  t->push_back({"diff_ignore_empty", {"diff", "--ignore", "", "@/snap.json", "@/snap.json"}, 2,
-                "--ignore"});
-  t->push_back({"diff_ignore_dot", {"diff", "--ignore", ".", "@/snap.json", "@/snap.json"}, 2,
-                "--ignore"});
-  t->push_back({"tokenize_empty_merges_or_fifo", {"tokenize", "--tokenizer", "@/tok_fifo", "x"},
-                2, "FIFO"});
+  t->push_back(
+      {"logscan_stdin_write_only", {"logscan", "-"}, 2, "writing only", 0, In::kWriteOnly});
+  t->push_back(
+      {"diff_ignore_empty", {"diff", "--ignore", "", "@/snap.json", "@/snap.json"}, 2, "--ignore"});
+  t->push_back(
+      {"diff_ignore_dot", {"diff", "--ignore", ".", "@/snap.json", "@/snap.json"}, 2, "--ignore"});
+  t->push_back(
+      {"tokenize_empty_merges_or_fifo", {"tokenize", "--tokenizer", "@/tok_fifo", "x"}, 2, "FIFO"});
 }
 
 void AddMessageCases(std::vector<Case>* t) {
   auto snap = [](const std::string& f) {
     return std::vector<std::string>{"admit", "--matrix", "@/matrix.yaml", "--snapshot", f};
   };
-  t->push_back({"json_nan", snap("@/nan.json"), 2, "nan.json:1:20: invalid JSON: NaN and Infinity"});
+  t->push_back(
+      {"json_nan", snap("@/nan.json"), 2, "nan.json:1:20: invalid JSON: NaN and Infinity"});
   t->push_back({"json_infinity", snap("@/inf.json"), 2, "NaN and Infinity are not JSON numbers"});
   t->push_back({"json_comment", snap("@/comment.json"), 2, "comments are not allowed"});
   t->push_back({"json_invalid_utf8", snap("@/utf8.json"), 2, "invalid UTF-8"});
   t->push_back({"json_truncated", snap("@/trunc.json"), 2, "unexpected end of input"});
   t->push_back({"json_empty", snap("@/empty.json"), 2, "empty.json"});
-  t->push_back({"schedule_unknown_class", {"schedule", "--config", "@/sched_unknown.json"}, 2,
+  t->push_back({"schedule_unknown_class",
+                {"schedule", "--config", "@/sched_unknown.json"},
+                2,
                 "sched_unknown.json: field '_class_name': unknown scheduler class "
                 "'BogusScheduler'"});
-  t->push_back({"run_save_outputs_missing_dir", {"--policy", "dev", "run", "--model", Model(),
-                                                 "--runs", "1", "--save-outputs",
-                                                 "@/nonexistent/dir"}, 2, "does not exist"});
-  t->push_back({"run_save_outputs_fifo_target", {"--policy", "dev", "run", "--model", Model(),
-                                                 "--runs", "1", "--save-outputs", "@/out"}, 0,
-                ""});  // control: writes out/c.npy
+  t->push_back({"run_save_outputs_missing_dir",
+                {"--policy", "dev", "run", "--model", Model(), "--runs", "1", "--save-outputs",
+                 "@/nonexistent/dir"},
+                2,
+                "does not exist"});
+  t->push_back(
+      {"run_save_outputs_fifo_target",
+       {"--policy", "dev", "run", "--model", Model(), "--runs", "1", "--save-outputs", "@/out"},
+       0,
+       ""});  // control: writes out/c.npy
 }
 
 void AddRootCases(std::vector<Case>* t) {
-  t->push_back({"policy_matrix_escapes", {"--policy", "@/sub/policy_escape.yaml", "admit",
-                                          "--snapshot", "@/snap.json"}, 2,
-                "leaves the policy file's folder", 0, In::kNull, "", "root:"});
-  t->push_back({"policy_matrix_absolute", {"--policy", "@/sub/policy_abs.yaml", "admit",
-                                           "--snapshot", "@/snap.json"}, 2, "absolute path", 0,
-                In::kNull, "", "root:"});
-  t->push_back({"matrix_not_yaml_not_echoed", {"admit", "--matrix", "@/passwd_like",
-                                               "--snapshot", "@/snap.json"}, 2, "passwd_like", 0,
-                In::kNull, "", "root:x"});
-  t->push_back({"snapshot_not_json_not_echoed", {"admit", "--matrix", "@/matrix.yaml",
-                                                 "--snapshot", "@/passwd_like"}, 2, "passwd_like",
-                0, In::kNull, "", "root:x"});
+  t->push_back({"policy_matrix_escapes",
+                {"--policy", "@/sub/policy_escape.yaml", "admit", "--snapshot", "@/snap.json"},
+                2,
+                "leaves the policy file's folder",
+                0,
+                In::kNull,
+                "",
+                "root:"});
+  t->push_back({"policy_matrix_absolute",
+                {"--policy", "@/sub/policy_abs.yaml", "admit", "--snapshot", "@/snap.json"},
+                2,
+                "absolute path",
+                0,
+                In::kNull,
+                "",
+                "root:"});
+  t->push_back({"matrix_not_yaml_not_echoed",
+                {"admit", "--matrix", "@/passwd_like", "--snapshot", "@/snap.json"},
+                2,
+                "passwd_like",
+                0,
+                In::kNull,
+                "",
+                "root:x"});
+  t->push_back({"snapshot_not_json_not_echoed",
+                {"admit", "--matrix", "@/matrix.yaml", "--snapshot", "@/passwd_like"},
+                2,
+                "passwd_like",
+                0,
+                In::kNull,
+                "",
+                "root:x"});
   // Process substitution and "-" keep working (they are pipes, not named FIFOs).
   t->push_back({"process_substitution_matrix",
                 {"cd @/sub && @TG --policy policy_rel.yaml admit --matrix <(cat @/matrix.yaml) "
                  "--snapshot <(cat @/snap.json)"},
-                0, "", 0, In::kNull, "", "", true});
+                0,
+                "",
+                0,
+                In::kNull,
+                "",
+                "",
+                true});
   t->push_back({"policy_relative_matrix_beside_policy",
-                {"cd / && @TG --policy @/sub/policy_rel.yaml admit --snapshot @/snap.json"}, 0, "",
-                0, In::kNull, "", "", true});
-  t->push_back({"stdin_dash_snapshot", {"admit", "--matrix", "@/matrix.yaml", "--snapshot", "-"},
-                0, "", 0, In::kData, kSnapshot});
+                {"cd / && @TG --policy @/sub/policy_rel.yaml admit --snapshot @/snap.json"},
+                0,
+                "",
+                0,
+                In::kNull,
+                "",
+                "",
+                true});
+  t->push_back({"stdin_dash_snapshot",
+                {"admit", "--matrix", "@/matrix.yaml", "--snapshot", "-"},
+                0,
+                "",
+                0,
+                In::kData,
+                kSnapshot});
   t->push_back({"logscan_stdin_clean", {"logscan", "-"}, 0, "", 0, In::kData, "all fine\n"});
 }
 
@@ -488,7 +594,8 @@ TEST_P(HostileInput, ExitCodeMessageAndBounds) {
   const std::string all = r.err + r.out;
   ASSERT_FALSE(r.timed_out) << "hung for " << kTimeoutS << " s: " << all.substr(0, 2000);
   EXPECT_EQ(r.exit_code, c.exit_code) << all.substr(0, 2000);
-  if (!c.fragment.empty()) EXPECT_NE(all.find(c.fragment), std::string::npos) << all.substr(0, 2000);
+  if (!c.fragment.empty())
+    EXPECT_NE(all.find(c.fragment), std::string::npos) << all.substr(0, 2000);
   if (!c.must_not_contain.empty()) {
     EXPECT_EQ(all.find(c.must_not_contain), std::string::npos) << all.substr(0, 2000);
   }

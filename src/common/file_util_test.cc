@@ -3,11 +3,15 @@
 // and refuses what is not a file.
 #include "common/file_util.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
 
 #include "tests/support/test_util.h"
 
