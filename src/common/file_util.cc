@@ -182,7 +182,8 @@ Result<std::string> ReadFileLimited(const std::string& path, std::uint64_t max_b
   return data;
 }
 
-Result<int> OpenInputFd(const std::string& path) {
+Result<int> OpenInputFd(const std::string& path, bool* named_fifo) {
+  if (named_fifo != nullptr) *named_fifo = false;
   if (path == "-") {
     TG_RETURN_IF_ERROR(CheckStdin());
     int fd = ::fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 0);
@@ -191,6 +192,7 @@ Result<int> OpenInputFd(const std::string& path) {
   }
   struct stat st {};
   TG_ASSIGN_OR_RETURN(int raw, OpenForReading(path, &st));
+  if (named_fifo != nullptr) *named_fifo = S_ISFIFO(st.st_mode) && !IsAnonymousPipe(raw);
   int fl = ::fcntl(raw, F_GETFL);
   if (fl >= 0) (void)::fcntl(raw, F_SETFL, fl & ~O_NONBLOCK);
   return raw;

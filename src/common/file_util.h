@@ -35,8 +35,9 @@ Result<std::string> ReadFileLimited(const std::string& path, std::uint64_t max_b
 // Opens a file input for streaming (logs, which have no size cap) with ReadFileLimited's checks:
 // "-" gives a duplicate of standard input after checking it is open, readable and not a
 // directory. The descriptor is blocking; opening never waits for a FIFO's writer (a FIFO with no
-// writer reads as end of file). The caller owns (closes) the descriptor.
-Result<int> OpenInputFd(const std::string& path);
+// writer reads as end of file: *named_fifo, when given, tells the caller so it can report a read
+// of nothing as "no writer"). The caller owns (closes) the descriptor.
+Result<int> OpenInputFd(const std::string& path, bool* named_fifo = nullptr);
 
 // Writes `data` to `path` atomically (temp file in the same folder + fsync + rename) so a crash
 // never leaves half a file. `path` must be new or a regular file (its permission bits are kept);

@@ -277,7 +277,8 @@ Result<LogScanSummary> ScanLogFile(const std::string& path,
                                    const std::function<void(const LogMatch&)>& on_match) {
   // The common input opener: refuses directories, devices and sockets, never waits on a FIFO
   // with no writer, and checks that standard input is open and readable.
-  auto fd = common::OpenInputFd(path);
+  bool named_fifo = false;
+  auto fd = common::OpenInputFd(path, &named_fifo);
   if (!fd.ok()) {
     if (fd.status().code() == common::StatusCode::kNotFound) {
       return Status::NotFound(path + ": cannot open log: file not found");
@@ -294,6 +295,9 @@ Result<LogScanSummary> ScanLogFile(const std::string& path,
   const int err = std::ferror(f) != 0 ? errno : 0;
   const bool failed = std::ferror(f) != 0;
   std::fclose(f);
+  if (!failed && named_fifo && s.lines == 0) {
+    return Status::InvalidArg(name + ": is a FIFO (named pipe) with no writer, expected a log");
+  }
   if (failed) {
     // A read error is never a clean log: exit 2, not "no findings".
     return Status::InvalidArg(name + ": read error while scanning the log: " + std::strerror(err));
