@@ -66,6 +66,9 @@ struct Outcome {
 
 std::string g_dir;  // fixture folder, made once per process
 
+// A small real model of the build tree: inputs a and b (int64 [3]), output c.
+std::string Model() { return testing::BinaryDir() + "/models/runtime/add_int64.onnx"; }
+
 std::string Expand(const std::string& a) {
   std::string s = a;
   for (std::size_t p; (p = s.find("@TG")) != std::string::npos;) {
@@ -273,6 +276,12 @@ void MakeFixtures() {
       R"([{"provider": ")" +
           std::string(300 << 10, 'P') + R"(", "needed": [)" + needed + "]}]}}");
   }
+  // A real model with its IR version patched to 99 (byte 1 is ir_version's one-byte varint).
+  {
+    std::string model = testing::ReadFile(Model());
+    if (model.size() > 2 && model[0] == '\x08') model[1] = 99;
+    W("ir99.onnx", model);
+  }
   // Tensors: an .npy far larger than the input it is for.
   W("big.npy", std::string(4u << 20, '\0'));
   // Tokenizer folders: one with a FIFO for vocab.json is made below.
@@ -297,8 +306,6 @@ class Env : public ::testing::Environment {
 const ::testing::Environment* const kEnv = ::testing::AddGlobalTestEnvironment(new Env);
 
 // ---- the table ------------------------------------------------------------------------------
-
-std::string Model() { return testing::BinaryDir() + "/models/runtime/add_int64.onnx"; }
 
 void AddCrashCases(std::vector<Case>* t) {
   const std::string long_path = "/" + std::string(40 << 10, 'p');
@@ -590,6 +597,18 @@ void AddMessageCases(std::vector<Case>* t) {
        ""});  // control: writes out/c.npy
 }
 
+void AddModelCases(std::vector<Case>* t) {
+  // Models ONNX Runtime refuses to load are bad input (2), not an internal error (1).
+  t->push_back({"run_model_unsupported_ir",
+                {"--policy", "dev", "run", "--model", "@/ir99.onnx"},
+                2,
+                "ONNX Runtime cannot load this model"});
+  t->push_back({"run_model_not_protobuf",
+                {"--policy", "dev", "run", "--model", "@/passwd_like"},
+                2,
+                "passwd_like"});
+}
+
 void AddRootCases(std::vector<Case>* t) {
   // `--policy FILE` with `run` loads a runtime policy, whose `matrix:` must stay beside it.
   auto run_with = [](const std::string& policy) {
@@ -654,6 +673,7 @@ std::vector<Case> AllCases() {
   AddSilentAcceptanceCases(&t);
   AddMessageCases(&t);
   AddRootCases(&t);
+  AddModelCases(&t);
   return t;
 }
 
