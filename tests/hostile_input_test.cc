@@ -209,6 +209,7 @@ void MakeFixtures() {
   W("dup_session.yaml",
     "profile: dev\nallow_cpu: true\nsession:\n  io_binding: true\n"
     "  io_binding: false\n");
+  W("bad_provider.yaml", "profile: dev\nallow_cpu: true\nproviders: [CUDA, bogus]\n");
   W("two_docs_matrix.yaml", std::string(kMatrix) + "---\nschema: 1\n");
   W("two_docs_policy.yaml", "profile: dev\nallow_cpu: true\n---\nprofile: production\n");
   W("cycle.yaml", "a: &L [*L]\n");
@@ -609,6 +610,15 @@ void AddModelCases(std::vector<Case>* t) {
                 "passwd_like"});
 }
 
+void AddNestedMessageCases(std::vector<Case>* t) {
+  // An error inside a list element names the element, not "expected <error>, found a sequence".
+  t->push_back(
+      {"policy_unknown_provider",
+       {"--policy", "@/bad_provider.yaml", "run", "--model", Model()},
+       2,
+       "bad_provider.yaml:3:19: field 'providers[1]': unknown execution provider 'bogus'"});
+}
+
 void AddRootCases(std::vector<Case>* t) {
   // `--policy FILE` with `run` loads a runtime policy, whose `matrix:` must stay beside it.
   auto run_with = [](const std::string& policy) {
@@ -674,6 +684,7 @@ std::vector<Case> AllCases() {
   AddMessageCases(&t);
   AddRootCases(&t);
   AddModelCases(&t);
+  AddNestedMessageCases(&t);
   return t;
 }
 

@@ -344,7 +344,10 @@ common::Result<RuntimePolicy> ParseRuntimePolicy(const std::string& yaml_text,
     for (std::size_t i = 0; i < providers.size(); ++i) {
       auto c = CanonicalProviderName(providers[i]);
       if (!c.ok()) {
-        e.Add(root.FieldError("providers", c.status().message()));
+        // Name the list element and say what is wrong with it (not "expected <an error>").
+        const std::string field = "providers[" + std::to_string(i) + "]";
+        e.Add(Status::InvalidArg(common::YamlWhere(root.node()["providers"][i], source) +
+                                 ": field '" + field + "': " + c.status().message()));
       } else {
         p.providers.push_back(*c);
       }
