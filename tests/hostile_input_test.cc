@@ -333,7 +333,7 @@ void AddCrashCases(std::vector<Case>* t) {
   t->push_back({"yaml_deep_flow",
                 {"admit", "--matrix", "@/deep_flow.yaml", "--snapshot", "@/snap.json"},
                 2,
-                "invalid YAML"});
+                "nesting deeper than 64"});
   t->push_back({"yaml_deep_block",
                 {"admit", "--matrix", "@/deep_block.yaml", "--snapshot", "@/snap.json"},
                 2,
@@ -506,7 +506,8 @@ void AddSilentAcceptanceCases(std::vector<Case>* t) {
                 2,
                 "limit on alias expansion",
                 300});
-  t->push_back({"k8s_deep_flow", {"audit", "k8s", "@/deep_flow.yaml"}, 2, "invalid YAML"});
+  t->push_back(
+      {"k8s_deep_flow", {"audit", "k8s", "@/deep_flow.yaml"}, 2, "nesting deeper than 64"});
   t->push_back({"k8s_billion_laughs",
                 {"audit", "k8s", "@/laughs.yaml"},
                 2,
@@ -610,6 +611,22 @@ void AddModelCases(std::vector<Case>* t) {
                 "passwd_like"});
 }
 
+// generate -o: refused before any work, and never replaces what is not a regular file.
+void AddOutputCases(std::vector<Case>* t) {
+  const std::vector<std::string> base = {"--policy", "dev",      "generate", "--model",
+                                         "@/adir",   "--prompt", "x",        "-o"};
+  auto with = [&](const std::string& out) {
+    std::vector<std::string> a = base;
+    a.push_back(out);
+    return a;
+  };
+  t->push_back(
+      {"generate_output_missing_folder", with("@/nonexistent/dir/x.png"), 2, "does not exist"});
+  t->push_back({"generate_output_fifo", with("@/fifo"), 2, "FIFO"});
+  t->push_back({"generate_output_directory", with("@/adir"), 2, "directory"});
+  t->push_back({"generate_output_device", with("/dev/null"), 2, "character device"});
+}
+
 void AddNestedMessageCases(std::vector<Case>* t) {
   // An error inside a list element names the element, not "expected <error>, found a sequence".
   t->push_back(
@@ -685,6 +702,7 @@ std::vector<Case> AllCases() {
   AddRootCases(&t);
   AddModelCases(&t);
   AddNestedMessageCases(&t);
+  AddOutputCases(&t);
   return t;
 }
 

@@ -134,6 +134,13 @@ int RunGenerate(const GlobalOptions& g, const GenerateFlags& f) {
   if (!mode.ok()) return Fail(g, mode.status().WithPrefix("--rng"));
   req.rng = *mode;
   if (Status s = sd::ValidateRequestBasics(req); !s.ok()) return Fail(g, s);
+  // The output is checked before any work: a device, a FIFO, a directory or a missing folder is
+  // refused now, not after the last denoising step.
+  for (int k = 0; k < req.batch; ++k) {
+    if (Status s = common::CheckOutputPath(ImagePath(f.output, k, req.batch)); !s.ok()) {
+      return Fail(g, s.WithPrefix("-o"));
+    }
+  }
   std::error_code ec;
   if (!std::filesystem::is_directory(f.model, ec)) {
     return Fail(

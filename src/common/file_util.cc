@@ -316,6 +316,18 @@ Status WriteFileAtomic(const std::string& path, const std::string& data, bool cr
   return st;
 }
 
+Status CheckOutputPath(const std::string& path) {
+  if (path.empty()) return Status::InvalidArg("empty output file name");
+  bool exists = false;
+  mode_t mode = 0;
+  TG_ASSIGN_OR_RETURN(std::string target, WriteTarget(path, &exists, &mode));
+  const std::filesystem::path tp(target);
+  if (!tp.has_filename() || tp.filename() == "." || tp.filename() == "..") {
+    return Status::InvalidArg(path + ": names a directory, expected a file name");
+  }
+  return CheckParent(path, tp.has_parent_path() ? tp.parent_path().string() : ".", false);
+}
+
 TextPosition PositionOfOffset(const std::string& text, std::size_t offset) {
   TextPosition pos;
   if (offset > text.size()) offset = text.size();

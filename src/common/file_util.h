@@ -46,6 +46,10 @@ Result<int> OpenInputFd(const std::string& path, bool* named_fifo = nullptr);
 Status WriteFileAtomic(const std::string& path, const std::string& data,
                        bool create_parents = false);
 
+// The checks WriteFileAtomic makes before writing (target new or a regular file, parent folder
+// present), without writing: lets a command refuse a bad output path before minutes of work.
+Status CheckOutputPath(const std::string& path);
+
 // 1-based line and column of byte offset `offset` in `text`.
 struct TextPosition {
   int line = 1;
