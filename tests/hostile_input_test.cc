@@ -52,6 +52,16 @@ struct Case {
   std::string stdin_data;
   std::string must_not_contain;  // never echoed (file contents outside the root)
   bool via_shell = false;        // args[0] is a bash script ("@TG" = the binary) for <(...)
+
+  Case(std::string n, std::vector<std::string> a, int code, std::string frag, long rss = 0,
+       In input = In::kNull, std::string data = "")
+      : name(std::move(n)),
+        args(std::move(a)),
+        exit_code(code),
+        fragment(std::move(frag)),
+        max_rss_mb(rss),
+        in(input),
+        stdin_data(std::move(data)) {}
 };
 
 // gtest prints parameters on failure: the name is enough (the bytes are not readable).
@@ -714,8 +724,9 @@ TEST_P(HostileInput, ExitCodeMessageAndBounds) {
   const std::string all = r.err + r.out;
   ASSERT_FALSE(r.timed_out) << "hung for " << kTimeoutS << " s: " << all.substr(0, 2000);
   EXPECT_EQ(r.exit_code, c.exit_code) << all.substr(0, 2000);
-  if (!c.fragment.empty())
+  if (!c.fragment.empty()) {
     EXPECT_NE(all.find(c.fragment), std::string::npos) << all.substr(0, 2000);
+  }
   if (!c.must_not_contain.empty()) {
     EXPECT_EQ(all.find(c.must_not_contain), std::string::npos) << all.substr(0, 2000);
   }
