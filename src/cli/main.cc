@@ -15,6 +15,7 @@
 #include "cli/policy_option.h"
 #include "cli/version.h"
 #include "common/log.h"
+#include "common/process_args.h"
 #include "common/sanitizer_defaults.h"
 #include "common/status.h"
 
@@ -128,6 +129,9 @@ int RunMain(int argc, char** argv, GlobalOptions& g) {
     if (e.get_exit_code() == 0) return app.exit(e);
     return ParseFailure(app, e, g);
   }
+  // Every argument now lives in CLI11's copies: take the originals out of /proc/self/cmdline,
+  // where ORT's telemetry would otherwise parse them (a 40 KB argument overflowed its regex).
+  tg::common::HideCommandLineFromProcfs(argc, argv);
 
   if (tg::common::Status s = tg::common::InitLogging(g.log_format, g.log_level); !s.ok()) {
     return tg::cli::ReportError(s);

@@ -145,7 +145,15 @@ common::Result<std::vector<runtime::NamedTensor>> BuildInputs(const runtime::Ses
       if (!t.ok()) return t.status().WithPrefix("input '" + info.name + "'");
       out.push_back({info.name, std::move(t).value()});
     } else {
-      auto t = runtime::LoadNpy(src);
+      // A fully static input shape bounds what the file may hold: read no more than that.
+      std::uint64_t expected = runtime::DataTypeSize(info.dtype);
+      for (std::int64_t d : info.shape) {
+        if (d < 0 || __builtin_mul_overflow(expected, static_cast<std::uint64_t>(d), &expected)) {
+          expected = 0;  // dynamic or absurd: LoadNpy's own cap applies
+          break;
+        }
+      }
+      auto t = runtime::LoadNpy(src, expected);
       if (!t.ok()) return t.status().WithPrefix("--input " + info.name);
       const auto sh = shapes.find(info.name);
       if (sh != shapes.end() && sh->second != t->shape()) {
@@ -259,6 +267,11 @@ common::Result<Json> OutputsJson(const runtime::Session& session,
                     {"shape", outputs[i].shape()},
                     {"sha256", sum}});
     if (!a.save_outputs.empty()) {
+      // The file name comes from the model: never let it leave the --save-outputs folder.
+      if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..") {
+        return Status::InvalidArg("--save-outputs: output name '" + name +
+                                  "' of the model is not usable as a file name");
+      }
       TG_RETURN_IF_ERROR(common::WriteFileAtomic(a.save_outputs + "/" + name + ".npy",
                                                  runtime::EncodeNpy(outputs[i])));
     }

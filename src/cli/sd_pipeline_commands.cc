@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <future>
 #include <memory>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <utility>
@@ -45,8 +46,8 @@ struct GenerateFlags {
   std::string negative;
   int steps = 50;
   std::string scheduler;
-  double guidance = -1.0;  // < 0: the variant's default
-  std::string size;        // "WxH"; empty: the variant's default
+  std::optional<double> guidance;  // unset: the variant's default (no sentinel value)
+  std::string size;                // "WxH"; empty: the variant's default
   int batch = 1;
   std::uint64_t seed = 0;
   std::string rng = "numpy";
@@ -151,7 +152,7 @@ common::Result<sd::GenerateRequest> BuildRequest(const GenerateFlags& f) {
   req.negative_prompt = f.negative;
   req.steps = f.steps;
   req.scheduler = f.scheduler;
-  if (f.guidance >= 0.0) req.guidance = f.guidance;
+  req.guidance = f.guidance;  // any given value is range-checked (NaN, < 0 rejected)
   if (!f.size.empty()) TG_RETURN_IF_ERROR(ParseSize(f.size, &req.width, &req.height));
   req.batch = f.batch;
   req.seed = f.seed;
@@ -159,6 +160,11 @@ common::Result<sd::GenerateRequest> BuildRequest(const GenerateFlags& f) {
   if (!mode.ok()) return mode.status().WithPrefix("--rng");
   req.rng = *mode;
   TG_RETURN_IF_ERROR(sd::ValidateRequestBasics(req));
+  // The output is checked before any work: a device, a FIFO, a directory or a missing folder is
+  // refused now, not after the last denoising step.
+  for (int k = 0; k < req.batch; ++k) {
+    TG_RETURN_IF_ERROR(common::CheckOutputPath(ImagePath(f.output, k, req.batch)).WithPrefix("-o"));
+  }
   std::error_code ec;
   if (!std::filesystem::is_directory(f.model, ec)) {
     return Status::NotFound("--model: Stable Diffusion pipeline folder not found: " + f.model);
@@ -173,10 +179,7 @@ common::Result<Json> WriteImages(const std::string& base, const sd::GenerateOutp
   for (int k = 0; k < batch; ++k) {
     const sd::GeneratedImage& im = out.images[k];
     const std::string path = ImagePath(base, k, batch);
-    std::error_code ec;
-    if (const auto parent = std::filesystem::path(path).parent_path(); !parent.empty()) {
-      std::filesystem::create_directories(parent, ec);  // a failure shows in the write below
-    }
+    // Never creates folders: -o names a file in an existing one (checked before any work).
     TG_RETURN_IF_ERROR(common::WriteFileAtomic(path, im.png));
     images.push_back({{"path", path},
                       {"seed", im.seed},
@@ -364,7 +367,15 @@ void RegisterSdPipelineCommands(CLI::App& app, GlobalOptions& g, CommandRegistry
                   "variant's size)");
   cmd->add_option("--batch", f->batch, "Images per prompt (1..8), image k uses seed+k")
       ->capture_default_str();
-  cmd->add_option("--seed", f->seed, "Seed of the first image")->capture_default_str();
+  cmd->add_option("--seed", f->seed, "Seed of the first image (0..2^64-1)")
+      ->capture_default_str()
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            // CLI11 would wrap "-1" to 2^64-1 in an unsigned option: refuse the sign instead.
+            return v.find('-') == std::string::npos ? std::string()
+                                                    : "a seed is 0..2^64-1, found " + v;
+          },
+          "SEED"));
   cmd->add_option("--rng", f->rng,
                   "numpy (diffusers' ONNX pipeline: RandomState(seed).randn) | philox")
       ->capture_default_str();

@@ -1,8 +1,11 @@
 #include "common/config.h"
 
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>
+#include <iterator>
 #include <sstream>
 
 namespace tg::common {
@@ -44,24 +47,265 @@ bool ParseBool(const std::string& s, bool* out) {
   return false;
 }
 
+// Thrown by YamlGuard to stop the event parser at the first violation.
+struct YamlGuardError {
+  YAML::Mark mark;
+  std::string message;
+};
+
+// Checks a YAML stream's events before any node tree is built, so every consumer (matrix, policy,
+// k8s manifests, YamlToJson) sees only documents that are bounded and unambiguous:
+//   - nesting depth, counted through aliases, at most kMaxYamlDepth;
+//   - an alias never refers to a node that is still open (that is a cycle: `&L [*L]`);
+//   - aliases add at most kMaxYamlAliasNodes nodes when expanded (billion laughs);
+//   - no mapping has the same scalar key twice;
+//   - single-document mode: no second document.
+// Anchors are numbered per document by yaml-cpp, so the tables reset at each document.
+class YamlGuard : public YAML::EventHandler {
+ public:
+  explicit YamlGuard(bool single_document) : single_(single_document) {}
+
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    if (++documents_ > 1 && single_) {
+      throw YamlGuardError{mark,
+                           "a second YAML document starts here; this file must hold "
+                           "exactly one document"};
+    }
+    anchors_.clear();
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    Leaf(mark, anchor, "~", 1, 1);
+  }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    auto it = anchors_.find(anchor);
+    if (it == anchors_.end() || it->second.open) {
+      throw YamlGuardError{mark, "alias refers to a node that contains it (a cycle)"};
+    }
+    alias_nodes_ += it->second.nodes;
+    if (alias_nodes_ > kMaxYamlAliasNodes) {
+      throw YamlGuardError{mark, "aliases expand to more than " +
+                                     std::to_string(kMaxYamlAliasNodes) +
+                                     " nodes (limit on alias expansion)"};
+    }
+    // An alias used as a key is not compared: only plain scalar keys can be duplicates.
+    Leaf(mark, YAML::NullAnchor, "", it->second.nodes, it->second.depth, /*comparable=*/false);
+  }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                const std::string& value) override {
+    Leaf(mark, anchor, value, 1, 1);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                       YAML::EmitterStyle::value) override {
+    Open(mark, anchor, false);
+  }
+  void OnSequenceEnd() override { Close(); }
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                  YAML::EmitterStyle::value) override {
+    Open(mark, anchor, true);
+  }
+  void OnMapEnd() override { Close(); }
+
+ private:
+  struct Anchor {
+    bool open = true;
+    std::uint64_t nodes = 1;
+    int depth = 1;
+  };
+  struct Frame {
+    bool is_map = false;
+    bool next_is_key = true;
+    YAML::anchor_t anchor = YAML::NullAnchor;
+    std::uint64_t nodes = 1;
+    int depth = 1;  // of the subtree so far, this node included
+    std::set<std::string, std::less<>> keys;
+  };
+
+  // Current depth of the open path (1 for a child of the root).
+  int OpenDepth() const { return static_cast<int>(stack_.size()); }
+
+  void Leaf(const YAML::Mark& mark, YAML::anchor_t anchor, const std::string& value,
+            std::uint64_t nodes, int depth, bool comparable = true) {
+    if (OpenDepth() + depth > kMaxYamlDepth) {
+      throw YamlGuardError{mark, "nesting deeper than " + std::to_string(kMaxYamlDepth) +
+                                     " levels (limit on depth, aliases included)"};
+    }
+    if (anchor != YAML::NullAnchor) anchors_[anchor] = Anchor{false, nodes, depth};
+    Child(mark, &value, comparable, nodes, depth);
+  }
+
+  void Child(const YAML::Mark& mark, const std::string* key, bool comparable, std::uint64_t nodes,
+             int depth) {
+    if (stack_.empty()) return;
+    Frame& f = stack_.back();
+    f.nodes += nodes;
+    f.depth = std::max(f.depth, depth + 1);
+    if (!f.is_map) return;
+    if (f.next_is_key && comparable && key != nullptr) {
+      if (!f.keys.insert(*key).second) {
+        std::string shown = key->substr(0, 80) + (key->size() > 80 ? "..." : "");
+        throw YamlGuardError{
+            mark, "duplicate key '" + shown + "' (each key may appear once in a mapping)"};
+      }
+    }
+    f.next_is_key = !f.next_is_key;
+  }
+
+  void Open(const YAML::Mark& mark, YAML::anchor_t anchor, bool is_map) {
+    if (OpenDepth() + 1 > kMaxYamlDepth) {
+      throw YamlGuardError{mark, "nesting deeper than " + std::to_string(kMaxYamlDepth) +
+                                     " levels (limit on depth, aliases included)"};
+    }
+    if (anchor != YAML::NullAnchor) anchors_[anchor] = Anchor{};
+    Frame f;
+    f.is_map = is_map;
+    f.anchor = anchor;
+    marks_.push_back(mark);
+    stack_.push_back(std::move(f));
+  }
+
+  void Close() {
+    Frame f = std::move(stack_.back());
+    stack_.pop_back();
+    YAML::Mark mark = marks_.back();
+    marks_.pop_back();
+    if (f.anchor != YAML::NullAnchor) anchors_[f.anchor] = Anchor{false, f.nodes, f.depth};
+    Child(mark, nullptr, false, f.nodes, f.depth);
+  }
+
+  bool single_;
+  int documents_ = 0;
+  std::uint64_t alias_nodes_ = 0;
+  std::map<YAML::anchor_t, Anchor> anchors_;
+  std::vector<Frame> stack_;
+  std::vector<YAML::Mark> marks_;
+};
+
+Status YamlError(const std::string& source, const YAML::Mark& mark, const std::string& what) {
+  return Status::InvalidArg(source + ":" + std::to_string(mark.line + 1) + ":" +
+                            std::to_string(mark.column + 1) + ": invalid YAML: " + what);
+}
+
+Status CheckYaml(const std::string& text, const std::string& source, bool single_document) {
+  try {
+    std::istringstream in(text);
+    YAML::Parser parser(in);
+    YamlGuard guard(single_document);
+    while (parser.HandleNextDocument(guard)) {
+    }
+  } catch (const YamlGuardError& e) {
+    return YamlError(source, e.mark, e.message);
+  } catch (const YAML::Exception& e) {
+    return YamlError(source, e.mark, e.msg);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+namespace {
+
+// Forward iterator over the text that records how far the JSON lexer has read, so errors found in
+// the parser callback (duplicate key, depth) can name a line and column.
+struct CountingIterator {
+  using iterator_category = std::forward_iterator_tag;
+  using value_type = char;
+  using difference_type = std::ptrdiff_t;
+  using pointer = const char*;
+  using reference = const char&;
+  const char* p = nullptr;
+  const char* base = nullptr;
+  std::size_t* offset = nullptr;
+  reference operator*() const { return *p; }
+  CountingIterator& operator++() {
+    ++p;
+    if (offset != nullptr) *offset = static_cast<std::size_t>(p - base);
+    return *this;
+  }
+  CountingIterator operator++(int) {
+    CountingIterator t = *this;
+    ++*this;
+    return t;
+  }
+  bool operator==(const CountingIterator& o) const { return p == o.p; }
+  bool operator!=(const CountingIterator& o) const { return p != o.p; }
+};
+
+struct JsonGuardError {
+  std::size_t offset;
+  std::string message;
+};
+
+// nlohmann's message names the token it read ("last read: '...'"): a piece of the file. Keep the
+// reason only, and say in plain words what the common non-JSON spellings are.
+std::string JsonReason(const std::string& what, const std::string& text, std::size_t offset) {
+  std::string detail = what;
+  if (auto colon = detail.find("]: "); colon != std::string::npos)
+    detail = detail.substr(colon + 3);
+  if (auto at = detail.find(": ");
+      detail.rfind("syntax error", 0) == 0 && at != std::string::npos) {
+    detail = detail.substr(at + 2);
+  }
+  if (auto last = detail.find("; last read"); last != std::string::npos) detail.resize(last);
+  char c = offset < text.size() ? text[offset] : '\0';
+  if (offset >= text.size()) return "unexpected end of input (truncated?): " + detail;
+  if (c == 'N' || c == 'I' || c == '-') {
+    if (text.compare(offset, 3, "NaN") == 0 || text.compare(offset, 8, "Infinity") == 0 ||
+        text.compare(offset, 9, "-Infinity") == 0) {
+      return "NaN and Infinity are not JSON numbers";
+    }
+  }
+  if (c == '/') return "comments are not allowed in JSON";
+  if (detail.find("UTF-8") != std::string::npos || static_cast<unsigned char>(c) >= 0x80) {
+    return "invalid UTF-8 in a string";
+  }
+  return detail;
+}
+
 }  // namespace
 
 Result<Json> ParseJson(const std::string& text, const std::string& source) {
+  std::size_t offset = 0;
+  std::vector<std::set<std::string, std::less<>>> keys;
+  auto where = [&](std::size_t off) {
+    TextPosition pos = PositionOfOffset(text, off);
+    return source + ":" + std::to_string(pos.line) + ":" + std::to_string(pos.column);
+  };
+  // Object keys and nesting are checked as the parser meets them, before the value is built.
+  auto guard = [&](int depth, Json::parse_event_t ev, Json& parsed) {
+    using E = Json::parse_event_t;
+    if ((ev == E::object_start || ev == E::array_start) && depth >= kMaxJsonDepth) {
+      throw JsonGuardError{offset, "nesting deeper than " + std::to_string(kMaxJsonDepth) +
+                                       " levels (limit on depth)"};
+    }
+    if (ev == E::object_start) keys.emplace_back();
+    if (ev == E::object_end && !keys.empty()) keys.pop_back();
+    if (ev == E::key && !keys.empty()) {
+      const std::string& k = parsed.get_ref<const std::string&>();
+      if (!keys.back().insert(k).second) {
+        throw JsonGuardError{offset, "duplicate key '" + k.substr(0, 80) +
+                                         (k.size() > 80 ? "..." : "") +
+                                         "' (each key may appear once in an object)"};
+      }
+    }
+    return true;
+  };
+  CountingIterator first{text.data(), text.data(), &offset};
+  CountingIterator last{text.data() + text.size(), text.data(), nullptr};
   try {
-    return Json::parse(text);
+    return Json::parse(first, last, guard);
+  } catch (const JsonGuardError& e) {
+    return Status::InvalidArg(where(e.offset) + ": invalid JSON: " + e.message);
   } catch (const Json::parse_error& e) {
-    TextPosition pos = PositionOfOffset(text, e.byte > 0 ? e.byte - 1 : 0);
-    std::string detail = e.what();
-    // nlohmann's message repeats "[json.exception.parse_error.101] parse error at line..";
-    // keep only the part after the last ": " which says what was found.
-    auto cut = detail.rfind(": ");
-    if (cut != std::string::npos) detail = detail.substr(cut + 2);
-    return Status::InvalidArg(source + ":" + std::to_string(pos.line) + ":" +
-                              std::to_string(pos.column) + ": invalid JSON: " + detail);
+    const std::size_t at = e.byte > 0 ? e.byte - 1 : 0;
+    return Status::InvalidArg(where(at) + ": invalid JSON: " + JsonReason(e.what(), text, at));
   } catch (const Json::exception& e) {
     // Not a syntax error but still bad input, e.g. a number too large for a double (found by the
     // snapshot fuzzer: "1111e1111...").
-    return Status::InvalidArg(source + ": invalid JSON: " + e.what());
+    std::string what = e.what();
+    if (auto colon = what.find("] "); colon != std::string::npos) what = what.substr(colon + 2);
+    if (auto quote = what.find(" '"); quote != std::string::npos) what.resize(quote);
+    return Status::InvalidArg(where(offset) + ": invalid JSON: " + what);
   }
 }
 
@@ -71,6 +315,7 @@ Result<Json> LoadJsonFile(const std::string& path, std::uint64_t max_bytes) {
 }
 
 Result<YAML::Node> ParseYaml(const std::string& text, const std::string& source) {
+  TG_RETURN_IF_ERROR(CheckYaml(text, source, /*single_document=*/true));
   try {
     return YAML::Load(text);
   } catch (const YAML::Exception& e) {
@@ -81,6 +326,7 @@ Result<YAML::Node> ParseYaml(const std::string& text, const std::string& source)
 
 Result<std::vector<YAML::Node>> ParseYamlDocuments(const std::string& text,
                                                    const std::string& source) {
+  TG_RETURN_IF_ERROR(CheckYaml(text, source, /*single_document=*/false));
   try {
     return YAML::LoadAll(text);
   } catch (const YAML::Exception& e) {
@@ -132,9 +378,17 @@ Json YamlToJson(const YAML::Node& node) {
 
 Result<YamlMap> YamlMap::From(const YAML::Node& node, std::string source, std::string path) {
   if (!node.IsDefined() || !node.IsMap()) {
-    std::string where = path.empty() ? "document root" : "field '" + path + "'";
-    return Status::InvalidArg(YamlWhere(node, source) + ": " + where +
-                              ": expected a mapping, found " + YamlDescribe(node));
+    if (path.empty()) {
+      // The document root: a file that is not the expected kind at all (say /etc/passwd) is
+      // named, never quoted.
+      const char* what = !node.IsDefined() || node.IsNull() ? "an empty document"
+                         : node.IsSequence()                ? "a sequence"
+                                                            : "plain text";
+      return Status::InvalidArg(YamlWhere(node, source) +
+                                ": document root: expected a mapping, found " + what);
+    }
+    return Status::InvalidArg(YamlWhere(node, source) + ": field '" + path +
+                              "': expected a mapping, found " + YamlDescribe(node));
   }
   return YamlMap(node, std::move(source), std::move(path));
 }

@@ -23,14 +23,25 @@ namespace tg::common {
 
 using Json = nlohmann::json;
 
-// Parses JSON; on error INVALID_ARG "<source>:<line>:<col>: invalid JSON: <detail>".
+// Parses JSON; on error INVALID_ARG "<source>:<line>:<col>: invalid JSON: <reason>" (never the
+// file's content). Duplicate keys in an object and nesting deeper than kMaxJsonDepth are errors.
 Result<Json> ParseJson(const std::string& text, const std::string& source);
 // Reads (size-capped) and parses a JSON file.
 Result<Json> LoadJsonFile(const std::string& path, std::uint64_t max_bytes = kMaxConfigBytes);
 
-// Parses one YAML document; errors name source, line and column.
+// Limits every YAML input is held to (checked on the parser's events before a node tree exists;
+// the error names the limit that was hit, with line and column).
+inline constexpr int kMaxYamlDepth = 64;                     // nesting, through aliases
+inline constexpr std::uint64_t kMaxYamlAliasNodes = 100000;  // nodes added by expanding aliases
+// JSON: nesting depth limit (the parser is iterative, but printing and walking are not).
+inline constexpr int kMaxJsonDepth = 128;
+
+// Parses one YAML document; errors name source, line and column. Rejected (INVALID_ARG): a second
+// document, a duplicate key in a mapping, an alias to a node that contains it (a cycle), nesting
+// deeper than kMaxYamlDepth, aliases expanding to more than kMaxYamlAliasNodes nodes.
 Result<YAML::Node> ParseYaml(const std::string& text, const std::string& source);
-// Parses every document of a multi-document YAML stream (Kubernetes manifests).
+// Parses every document of a multi-document YAML stream (Kubernetes manifests); the same checks
+// as ParseYaml except the document count.
 Result<std::vector<YAML::Node>> ParseYamlDocuments(const std::string& text,
                                                    const std::string& source);
 Result<YAML::Node> LoadYamlFile(const std::string& path, std::uint64_t max_bytes = kMaxConfigBytes);

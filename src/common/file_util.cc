@@ -1,15 +1,15 @@
 #include "common/file_util.h"
 
+#include <fcntl.h>
 #include <openssl/evp.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <iostream>
-#include <iterator>
+#include <filesystem>
 #include <memory>
 
 namespace tg::common {
@@ -30,68 +30,302 @@ struct MdCtxDeleter {
   void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
 };
 
+// Owns one file descriptor.
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  int get() const { return fd_; }
+  int Release() {
+    int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
+  // Closes now and reports close()'s error (a late write error on some file systems).
+  int Close() {
+    int rc = fd_ >= 0 ? ::close(fd_) : 0;
+    fd_ = -1;
+    return rc;
+  }
+
+ private:
+  int fd_;
+};
+
+// What a non-regular file is, for "found ..." messages.
+std::string KindOf(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  if (S_ISREG(mode)) return "a regular file";
+  return "not a regular file";
+}
+
+// Anonymous pipes (`<(cmd)`, `cmd |`) show as "pipe:[inode]" in /proc/self/fd; named FIFOs show
+// their path. Only a named FIFO can have "no writer yet" — an anonymous pipe's writer exists.
+bool IsAnonymousPipe(int fd) {
+  char link[64];
+  const std::string self = "/proc/self/fd/" + std::to_string(fd);
+  ssize_t n = ::readlink(self.c_str(), link, sizeof(link) - 1);
+  return n > 5 && std::strncmp(link, "pipe:", 5) == 0;
+}
+
+Status TooLarge(const std::string& name, std::uint64_t max_bytes) {
+  return Status::InvalidArg(name + ": larger than the limit of " + std::to_string(max_bytes) +
+                            " bytes");
+}
+
+// Reads `fd` to its end. A pipe opened non-blocking waits in poll() with an idle timeout, so a
+// writer that never writes is reported instead of hanging the command.
+Result<std::string> ReadAll(int fd, const std::string& name, std::uint64_t max_bytes) {
+  std::string data;
+  std::unique_ptr<char[]> buf(new char[65536]);
+  for (;;) {
+    ssize_t n = ::read(fd, buf.get(), 65536);
+    if (n > 0) {
+      data.append(buf.get(), static_cast<std::size_t>(n));
+      if (data.size() > max_bytes) return TooLarge(name, max_bytes);
+      continue;
+    }
+    if (n == 0) return data;
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      pollfd p{fd, POLLIN, 0};
+      int r = ::poll(&p, 1, kPipeIdleTimeoutMs);
+      if (r == 0) {
+        return Status::InvalidArg(name + ": the pipe delivered no data for " +
+                                  std::to_string(kPipeIdleTimeoutMs / 1000) + " s");
+      }
+      if (r < 0 && errno != EINTR) {
+        return Status::InvalidArg(name + ": cannot wait for data: " + std::strerror(errno));
+      }
+      continue;
+    }
+    return Status::InvalidArg(name + ": read error: " + std::strerror(errno));
+  }
+}
+
+Status CheckStdin() {
+  const std::string name = "standard input";
+  struct stat st {};
+  if (::fstat(STDIN_FILENO, &st) != 0) {
+    return Status::InvalidArg(name + ": " +
+                              (errno == EBADF ? std::string("is closed") : std::strerror(errno)));
+  }
+  if (S_ISDIR(st.st_mode)) return Status::InvalidArg(name + ": is a directory, expected data");
+  if (S_ISSOCK(st.st_mode) || S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode)) {
+    // fcntl tells a write-only descriptor apart before read() would (EBADF either way).
+    int fl = ::fcntl(STDIN_FILENO, F_GETFL);
+    if (fl >= 0 && (fl & O_ACCMODE) == O_WRONLY) {
+      return Status::InvalidArg(name + ": is open for writing only, cannot read it");
+    }
+  }
+  return Status::Ok();
+}
+
+Result<std::string> ReadStdin(std::uint64_t max_bytes) {
+  TG_RETURN_IF_ERROR(CheckStdin());
+  return ReadAll(STDIN_FILENO, "standard input", max_bytes);
+}
+
+// Opens `path` for reading and checks what it is. Never blocks: O_NONBLOCK makes open() of a FIFO
+// return at once even when nothing writes to it.
+Result<int> OpenForReading(const std::string& path, struct stat* st) {
+  if (path.empty()) return Status::InvalidArg("empty file name");
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
+    const int err = errno;
+    if (err == ENOENT) return Status::NotFound(path + ": file not found");
+    if (err == ENXIO) return Status::InvalidArg(path + ": is a socket or device without a reader");
+    return Status::InvalidArg(path + ": cannot open for reading: " + std::strerror(err));
+  }
+  Fd owner(fd);
+  if (::fstat(fd, st) != 0) {
+    return Status::InvalidArg(path + ": cannot access: " + std::strerror(errno));
+  }
+  if (!S_ISREG(st->st_mode) && !S_ISFIFO(st->st_mode)) {
+    return Status::InvalidArg(path + ": is " + KindOf(st->st_mode) + ", expected a regular file");
+  }
+  if (S_ISREG(st->st_mode)) {
+    // Regular files never block; clear the flag so reads behave normally on every file system.
+    int fl = ::fcntl(fd, F_GETFL);
+    if (fl >= 0) (void)::fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+  }
+  return owner.Release();
+}
+
 }  // namespace
 
 Result<std::string> ReadFileLimited(const std::string& path, std::uint64_t max_bytes) {
-  if (path == "-") {
-    std::string data;
-    char buf[65536];
-    while (std::cin.read(buf, sizeof buf) || std::cin.gcount() > 0) {
-      data.append(buf, static_cast<std::size_t>(std::cin.gcount()));
-      if (data.size() > max_bytes) {
-        return Status::InvalidArg("standard input: larger than the limit of " +
-                                  std::to_string(max_bytes) + " bytes");
-      }
-    }
-    return data;
-  }
+  if (path == "-") return ReadStdin(max_bytes);
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
-    int err = errno;
-    if (err == ENOENT) return Status::NotFound(path + ": file not found");
-    return Status::InvalidArg(path + ": cannot access: " + std::strerror(err));
-  }
-  if (S_ISDIR(st.st_mode)) return Status::InvalidArg(path + ": is a directory, expected a file");
+  TG_ASSIGN_OR_RETURN(int raw, OpenForReading(path, &st));
+  Fd fd(raw);
   if (S_ISREG(st.st_mode) && static_cast<std::uint64_t>(st.st_size) > max_bytes) {
     return Status::InvalidArg(path + ": file is " + std::to_string(st.st_size) +
                               " bytes, larger than the limit of " + std::to_string(max_bytes) +
                               " bytes");
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::InvalidArg(path + ": cannot open for reading: " + std::strerror(errno));
-  std::string data;
-  char buf[65536];
-  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
-    data.append(buf, static_cast<std::size_t>(in.gcount()));
-    // Re-checked while reading: a FIFO or /proc file has no size in stat.
-    if (data.size() > max_bytes) {
-      return Status::InvalidArg(path + ": larger than the limit of " + std::to_string(max_bytes) +
-                                " bytes");
-    }
+  TG_ASSIGN_OR_RETURN(std::string data, ReadAll(fd.get(), path, max_bytes));
+  // A named FIFO read with nobody writing gives an immediate end of file: say so rather than
+  // hand an empty "file" to a parser whose error would be misleading.
+  if (data.empty() && S_ISFIFO(st.st_mode) && !IsAnonymousPipe(fd.get())) {
+    return Status::InvalidArg(path + ": is a FIFO (named pipe) with no writer, expected a file");
   }
-  if (in.bad()) return Status::InvalidArg(path + ": read error");
   return data;
 }
 
-Status WriteFileAtomic(const std::string& path, const std::string& data) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out)
-      return Status::InvalidArg(path + ": cannot open for writing: " + std::strerror(errno));
-    out.write(data.data(), static_cast<std::streamsize>(data.size()));
-    out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      return Status::InvalidArg(path + ": write failed: " + std::strerror(errno));
+Result<int> OpenInputFd(const std::string& path, bool* named_fifo) {
+  if (named_fifo != nullptr) *named_fifo = false;
+  if (path == "-") {
+    TG_RETURN_IF_ERROR(CheckStdin());
+    int fd = ::fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 0);
+    if (fd < 0) return Status::InvalidArg(std::string("standard input: ") + std::strerror(errno));
+    return fd;
+  }
+  struct stat st {};
+  TG_ASSIGN_OR_RETURN(int raw, OpenForReading(path, &st));
+  if (named_fifo != nullptr) *named_fifo = S_ISFIFO(st.st_mode) && !IsAnonymousPipe(raw);
+  int fl = ::fcntl(raw, F_GETFL);
+  if (fl >= 0) (void)::fcntl(raw, F_SETFL, fl & ~O_NONBLOCK);
+  return raw;
+}
+
+namespace {
+
+// The file a write to `path` replaces: `path` itself, or the regular file a symbolic link names.
+// Refuses anything that is not a regular file. Sets *exists and *mode (permission bits to keep).
+Result<std::string> WriteTarget(const std::string& path, bool* exists, mode_t* mode) {
+  struct stat st {};
+  *exists = false;
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return path;
+    return Status::InvalidArg(path + ": cannot access: " + std::strerror(errno));
+  }
+  std::string target = path;
+  if (S_ISLNK(st.st_mode)) {
+    std::error_code ec;
+    std::filesystem::path resolved = std::filesystem::canonical(path, ec);
+    if (ec) {
+      return Status::InvalidArg(path + ": is a symbolic link to a missing or unreadable file (" +
+                                ec.message() + "); refusing to replace the link");
+    }
+    target = resolved.string();
+    if (::stat(target.c_str(), &st) != 0) {
+      return Status::InvalidArg(path + ": cannot access: " + std::strerror(errno));
     }
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    std::remove(tmp.c_str());
-    return Status::InvalidArg(path + ": cannot rename into place: " + std::strerror(err));
+  if (!S_ISREG(st.st_mode)) {
+    return Status::InvalidArg(path + ": is " + KindOf(st.st_mode) +
+                              ", not a regular file; refusing to write over it");
+  }
+  *exists = true;
+  *mode = st.st_mode & 07777;
+  return target;
+}
+
+Status CheckParent(const std::string& path, const std::string& parent, bool create_parents) {
+  struct stat st {};
+  if (::stat(parent.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) return Status::Ok();
+    return Status::InvalidArg(path + ": parent '" + parent + "' is " + KindOf(st.st_mode) +
+                              ", not a directory");
+  }
+  if (errno != ENOENT || !create_parents) {
+    return Status::InvalidArg(path + ": parent directory '" + parent + "' " +
+                              (errno == ENOENT
+                                   ? std::string("does not exist (create it first)")
+                                   : std::string("cannot be accessed: ") + std::strerror(errno)));
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(parent, ec);
+  if (ec) return Status::InvalidArg(parent + ": cannot create directory: " + ec.message());
+  return Status::Ok();
+}
+
+Status WriteAllTo(int fd, const std::string& data, const std::string& path) {
+  std::size_t off = 0;
+  while (off < data.size()) {
+    ssize_t n = ::write(fd, data.data() + off, data.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return Status::InvalidArg(path + ": write failed: " + std::strerror(errno));
+    off += static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd) != 0 && errno != EINVAL && errno != EROFS) {
+    return Status::InvalidArg(path + ": write failed (fsync): " + std::strerror(errno));
   }
   return Status::Ok();
+}
+
+std::atomic<unsigned> g_tmp_counter{0};
+
+}  // namespace
+
+Status WriteFileAtomic(const std::string& path, const std::string& data, bool create_parents) {
+  if (path.empty()) return Status::InvalidArg("empty output file name");
+  bool exists = false;
+  mode_t mode = 0;
+  TG_ASSIGN_OR_RETURN(std::string target, WriteTarget(path, &exists, &mode));
+  const std::filesystem::path tp(target);
+  if (!tp.has_filename() || tp.filename() == "." || tp.filename() == "..") {
+    return Status::InvalidArg(path + ": names a directory, expected a file name");
+  }
+  const std::string parent = tp.has_parent_path() ? tp.parent_path().string() : ".";
+  TG_RETURN_IF_ERROR(CheckParent(path, parent, create_parents));
+
+  // O_EXCL: the temporary is always a file we just created, never someone else's.
+  std::string tmp;
+  int raw = -1;
+  for (int attempt = 0; attempt < 100 && raw < 0; ++attempt) {
+    tmp = (std::filesystem::path(parent) /
+           ("." + tp.filename().string() + ".tmp." + std::to_string(::getpid()) + "." +
+            std::to_string(g_tmp_counter.fetch_add(1))))
+              .string();
+    raw = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
+    if (raw < 0 && errno != EEXIST) {
+      return Status::InvalidArg(path + ": cannot create a file in '" + parent +
+                                "': " + std::strerror(errno));
+    }
+  }
+  if (raw < 0) return Status::InvalidArg(path + ": cannot create a temporary file");
+  Fd fd(raw);
+  Status st = exists && ::fchmod(fd.get(), mode) != 0
+                  ? Status::InvalidArg(path + ": cannot set permissions: " + std::strerror(errno))
+                  : WriteAllTo(fd.get(), data, path);
+  if (st.ok() && fd.Close() != 0) {
+    st = Status::InvalidArg(path + ": write failed (close): " + std::strerror(errno));
+  }
+  if (st.ok()) {
+    // Re-checked just before the rename: the target may have changed since the first look.
+    bool exists_now = false;
+    mode_t ignored = 0;
+    auto again = WriteTarget(path, &exists_now, &ignored);
+    if (!again.ok()) st = again.status();
+  }
+  if (st.ok() && ::rename(tmp.c_str(), target.c_str()) != 0) {
+    st = Status::InvalidArg(path + ": cannot rename into place: " + std::strerror(errno));
+  }
+  if (!st.ok()) ::unlink(tmp.c_str());
+  return st;
+}
+
+Status CheckOutputPath(const std::string& path) {
+  if (path.empty()) return Status::InvalidArg("empty output file name");
+  bool exists = false;
+  mode_t mode = 0;
+  TG_ASSIGN_OR_RETURN(std::string target, WriteTarget(path, &exists, &mode));
+  const std::filesystem::path tp(target);
+  if (!tp.has_filename() || tp.filename() == "." || tp.filename() == "..") {
+    return Status::InvalidArg(path + ": names a directory, expected a file name");
+  }
+  return CheckParent(path, tp.has_parent_path() ? tp.parent_path().string() : ".", false);
 }
 
 TextPosition PositionOfOffset(const std::string& text, std::size_t offset) {
@@ -119,18 +353,22 @@ std::string Sha256Hex(const void* data, std::size_t size) {
 }
 
 Result<std::string> Sha256File(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    if (errno == ENOENT) return Status::NotFound(path + ": file not found");
-    return Status::InvalidArg(path + ": cannot open for reading: " + std::strerror(errno));
+  struct stat st {};
+  TG_ASSIGN_OR_RETURN(int raw, OpenForReading(path, &st));
+  Fd fd(raw);
+  if (!S_ISREG(st.st_mode)) {
+    return Status::InvalidArg(path + ": is " + KindOf(st.st_mode) + ", expected a regular file");
   }
   std::unique_ptr<EVP_MD_CTX, MdCtxDeleter> ctx(EVP_MD_CTX_new());
   EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr);
   std::unique_ptr<char[]> buf(new char[1 << 20]);
-  while (in.read(buf.get(), 1 << 20) || in.gcount() > 0) {
-    EVP_DigestUpdate(ctx.get(), buf.get(), static_cast<std::size_t>(in.gcount()));
+  for (;;) {
+    ssize_t n = ::read(fd.get(), buf.get(), 1 << 20);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::InvalidArg(path + ": read error: " + std::strerror(errno));
+    if (n == 0) break;
+    EVP_DigestUpdate(ctx.get(), buf.get(), static_cast<std::size_t>(n));
   }
-  if (in.bad()) return Status::InvalidArg(path + ": read error");
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned len = 0;
   EVP_DigestFinal_ex(ctx.get(), md, &len);

@@ -1,4 +1,14 @@
 // File helpers that turn every IO problem into a Status naming the file and what went wrong.
+//
+// There is ONE reader (ReadFileLimited) and ONE writer (WriteFileAtomic) for the whole program;
+// every command's file input and output goes through them, so the rules below hold everywhere:
+//   reader: never blocks forever on a FIFO with no writer, refuses directories, devices and
+//           sockets, reads at most max_bytes (+1 to detect overflow), reports read errors on
+//           standard input ("-") instead of treating them as end of file. Pipes (`<(cmd)`) and
+//           "-" keep working.
+//   writer: writes only to a new path or over a regular file (a symbolic link to a regular file
+//           replaces the file it names); refuses devices, FIFOs, sockets and directories; never
+//           creates missing parent directories unless the caller asks.
 // Stateless free functions; thread-safe.
 #pragma once
 
@@ -13,13 +23,32 @@ namespace tg::common {
 // small enough that a hostile 100 MB file is refused before it is parsed.
 inline constexpr std::uint64_t kMaxConfigBytes = 16ull << 20;
 
-// Reads a whole file. Errors: NOT_FOUND (missing), INVALID_ARG (a directory, unreadable, larger
-// than max_bytes — the message gives the size found and the limit). `path` "-" reads standard
-// input.
+// A pipe (`<(cmd)` or "-") that delivers no byte for this long is reported, not waited on forever.
+inline constexpr int kPipeIdleTimeoutMs = 30'000;
+
+// Reads a whole file. Errors: NOT_FOUND (missing), INVALID_ARG (a directory, a device, a socket, a
+// named FIFO with no writer, unreadable, a read error, larger than max_bytes — the message gives
+// the size found and the limit). `path` "-" reads standard input (closed, a directory or
+// write-only standard input is an error, never an empty file).
 Result<std::string> ReadFileLimited(const std::string& path, std::uint64_t max_bytes);
 
-// Writes `data` to `path` atomically (temp file + rename) so a crash never leaves half a file.
-Status WriteFileAtomic(const std::string& path, const std::string& data);
+// Opens a file input for streaming (logs, which have no size cap) with ReadFileLimited's checks:
+// "-" gives a duplicate of standard input after checking it is open, readable and not a
+// directory. The descriptor is blocking; opening never waits for a FIFO's writer (a FIFO with no
+// writer reads as end of file: *named_fifo, when given, tells the caller so it can report a read
+// of nothing as "no writer"). The caller owns (closes) the descriptor.
+Result<int> OpenInputFd(const std::string& path, bool* named_fifo = nullptr);
+
+// Writes `data` to `path` atomically (temp file in the same folder + fsync + rename) so a crash
+// never leaves half a file. `path` must be new or a regular file (its permission bits are kept);
+// anything else is refused with INVALID_ARG naming the file and what it is. A missing parent
+// folder is an error unless `create_parents` (then it is created, like mkdir -p).
+Status WriteFileAtomic(const std::string& path, const std::string& data,
+                       bool create_parents = false);
+
+// The checks WriteFileAtomic makes before writing (target new or a regular file, parent folder
+// present), without writing: lets a command refuse a bad output path before minutes of work.
+Status CheckOutputPath(const std::string& path);
 
 // 1-based line and column of byte offset `offset` in `text`.
 struct TextPosition {
@@ -28,7 +57,8 @@ struct TextPosition {
 };
 TextPosition PositionOfOffset(const std::string& text, std::size_t offset);
 
-// Lowercase hex sha256 of a file's contents / of a buffer (OpenSSL).
+// Lowercase hex sha256 of a file's contents / of a buffer (OpenSSL). The file must be a regular
+// file (the same refusals as ReadFileLimited; it is streamed, not held in memory).
 Result<std::string> Sha256File(const std::string& path);
 std::string Sha256Hex(const void* data, std::size_t size);
 

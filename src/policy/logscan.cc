@@ -5,6 +5,8 @@
 #include <re2/re2.h>
 #include <re2/set.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -14,6 +16,8 @@
 #include <filesystem>
 #include <map>
 #include <set>
+
+#include "common/file_util.h"
 
 namespace tg::policy {
 namespace {
@@ -413,29 +417,33 @@ LogScanSummary ScanLogStream(std::FILE* in, const std::function<void(const LogMa
 Result<LogScanSummary> ScanLogFile(const std::string& path,
                                    const std::function<void(const LogMatch&)>& on_match,
                                    const LogScanner* scanner) {
-  if (path == "-") {
-    // A closed, unreadable or write-only stdin is an error, never a clean log.
-    LogScanSummary s = ScanLogStream(stdin, on_match, scanner);
-    if (std::ferror(stdin) != 0) {
-      return Status::InvalidArg("-: read error on standard input while scanning the log");
+  // The common input opener: refuses directories, devices and sockets, never waits on a FIFO
+  // with no writer, and checks that standard input is open and readable.
+  bool named_fifo = false;
+  auto fd = common::OpenInputFd(path, &named_fifo);
+  if (!fd.ok()) {
+    if (fd.status().code() == common::StatusCode::kNotFound) {
+      return Status::NotFound(path + ": cannot open log: file not found");
     }
-    return s;
+    return fd.status().WithPrefix("log");
   }
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    return Status::InvalidArg(path + ": is a directory, expected a log file");
-  }
-  std::FILE* f = std::fopen(path.c_str(), "rb");
+  const std::string name = path == "-" ? "standard input" : path;
+  std::FILE* f = ::fdopen(*fd, "rb");
   if (f == nullptr) {
-    int err = errno;
-    std::string what = std::strerror(err);
-    if (err == ENOENT) return Status::NotFound(path + ": cannot open log: " + what);
-    return Status::InvalidArg(path + ": cannot open log: " + what);
+    ::close(*fd);
+    return Status::InvalidArg(name + ": cannot open log: " + std::strerror(errno));
   }
   LogScanSummary s = ScanLogStream(f, on_match, scanner);
-  bool failed = std::ferror(f) != 0;
+  const int err = std::ferror(f) != 0 ? errno : 0;
+  const bool failed = std::ferror(f) != 0;
   std::fclose(f);
-  if (failed) return Status::InvalidArg(path + ": read error while scanning the log");
+  if (!failed && named_fifo && s.lines == 0) {
+    return Status::InvalidArg(name + ": is a FIFO (named pipe) with no writer, expected a log");
+  }
+  if (failed) {
+    // A read error is never a clean log: exit 2, not "no findings".
+    return Status::InvalidArg(name + ": read error while scanning the log: " + std::strerror(err));
+  }
   return s;
 }
 

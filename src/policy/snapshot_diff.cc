@@ -41,6 +41,15 @@ std::string IdOf(const Json& e, const std::string& key) {
   return v.is_string() ? v.get<std::string>() : v.dump();
 }
 
+// The identity as shown in a path. Long ids are shortened: every entry below a record repeats
+// its path, so a 700 KB id with 2 000 nested differences made gigabytes of paths. Matching still
+// uses the full id; only the label is short.
+constexpr std::size_t kMaxPathId = 64;
+std::string PathId(const std::string& id) {
+  if (id.size() <= kMaxPathId) return id;
+  return id.substr(0, kMaxPathId - 3) + "...";
+}
+
 bool Ignored(const std::string& path, const std::vector<std::string>& ignore) {
   for (const std::string& i : ignore) {
     if (path == i) return true;
@@ -55,7 +64,9 @@ bool Ignored(const std::string& path, const std::vector<std::string>& ignore) {
 void Walk(const Json& a, const Json& b, const std::string& path,
           const std::vector<std::string>& ignore, std::vector<DiffEntry>* out) {
   if (Ignored(path, ignore)) return;
-  auto child = [&](const std::string& key) { return path.empty() ? key : path + "." + key; };
+  auto child = [&](const std::string& key) {
+    return path.empty() ? PathId(key) : path + "." + PathId(key);
+  };
   if (a.is_object() && b.is_object()) {
     for (auto it = a.begin(); it != a.end(); ++it) {
       auto jt = b.find(it.key());
@@ -82,7 +93,7 @@ void Walk(const Json& a, const Json& b, const std::string& path,
       for (const Json& e : a) {
         std::string id = IdOf(e, key);
         in_a.insert(id);
-        std::string p = path + "[" + id + "]";
+        std::string p = path + "[" + PathId(id) + "]";
         auto it = bm.find(id);
         if (it == bm.end()) {
           if (!Ignored(p, ignore)) out->push_back({DiffEntry::Kind::kRemoved, p, e, nullptr});
@@ -92,7 +103,7 @@ void Walk(const Json& a, const Json& b, const std::string& path,
       }
       for (const Json& e : b) {
         std::string id = IdOf(e, key);
-        std::string p = path + "[" + id + "]";
+        std::string p = path + "[" + PathId(id) + "]";
         if (!in_a.count(id) && !Ignored(p, ignore)) {
           out->push_back({DiffEntry::Kind::kAdded, p, nullptr, e});
         }
@@ -150,6 +161,14 @@ std::vector<DiffEntry> DiffJson(const Json& a, const Json& b,
 common::Result<std::vector<DiffEntry>> DiffSnapshotFiles(const std::string& a_path,
                                                          const std::string& b_path,
                                                          const std::vector<std::string>& ignore) {
+  for (const std::string& i : ignore) {
+    // "" is a prefix of every path: it would silently hide every difference.
+    if (i.empty() || i.front() == '.' || i.front() == '[') {
+      return common::Status::InvalidArg("--ignore: '" + i +
+                                        "' is not a dotted path (an empty path or a bare suffix "
+                                        "would hide every difference)");
+    }
+  }
   TG_ASSIGN_OR_RETURN(probe::Snapshot a, probe::LoadSnapshotFile(a_path));
   TG_ASSIGN_OR_RETURN(probe::Snapshot b, probe::LoadSnapshotFile(b_path));
   std::vector<std::string> all = DefaultDiffIgnores();

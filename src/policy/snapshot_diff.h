@@ -37,7 +37,8 @@ std::vector<DiffEntry> DiffJson(const common::Json& a, const common::Json& b,
                                 const std::vector<std::string>& ignore = DefaultDiffIgnores());
 
 // Loads and validates two snapshot files, then diffs them. Errors (missing file, bad JSON, wrong
-// field) are INVALID_ARG / NOT_FOUND naming the file.
+// field) are INVALID_ARG / NOT_FOUND naming the file; an empty `ignore` entry (or one starting
+// with '.' or '[') is INVALID_ARG, since it would hide every difference.
 common::Result<std::vector<DiffEntry>> DiffSnapshotFiles(const std::string& a_path,
                                                          const std::string& b_path,
                                                          const std::vector<std::string>& ignore);

@@ -52,6 +52,9 @@ class Reader {
             std::size_t* len, std::uint64_t* scalar) {
     std::uint64_t key;
     if (!Varint(&key)) return false;
+    // Field number 0 (and numbers past 2^29-1) do not exist in protobuf: a zero byte where a tag
+    // belongs ends the walk at once instead of "skipping" gigabytes of zeros as empty varints.
+    if ((key >> 3) == 0 || (key >> 3) > 0x1fffffff) return false;
     *field = static_cast<std::uint32_t>(key >> 3);
     *wire = static_cast<std::uint32_t>(key & 7);
     switch (*wire) {
@@ -196,7 +199,8 @@ common::Result<OnnxGraphSummary> ParseOnnxGraph(const std::uint8_t* data, std::s
 }
 
 common::Result<OnnxGraphSummary> ReadOnnxGraph(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO must not wait for a writer (it is then refused as not regular).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     const int err = errno;
     std::string msg = path + ": " + std::strerror(err);

@@ -1,5 +1,8 @@
 #include "runtime/runtime_policy.h"
 
+#include <algorithm>
+#include <filesystem>
+
 #include <set>
 
 #include "common/config.h"
@@ -341,7 +344,10 @@ common::Result<RuntimePolicy> ParseRuntimePolicy(const std::string& yaml_text,
     for (std::size_t i = 0; i < providers.size(); ++i) {
       auto c = CanonicalProviderName(providers[i]);
       if (!c.ok()) {
-        e.Add(root.FieldError("providers", c.status().message()));
+        // Name the list element and say what is wrong with it (not "expected <an error>").
+        const std::string field = "providers[" + std::to_string(i) + "]";
+        e.Add(Status::InvalidArg(common::YamlWhere(root.node()["providers"][i], source) +
+                                 ": field '" + field + "': " + c.status().message()));
       } else {
         p.providers.push_back(*c);
       }
@@ -386,12 +392,53 @@ common::Result<RuntimePolicy> ParseRuntimePolicy(const std::string& yaml_text,
   return p;
 }
 
+namespace {
+
+// A policy's `matrix:` names a file in the policy file's own folder (or below it), resolved
+// against that folder, never the current directory: a policy must not make the tool read (and
+// echo parse errors about) files elsewhere, such as ../../etc/passwd.
+common::Result<std::string> ResolveBesidePolicy(const std::string& policy_path,
+                                                const std::string& matrix) {
+  namespace fs = std::filesystem;
+  const fs::path folder = fs::path(policy_path).parent_path().empty()
+                              ? fs::path(".")
+                              : fs::path(policy_path).parent_path();
+  const fs::path rel(matrix);
+  auto refuse = [&](const std::string& why) {
+    return common::Status::InvalidArg(policy_path + ": field 'matrix': '" + matrix.substr(0, 200) +
+                                      "' " + why +
+                                      "; the matrix must lie in the policy file's folder (or "
+                                      "pass --matrix)");
+  };
+  if (rel.is_absolute()) return refuse("is an absolute path");
+  for (const auto& part : rel.lexically_normal()) {
+    if (part == "..") return refuse("leaves the policy file's folder");
+  }
+  const fs::path joined = folder / rel;
+  std::error_code ec1, ec2;
+  const fs::path real_folder = fs::weakly_canonical(folder, ec1);
+  const fs::path real = fs::weakly_canonical(joined, ec2);
+  if (!ec1 && !ec2) {
+    // Symbolic links may still point out of the folder: compare the resolved paths.
+    auto [f_end, r_it] =
+        std::mismatch(real_folder.begin(), real_folder.end(), real.begin(), real.end());
+    if (f_end != real_folder.end()) return refuse("leads out of the policy file's folder");
+  }
+  return joined.string();
+}
+
+}  // namespace
+
 common::Result<RuntimePolicy> LoadRuntimePolicy(const std::string& spec) {
   if (spec.empty() || spec == "production") return ProductionPolicy();
   if (spec == "dev") return DevPolicy();
   auto text = common::ReadFileLimited(spec, common::kMaxConfigBytes);
   if (!text.ok()) return text.status().WithPrefix("policy file");
-  return ParseRuntimePolicy(*text, spec);
+  TG_ASSIGN_OR_RETURN(RuntimePolicy p, ParseRuntimePolicy(*text, spec));
+  if (!p.matrix_path.empty()) {
+    TG_ASSIGN_OR_RETURN(p.matrix_path, ResolveBesidePolicy(spec, p.matrix_path));
+  }
+  return p;
 }
 
 }  // namespace tg::runtime

@@ -499,6 +499,13 @@ Result<Session> SessionFactory::OpenForDiagnosis(const std::string& model_path,
     if (msg.find("fallback to CPU EP has been explicitly disabled") != std::string::npos) {
       return Status::Unavailable("placement: " + model_path + ": " + msg);
     }
+    // ORT reports a model it refuses to load (unsupported IR version, cyclic graph, external
+    // data outside the model folder) as ORT_FAIL; that is bad input (exit 2), not our bug.
+    if (ex.GetOrtErrorCode() == ORT_FAIL &&
+        (msg.rfind("Load model from", 0) == 0 || msg.find("External data") != std::string::npos ||
+         msg.find("invalid model") != std::string::npos)) {
+      return Status::InvalidArg(model_path + ": ONNX Runtime cannot load this model: " + msg);
+    }
     return FromOrtException(ex, "creating session for " + model_path);
   }
   const std::vector<std::string> logs = impl_->env->EndCapture(logid);

@@ -486,8 +486,10 @@ common::Result<Tensor> DecodeNpy(const std::string& bytes, const std::string& so
   return Tensor::FromBytes(*dtype, shape, bytes.substr(data_off));
 }
 
-common::Result<Tensor> LoadNpy(const std::string& path) {
-  auto data = common::ReadFileLimited(path, kMaxTensorBytes + (1u << 20));
+common::Result<Tensor> LoadNpy(const std::string& path, std::uint64_t max_data_bytes) {
+  const std::uint64_t cap =
+      max_data_bytes == 0 || max_data_bytes > kMaxTensorBytes ? kMaxTensorBytes : max_data_bytes;
+  auto data = common::ReadFileLimited(path, cap + (64u << 10));
   if (!data.ok()) return data.status();
   return DecodeNpy(*data, path);
 }

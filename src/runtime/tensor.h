@@ -180,8 +180,10 @@ common::Result<Tensor> RandomTensor(DataType dtype, const std::vector<std::int64
                                     std::uint64_t seed);
 
 // Reads a .npy file (v1/v2/v3 headers, C order, little-endian) into a Tensor. Errors name the
-// file and what was found (fortran order, big-endian, unsupported dtype, truncated data).
-common::Result<Tensor> LoadNpy(const std::string& path);
+// file and what was found (fortran order, big-endian, unsupported dtype, truncated data). At most
+// `max_data_bytes` of tensor data (plus a 64 KiB header allowance) is read: pass the input's
+// expected byte size when it is known, so /dev/zero-like or oversized files stop early.
+common::Result<Tensor> LoadNpy(const std::string& path, std::uint64_t max_data_bytes = 0);
 // Serialises a Tensor as .npy (v1 header).
 std::string EncodeNpy(const Tensor& tensor);
 // Parses .npy bytes; `source` names the origin in messages.

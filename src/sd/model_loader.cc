@@ -332,8 +332,30 @@ Result<std::unique_ptr<SdModel>> LoadSdModel(const std::string& dir,
   if (!index.is_object()) {
     return Status::InvalidArg(dir + "/model_index.json: a JSON object is required");
   }
-  if (auto it = index.find("_class_name"); it != index.end() && it->is_string()) {
+  const std::string index_path = (fs::path(dir) / "model_index.json").string();
+  if (auto it = index.find("_class_name"); it != index.end()) {
+    if (!it->is_string() || it->get_ref<const std::string&>().empty()) {
+      return Status::InvalidArg(index_path + ": field '_class_name': found " +
+                                std::string(it->is_string() ? "an empty string" : it->type_name()) +
+                                ", required the pipeline class name");
+    }
     m->pipeline_class = it->get<std::string>();
+  }
+  if (auto it = index.find("force_zeros_for_empty_prompt");
+      it != index.end() && !it->is_boolean() && !it->is_null()) {
+    return Status::InvalidArg(index_path + ": field 'force_zeros_for_empty_prompt': found " +
+                              std::string(it->type_name()) + ", required true or false");
+  }
+  // Component config.json files are optional, but one that is present must be a JSON object:
+  // a malformed file is reported, not skipped.
+  for (const char* part : {"unet", "text_encoder", "text_encoder_2", "vae_decoder"}) {
+    const fs::path cfg = fs::path(dir) / part / "config.json";
+    if (!fs::exists(fs::symlink_status(cfg, ec))) continue;
+    TG_ASSIGN_OR_RETURN(Json c, common::LoadJsonFile(cfg.string()));
+    if (!c.is_object()) {
+      return Status::InvalidArg(cfg.string() + ": found " + std::string(c.type_name()) +
+                                ", required a JSON object");
+    }
   }
   m->style = m->pipeline_class.rfind("Onnx", 0) == 0 ? ExportStyle::kLegacy : ExportStyle::kOptimum;
 

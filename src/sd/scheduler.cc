@@ -583,7 +583,8 @@ Result<std::unique_ptr<Scheduler>> CreateScheduler(std::string_view name,
   std::transform(key.begin(), key.end(), key.begin(),
                  [](unsigned char ch) { return std::tolower(ch); });
   std::replace(key.begin(), key.end(), '-', '_');
-  if (key.empty() || key == "default") {
+  const bool from_config = key.empty() || key == "default";
+  if (from_config) {
     if (config.class_name.empty()) {
       return Status::InvalidArg(config.source +
                                 ": no _class_name to pick the default scheduler from; choose one "
@@ -625,7 +626,14 @@ Result<std::unique_ptr<Scheduler>> CreateScheduler(std::string_view name,
   } else {
     std::string list;
     for (const auto& n : SchedulerNames()) list += (list.empty() ? "" : ", ") + n;
-    return Status::InvalidArg("unknown scheduler '" + std::string(name) + "' (valid: " + list +
+    if (from_config) {
+      // The name came from the file, not the command line: say which file and field.
+      return Status::InvalidArg(config.source + ": field '_class_name': unknown scheduler class '" +
+                                config.class_name.substr(0, 80) + "' (supported: " + list +
+                                " or their diffusers class names; or choose one with --scheduler)");
+    }
+    return Status::InvalidArg("unknown scheduler '" + std::string(name).substr(0, 80) +
+                              "' (valid: " + list +
                               ", or a diffusers class name such as PNDMScheduler)");
   }
   return s;

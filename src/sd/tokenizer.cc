@@ -545,6 +545,10 @@ Result<ClipTokenizer> ClipTokenizer::LoadFiles(const std::string& vocab_path,
     if (l == impl->vocab.end() || r == impl->vocab.end() || m == impl->vocab.end()) continue;
     impl->merges.try_emplace(PairKey(l->second, r->second), PairInfo{this_rank, m->second});
   }
+  if (impl->num_merges == 0) {
+    return Status::InvalidArg(merges_path +
+                              ": no merge rules (found an empty file, required the BPE merges)");
+  }
   // Special tokens and lengths.
   std::string bos_tok(kStartOfText), eos_tok(kEndOfText), unk_tok(kEndOfText);
   std::optional<std::string> pad_tok;
@@ -568,8 +572,17 @@ Result<ClipTokenizer> ClipTokenizer::LoadFiles(const std::string& vocab_path,
                                   ", required a number");
       }
       double ml = v.get<double>();
-      // Hugging Face writes a huge sentinel (1e30) for "no limit": keep CLIP's 77 then.
-      if (ml >= 2 && ml <= kMaxLengthLimit) impl->max_length = static_cast<int>(ml);
+      // Hugging Face writes a huge sentinel (1e30) for "no limit": keep CLIP's 77 then. Anything
+      // else outside 2..kMaxLengthLimit, or not a whole number, is an error, never ignored.
+      if (ml < 1e29) {
+        if (!(ml >= 2 && ml <= kMaxLengthLimit) ||
+            ml != static_cast<double>(static_cast<int>(ml))) {
+          return Status::InvalidArg(config_path + ": field 'model_max_length': found " + v.dump() +
+                                    ", required a whole number in 2.." +
+                                    std::to_string(kMaxLengthLimit) + " (or 1e30 for no limit)");
+        }
+        impl->max_length = static_cast<int>(ml);
+      }
     }
   }
   auto resolve = [&](const std::string& tok, const char* field, std::int64_t* out) -> Status {
