@@ -231,12 +231,11 @@ std::vector<Json> RenderK8sObjects(const policy::Matrix& matrix, const K8sRender
                   {"metadata", {{"name", o.name + "-matrix"}, {"labels", labels}}},
                   {"data", {{"matrix.yaml", o.matrix_text}}}});
 
-  Json server = Container(
-      matrix, o,
-      // serve binds 127.0.0.1 by default; in a pod the kubelet's probes and the Service reach
-      // it on the pod's address.
-      {"serve", "--matrix", "/etc/truegreen/matrix.yaml", "--host", "0.0.0.0", "--port",
-       std::to_string(o.port)});
+  Json server = Container(matrix, o,
+                          // serve binds 127.0.0.1 by default; in a pod the kubelet's probes and the
+                          // Service reach it on the pod's address.
+                          {"serve", "--matrix", "/etc/truegreen/matrix.yaml", "--host", "0.0.0.0",
+                           "--port", std::to_string(o.port)});
   server["ports"] = Json::array({{{"name", "http"}, {"containerPort", o.port}}});
   // Start-up covers engine builds and warm-up (up to 10 minutes); readiness then flips quickly.
   server["startupProbe"] = Probe("/readyz", 10, 60);
