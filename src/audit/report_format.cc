@@ -10,6 +10,7 @@
 
 #include "common/config.h"
 #include "common/file_util.h"
+#include "common/strings.h"
 
 namespace tg::audit {
 namespace {
@@ -39,35 +40,8 @@ std::string SarifLevel(Severity s) {
   return "error";
 }
 
-// XML text: escapes markup and drops characters XML 1.0 cannot carry (controls other than tab,
-// newline and carriage return).
-std::string Xml(std::string_view s) {
-  std::string out;
-  for (char ch : s) {
-    auto c = static_cast<unsigned char>(ch);
-    if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') continue;
-    switch (ch) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      default:
-        out.push_back(ch);
-    }
-  }
-  return out;
-}
+// XML text: the one escaper (common/strings.h).
+std::string Xml(std::string_view s) { return common::XmlEscape(s); }
 
 std::string Location(const Finding& f) {
   std::string where = f.path.empty() ? "(input)" : f.path;

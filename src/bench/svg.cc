@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "bench/histogram.h"
+#include "common/strings.h"
 
 namespace tg::bench {
 namespace {
@@ -23,28 +24,7 @@ std::string Num(double v) {
 
 }  // namespace
 
-std::string HtmlEscape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
+std::string HtmlEscape(const std::string& s) { return common::XmlEscape(s); }
 
 std::string LinePlot(const PlotSpec& spec, const std::vector<Series>& series) {
   double x0 = 1e300, x1 = -1e300, y0 = 0, y1 = -1e300;

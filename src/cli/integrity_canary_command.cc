@@ -31,18 +31,6 @@ std::string DefaultCacheDir() {
   return "";
 }
 
-// The GPU part of the cache key: every visible device's name and UUID.
-std::string GpuIdentity(const probe::Snapshot& s) {
-  std::string id;
-  for (const auto& d : s.nvml.devices) {
-    id += d.name.value_or("?") + " " + d.uuid.value_or("?") + ";";
-  }
-  if (id.empty()) {
-    for (const auto& d : s.cuda_driver.devices) id += d.name.value_or("?") + ";";
-  }
-  return id;
-}
-
 std::vector<std::string> SplitCommas(const std::string& s) {
   std::vector<std::string> out;
   std::size_t start = 0;
@@ -121,7 +109,7 @@ runtime::CanaryReport RunDoctorCanary(const GlobalOptions& g, const CanaryFlags&
   runtime::CanaryOptions o = DoctorCanaryOptions(g, f);
   o.key.matrix_fingerprint = matrix_fingerprint;
   o.key.policy = g.policy;
-  o.key.gpu = GpuIdentity(s);
+  o.key.gpu = runtime::CanaryGpuKey(s);
   if (!s.onnxruntime.library.resolved_path.empty()) {
     o.key.library_files.push_back(s.onnxruntime.library.resolved_path);
   }

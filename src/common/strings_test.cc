@@ -43,5 +43,11 @@ TEST(StringsTest, EditDistanceCountsSingleCharacterEdits) {
   EXPECT_EQ(EditDistance("kitten", "sitting"), 3u);
 }
 
+TEST(StringsTest, XmlEscapeEscapesMarkupAndDropsForbiddenControls) {
+  EXPECT_EQ(XmlEscape("a<b>&\"c'"), "a&lt;b&gt;&amp;&quot;c&apos;");
+  EXPECT_EQ(XmlEscape(std::string("x\x01y\tz\n", 6)), "xy\tz\n");
+  EXPECT_EQ(XmlEscape(""), "");
+}
+
 }  // namespace
 }  // namespace tg::common

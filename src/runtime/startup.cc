@@ -54,18 +54,6 @@ void CompleteOrtCore(const common::LibraryLoader& loader, probe::OrtInfo* o) {
   }
 }
 
-// The GPU part of the canary's cache key: every visible device's name and UUID.
-std::string GpuIdentity(const probe::Snapshot& s) {
-  std::string id;
-  for (const auto& d : s.nvml.devices) {
-    id += d.name.value_or("?") + " " + d.uuid.value_or("?") + ";";
-  }
-  if (id.empty()) {
-    for (const auto& d : s.cuda_driver.devices) id += d.name.value_or("?") + ";";
-  }
-  return id;
-}
-
 // A GPU provider the factory attached (the canary has nothing to compare without one).
 bool GpuProviderAttached(const SessionFactory& f) {
   for (const auto& p : f.prepared_providers()) {
@@ -107,7 +95,7 @@ Status AdmitSteps(const RuntimePolicy& policy, const common::LibraryLoader& load
     snap = probe::TakeSnapshot(loader, po);
     CompleteOrtCore(loader, &snap.onnxruntime);
   }
-  key->gpu = GpuIdentity(snap);
+  key->gpu = CanaryGpuKey(snap);
   if (!snap.onnxruntime.library.resolved_path.empty()) {
     key->library_files.push_back(snap.onnxruntime.library.resolved_path);
   }
@@ -279,6 +267,18 @@ std::string StartupReport::Format() const {
     out += line + s.detail.substr(0, s.detail.find('\n')) + "\n";
   }
   return out;
+}
+
+// The GPU part of the canary's cache key: every visible device's name and UUID.
+std::string CanaryGpuKey(const probe::Snapshot& s) {
+  std::string id;
+  for (const auto& d : s.nvml.devices) {
+    id += d.name.value_or("?") + " " + d.uuid.value_or("?") + ";";
+  }
+  if (id.empty()) {
+    for (const auto& d : s.cuda_driver.devices) id += d.name.value_or("?") + ";";
+  }
+  return id;
 }
 
 }  // namespace tg::runtime

@@ -76,6 +76,10 @@ struct StartupOptions {
   const policy::Matrix* matrix = nullptr;
 };
 
+// The GPU part of the op canary's cache key: every visible device's name and UUID (NVML), else
+// the CUDA driver's device names; "" on a node without a GPU.
+std::string CanaryGpuKey(const probe::Snapshot& s);
+
 class StartupChain {
  public:
   // Runs the steps in order and stops at the first refusal, whose Status is returned (the report
