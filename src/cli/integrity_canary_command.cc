@@ -10,6 +10,7 @@
 #include "common/status.h"
 #include "runtime/runtime_policy.h"
 #include "runtime/session.h"
+#include "runtime/startup.h"
 
 namespace tg::cli {
 namespace {
