@@ -356,8 +356,8 @@ void WriteDriftedPolicy(const testing::TempDir& dir, const std::string& profile)
                      "  version: \"1.28\"\n  providers: [CPUExecutionProvider]\n"
                      "devices:\n  count: 0\ncontainer:\n  driver_capabilities: []\n"
                      "  device_nodes: false\n");
-  testing::WriteFile(dir / "p.yaml",
-                     "profile: " + profile + "\nmatrix: " + (dir / "m.yaml") + "\n");
+  // A policy's matrix lies in the policy file's folder, named relative to it.
+  testing::WriteFile(dir / "p.yaml", "profile: " + profile + "\nmatrix: m.yaml\n");
 }
 
 TEST(RuntimeStartupChain, ProductionRunAndGenerateRefuseADriftedNodeWithExit4) {
