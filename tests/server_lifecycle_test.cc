@@ -221,16 +221,18 @@ TEST_F(ServerLifecycleTest, SigtermDrainsEveryAcceptedRequest) {
   std::vector<std::thread> ts;
   for (int i = 0; i < kN; ++i) ts.emplace_back([&, i] { rs[i] = Generate(s.port(), 8); });
   // Wait until every request is accepted (the /metrics request itself is one more in flight).
+  // Generous: on a loaded 2-core CI machine the six connections can take seconds to arrive.
   bool accepted = false;
-  for (int i = 0; i < 400 && !accepted; ++i) {
+  for (int i = 0; i < 3000 && !accepted; ++i) {
     accepted = Request(s.port(), "GET", "/metrics")
                    .body.find("truegreen_http_requests_in_flight " + std::to_string(kN + 1)) !=
                std::string::npos;
     if (!accepted) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  ASSERT_TRUE(accepted);
+  EXPECT_TRUE(accepted);  // not ASSERT: the client threads must be joined either way
   s.Signal(SIGTERM);
   for (auto& t : ts) t.join();
+  if (!accepted) return;
   for (const auto& r : rs) EXPECT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(s.Wait(), 0) << s.Log();
   const std::string log = s.Log();

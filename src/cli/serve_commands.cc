@@ -86,8 +86,8 @@ void RegisterServeCommands(CLI::App& app, GlobalOptions& g, CommandRegistry& r) 
       "Bearer token file (or TRUEGREEN_TOKEN); health endpoints stay open")
       ->type_name("FILE");
   opt("--io-threads", c.io_threads, "TRUEGREEN_IO_THREADS", "HTTP I/O threads");
-  opt("--access-log", c.access_log, "TRUEGREEN_ACCESS_LOG",
-      "JSON-lines access log: - | off | FILE");
+  opt("--access-log", c.access_log, "TRUEGREEN_ACCESS_LOG", "JSON-lines access log: - | off | FILE")
+      ->type_name("FILE|-|off");
   opt("--max-body-bytes", l.max_body_bytes, "TRUEGREEN_MAX_BODY_BYTES", "413 above");
   opt("--queue-size", l.queue_size, "TRUEGREEN_QUEUE_SIZE", "Queued requests per model lane (429)");
   opt("--deadline-ms", l.deadline_ms, "TRUEGREEN_DEADLINE_MS", "Per-request deadline (504)");

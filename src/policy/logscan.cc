@@ -455,10 +455,12 @@ int LogCategoryExitCode(std::string_view category) {
       {"node-assignment", common::kExitIntegrity},
       {"no-device", common::kExitIntegrity},
       {"library-missing", common::kExitIntegrity},
+      {"device-lost", common::kExitIntegrity},
       {"driver-too-old", common::kExitDrift},
       {"driver-library-mismatch", common::kExitDrift},
       {"tensorrt-version-mismatch", common::kExitDrift},
       {"cudnn-version-mismatch", common::kExitDrift},
+      {"tensorrt-library-mismatch", common::kExitDrift},
       {"memcpy", common::kExitPerformance},
       {"tensorrt-engine", common::kExitPerformance},
       {"tensorrt-engine-rebuild", common::kExitPerformance},
@@ -480,7 +482,10 @@ int LogScanExitCode(const LogScanSummary& summary) {
                                               : 0;
   };
   for (const auto& [category, count] : summary.per_category) {
-    const int code = count > 0 ? LogCategoryExitCode(category) : common::kExitOk;
+    int code = count > 0 ? LogCategoryExitCode(category) : common::kExitOk;
+    // A user pattern's own category (--patterns) has no code of its own: any finding of it
+    // fails the replica's proof like a built-in integrity finding (the built-ins all have one).
+    if (code == common::kExitInternal) code = common::kExitIntegrity;
     if (rank(code) > rank(worst)) worst = code;
   }
   return worst;

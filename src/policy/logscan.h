@@ -101,7 +101,8 @@ struct LogScanSummary {
 // The exit code (README) a finding of `category` calls for: 3 no usable GPU path (provider load
 // failure, CPU fallback, node assignment, no device, missing library), 4 version drift (driver,
 // library, TensorRT or cuDNN mismatch), 5 performance (Memcpy nodes, TensorRT engine rebuilt or
-// not loadable). 1 for a category without a code (a table bug; a test covers every category).
+// not loadable). 1 for a category without a code: a table bug for a built-in pattern (a test
+// covers every one); a user pattern's category (--patterns) counts as 3 in LogScanExitCode.
 int LogCategoryExitCode(std::string_view category);
 // The exit code of a whole scan: 0 without findings, else the most severe category's code
 // (3 before 4 before 5).

@@ -58,6 +58,17 @@ class ChainStartup : public Startup {
       if (out.exit_code == common::kExitInternal) out.exit_code = common::kExitIntegrity;
       if (out.exit_code == common::kExitIntegrity) out.verdict = "NOT ACCELERATED";
       out.message = chain.status().message();
+      // The admission's own integrity finding names the node-level cause (device nodes, driver)
+      // beside the step's exact error (e.g. the provider's loader text).
+      if (report_.admission) {
+        const auto causes = report_.admission->Causes();
+        if (!causes.empty()) {
+          const policy::Check* c = causes.front();
+          out.message += "; admission: [" + c->id + "] " + c->found;
+          if (!c->required.empty()) out.message += "; required: " + c->required;
+          if (!c->cause.empty()) out.message += "; fix: " + c->cause;
+        }
+      }
       return out;
     }
     chain_.emplace(std::move(chain).value());
