@@ -495,97 +495,126 @@ int EnginesBuild(const GlobalOptions& g, const EngineArgs& a) {
   return common::kExitOk;
 }
 
+// What `engines verify --config` asks for: the engine directory, the precision and the models.
+struct VerifyConfig {
+  std::string engine_dir;
+  std::string precision;
+  YAML::Node models;
+};
+
+Status ReadVerifyConfig(const EngineArgs& a, const runtime::RuntimePolicy& policy,
+                        VerifyConfig* cfg) {
+  TG_ASSIGN_OR_RETURN(YAML::Node doc, common::LoadYamlFile(a.config));
+  TG_ASSIGN_OR_RETURN(common::YamlMap root, common::YamlMap::From(doc, a.config, ""));
+  cfg->engine_dir = policy.tensorrt.engine_dir;
+  cfg->precision = a.precision.empty() ? (policy.tensorrt.fp16 ? "fp16" : "fp32") : a.precision;
+  TG_RETURN_IF_ERROR(root.Get("engine_dir", &cfg->engine_dir));
+  TG_RETURN_IF_ERROR(root.Get("precision", &cfg->precision));
+  if (cfg->precision != "fp32" && cfg->precision != "fp16" && cfg->precision != "int8") {
+    return root.FieldError("precision", "fp32 | fp16 | int8");
+  }
+  TG_ASSIGN_OR_RETURN(cfg->models, root.GetSequence("models", true));
+  return root.Finish();
+}
+
+// The GPU the engine keys are for: the flags when given (both or neither), else the device's own.
+common::Result<runtime::GpuIdentity> EngineGpuIdentity(const GlobalOptions& g, const EngineArgs& a,
+                                                       const runtime::RuntimePolicy& policy) {
+  runtime::GpuIdentity gpu{a.gpu_name, a.compute_capability};
+  if (gpu.name.empty() != gpu.compute_capability.empty()) {
+    return Status::InvalidArg("--gpu-name and --compute-capability go together");
+  }
+  if (gpu.name.empty()) {
+    auto q = runtime::QueryGpuIdentity(g.Loader(), policy.cuda.device_id);
+    if (!q.ok()) {
+      return q.status().WithPrefix(
+          "cannot compute engine keys without the GPU identity "
+          "(pass --gpu-name and --compute-capability)");
+    }
+    gpu = *q;
+  }
+  return gpu;
+}
+
+// What every engine key of one verification shares.
+struct VerifyKeyContext {
+  std::string fingerprint;
+  runtime::GpuIdentity gpu;
+  std::string precision;
+  std::string dir;
+};
+
+// Checks the engine artifacts of models[index] (one per shape set): appends one result each and
+// counts the missing ones; in text mode prints each line as it is checked.
+Status VerifyModelEngines(const GlobalOptions& g, const EngineArgs& a, const YAML::Node& node,
+                          std::size_t index, const VerifyKeyContext& ctx, Json* results,
+                          int* missing) {
+  TG_ASSIGN_OR_RETURN(
+      common::YamlMap m,
+      common::YamlMap::From(node, a.config, "models[" + std::to_string(index) + "]"));
+  std::string model;
+  std::vector<std::string> shape_sets;
+  TG_RETURN_IF_ERROR(m.Get("model", &model, true));
+  TG_RETURN_IF_ERROR(m.Get("shapes", &shape_sets));
+  TG_RETURN_IF_ERROR(m.Finish());
+  if (!model.empty() && model[0] != '/') {
+    // Relative model paths are relative to the config file.
+    const auto slash = a.config.rfind('/');
+    if (slash != std::string::npos) model = a.config.substr(0, slash + 1) + model;
+  }
+  TG_ASSIGN_OR_RETURN(std::string sha, common::Sha256File(model));
+  if (shape_sets.empty()) shape_sets.push_back("");
+  for (const auto& set : shape_sets) {
+    auto shapes = runtime::ParseShapeList(set);
+    if (!shapes.ok()) return m.FieldError("shapes", shapes.status().message());
+    const auto key_in = runtime::MakeEngineKeyInputs(ctx.fingerprint, ctx.gpu, sha, ctx.precision,
+                                                     *shapes, *shapes, *shapes);
+    const std::string key = runtime::EngineKey(key_in);
+    const bool present = runtime::EngineArtifactPresent(ctx.dir, key);
+    if (!present) ++*missing;
+    results->push_back({{"model", model}, {"shapes", set}, {"key", key}, {"present", present}});
+    if (!g.json) {
+      std::cout << (present ? "ok       " : "MISSING  ") << model << " [" << set << "] key " << key
+                << "\n";
+    }
+  }
+  return Status::Ok();
+}
+
 int EnginesVerify(const GlobalOptions& g, const EngineArgs& a) {
   auto policy = runtime::LoadRuntimePolicy(g.policy);
   if (!policy.ok()) return Fail(g, policy.status(), "engines verify");
   if (!a.matrix.empty()) policy->matrix_path = a.matrix;
-  auto doc = common::LoadYamlFile(a.config);
-  if (!doc.ok()) return Fail(g, doc.status(), "engines verify");
-  auto root = common::YamlMap::From(*doc, a.config, "");
-  if (!root.ok()) return Fail(g, root.status(), "engines verify");
-  std::string engine_dir = policy->tensorrt.engine_dir;
-  std::string precision =
-      a.precision.empty() ? (policy->tensorrt.fp16 ? "fp16" : "fp32") : a.precision;
-  Status st = root->Get("engine_dir", &engine_dir);
-  if (st.ok()) st = root->Get("precision", &precision);
-  if (!st.ok()) return Fail(g, st, "engines verify");
-  if (precision != "fp32" && precision != "fp16" && precision != "int8") {
-    return Fail(g, root->FieldError("precision", "fp32 | fp16 | int8"), "engines verify");
-  }
-  auto models = root->GetSequence("models", true);
-  if (!models.ok()) return Fail(g, models.status(), "engines verify");
-  st = root->Finish();
+  VerifyConfig cfg;
+  Status st = ReadVerifyConfig(a, *policy, &cfg);
   if (!st.ok()) return Fail(g, st, "engines verify");
 
   auto fp = runtime::PolicyMatrixFingerprint(policy->matrix_path,
                                              policy->profile == runtime::Profile::kProduction);
   if (!fp.ok()) return Fail(g, fp.status(), "engines verify");
-  runtime::GpuIdentity gpu{a.gpu_name, a.compute_capability};
-  if (gpu.name.empty() != gpu.compute_capability.empty()) {
-    return Fail(g, Status::InvalidArg("--gpu-name and --compute-capability go together"),
-                "engines verify");
-  }
-  if (gpu.name.empty()) {
-    auto q = runtime::QueryGpuIdentity(g.Loader(), policy->cuda.device_id);
-    if (!q.ok()) {
-      return Fail(g,
-                  q.status().WithPrefix("cannot compute engine keys without the GPU identity "
-                                        "(pass --gpu-name and --compute-capability)"),
-                  "engines verify");
-    }
-    gpu = *q;
-  }
-  const std::string dir = runtime::ResolveEngineDir(engine_dir);
+  auto gpu = EngineGpuIdentity(g, a, *policy);
+  if (!gpu.ok()) return Fail(g, gpu.status(), "engines verify");
+  const VerifyKeyContext ctx{*fp, *gpu, cfg.precision, runtime::ResolveEngineDir(cfg.engine_dir)};
   Json results = Json::array();
   int missing = 0;
-  for (std::size_t i = 0; i < models->size(); ++i) {
-    auto m = common::YamlMap::From((*models)[i], a.config, "models[" + std::to_string(i) + "]");
-    if (!m.ok()) return Fail(g, m.status(), "engines verify");
-    std::string model;
-    std::vector<std::string> shape_sets;
-    st = m->Get("model", &model, true);
-    if (st.ok()) st = m->Get("shapes", &shape_sets);
-    if (st.ok()) st = m->Finish();
+  for (std::size_t i = 0; i < cfg.models.size(); ++i) {
+    st = VerifyModelEngines(g, a, cfg.models[i], i, ctx, &results, &missing);
     if (!st.ok()) return Fail(g, st, "engines verify");
-    if (!model.empty() && model[0] != '/') {
-      // Relative model paths are relative to the config file.
-      const auto slash = a.config.rfind('/');
-      if (slash != std::string::npos) model = a.config.substr(0, slash + 1) + model;
-    }
-    auto sha = common::Sha256File(model);
-    if (!sha.ok()) return Fail(g, sha.status(), "engines verify");
-    if (shape_sets.empty()) shape_sets.push_back("");
-    for (const auto& set : shape_sets) {
-      auto shapes = runtime::ParseShapeList(set);
-      if (!shapes.ok()) {
-        return Fail(g, m->FieldError("shapes", shapes.status().message()), "engines verify");
-      }
-      const auto key_in =
-          runtime::MakeEngineKeyInputs(*fp, gpu, *sha, precision, *shapes, *shapes, *shapes);
-      const std::string key = runtime::EngineKey(key_in);
-      const bool present = runtime::EngineArtifactPresent(dir, key);
-      if (!present) ++missing;
-      results.push_back({{"model", model}, {"shapes", set}, {"key", key}, {"present", present}});
-      if (!g.json) {
-        std::cout << (present ? "ok       " : "MISSING  ") << model << " [" << set << "] key "
-                  << key << "\n";
-      }
-    }
   }
   if (g.json) {
     std::cout << Json{{"ok", missing == 0},
                       {"command", "engines verify"},
-                      {"engine_dir", dir},
-                      {"gpu_name", gpu.name},
-                      {"compute_capability", gpu.compute_capability},
-                      {"precision", precision},
+                      {"engine_dir", ctx.dir},
+                      {"gpu_name", ctx.gpu.name},
+                      {"compute_capability", ctx.gpu.compute_capability},
+                      {"precision", ctx.precision},
                       {"missing", missing},
                       {"artifacts", results}}
                      .dump(2)
               << "\n";
   } else {
-    std::cout << (missing ? std::to_string(missing) + " artifact(s) missing in " + dir
-                          : "all artifacts present in " + dir)
+    std::cout << (missing ? std::to_string(missing) + " artifact(s) missing in " + ctx.dir
+                          : "all artifacts present in " + ctx.dir)
               << "\n";
   }
   return missing ? common::kExitIntegrity : common::kExitOk;

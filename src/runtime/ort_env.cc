@@ -179,11 +179,11 @@ common::Result<PreparedProvider> OrtEnvironment::PrepareClassic(const std::strin
   return p;
 }
 
-common::Result<PreparedProvider> OrtEnvironment::PreparePlugin(
-    const std::string& provider, int device_id, const common::LibraryLoader& loader) {
-  PreparedProvider p;
-  p.info.name = provider;
-  p.info.path = AttachPath::kPlugin;
+namespace {
+
+// The provider's plugin library, absolute and normalised, from the loader's search directories.
+common::Result<std::string> FindProviderLibrary(const std::string& provider,
+                                                const common::LibraryLoader& loader) {
   const std::string libname = ProviderLibraryName(provider);
   std::string library = loader.FindInSearchDirs(libname);
   if (library.empty()) {
@@ -192,45 +192,32 @@ common::Result<PreparedProvider> OrtEnvironment::PreparePlugin(
         " not found in the library search path (--lib-path, $TRUEGREEN_LIB_PATH, bundled "
         "third_party/onnxruntime/gpu)");
   }
-  library = std::filesystem::absolute(library).lexically_normal().string();
-  p.info.library = library;
+  return std::filesystem::absolute(library).lexically_normal().string();
+}
 
-  std::string registered;
-  {
-    std::lock_guard<std::mutex> lock(reg_mu_);
-    auto it = registered_.find(provider);
-    if (it != registered_.end()) registered = it->second;
+// ORT loads the provider bridge (libonnxruntime_providers_shared.so) from the directory of
+// the core library it was loaded as, and only from there; preloading the bridge ourselves
+// crashes the provider's initialisers (the host pointer is never set). Check, so a split
+// layout is a named error instead of a crash.
+common::Status RequireBridgeBesideCore(const std::string& provider, const std::string& library) {
+  const std::string ort_dir = OrtRuntimeDir();
+  if (!ort_dir.empty() && !std::filesystem::exists(ort_dir + "/" + kSharedProviderLib)) {
+    return common::Status::Unavailable(
+        provider + ": ONNX Runtime was loaded from " + ort_dir + ", which has no " +
+        kSharedProviderLib + "; the GPU provider library " + library +
+        " can only be registered when the provider libraries sit next to libonnxruntime.so "
+        "(put them in one directory and pass it with --lib-path)");
   }
-  if (registered.empty()) {
-    TG_RETURN_IF_ERROR(PreloadDependencies(provider, library, loader));
-    // ORT loads the provider bridge (libonnxruntime_providers_shared.so) from the directory of
-    // the core library it was loaded as, and only from there; preloading the bridge ourselves
-    // crashes the provider's initialisers (the host pointer is never set). Check, so a split
-    // layout is a named error instead of a crash.
-    const std::string ort_dir = OrtRuntimeDir();
-    if (!ort_dir.empty() && !std::filesystem::exists(ort_dir + "/" + kSharedProviderLib)) {
-      return common::Status::Unavailable(
-          provider + ": ONNX Runtime was loaded from " + ort_dir + ", which has no " +
-          kSharedProviderLib + "; the GPU provider library " + library +
-          " can only be registered when the provider libraries sit next to libonnxruntime.so "
-          "(put them in one directory and pass it with --lib-path)");
-    }
-    const OrtApi& api = Ort::GetApi();
-    const std::string reg_name = "truegreen." + provider;
-    common::Status st = FromOrtStatus(
-        &api, api.RegisterExecutionProviderLibrary(*env_, reg_name.c_str(), library.c_str()),
-        provider + ": registering plugin library " + library);
-    if (!st.ok()) return common::Status::Unavailable(st.message());
-    std::lock_guard<std::mutex> lock(reg_mu_);
-    registered_[provider] = library;
-  } else if (registered != library) {
-    return common::Status::InvalidArg(provider + ": already registered from " + registered +
-                                      " in this process; cannot also use " + library);
-  }
+  return common::Status::Ok();
+}
 
+// The `device_id`-th GPU device that `provider` offers after registration; the error lists
+// every device GetEpDevices offered.
+common::Result<Ort::ConstEpDevice> ChooseGpuDevice(Ort::Env& env, const std::string& provider,
+                                                   int device_id) {
   std::vector<Ort::ConstEpDevice> devices;
   try {
-    devices = env_->GetEpDevices();
+    devices = env.GetEpDevices();
   } catch (const Ort::Exception& ex) {
     return common::Status::Unavailable(provider + ": GetEpDevices failed: " + ex.what());
   }
@@ -256,12 +243,47 @@ common::Result<PreparedProvider> OrtEnvironment::PreparePlugin(
                                        " requested but only " + std::to_string(gpus.size()) +
                                        " GPU EP device(s) offered");
   }
+  return gpus[static_cast<std::size_t>(device_id)];
+}
+
+}  // namespace
+
+common::Result<PreparedProvider> OrtEnvironment::PreparePlugin(
+    const std::string& provider, int device_id, const common::LibraryLoader& loader) {
+  PreparedProvider p;
+  p.info.name = provider;
+  p.info.path = AttachPath::kPlugin;
+  TG_ASSIGN_OR_RETURN(const std::string library, FindProviderLibrary(provider, loader));
+  p.info.library = library;
+
+  std::string registered;
+  {
+    std::lock_guard<std::mutex> lock(reg_mu_);
+    auto it = registered_.find(provider);
+    if (it != registered_.end()) registered = it->second;
+  }
+  if (registered.empty()) {
+    TG_RETURN_IF_ERROR(PreloadDependencies(provider, library, loader));
+    TG_RETURN_IF_ERROR(RequireBridgeBesideCore(provider, library));
+    const OrtApi& api = Ort::GetApi();
+    const std::string reg_name = "truegreen." + provider;
+    common::Status st = FromOrtStatus(
+        &api, api.RegisterExecutionProviderLibrary(*env_, reg_name.c_str(), library.c_str()),
+        provider + ": registering plugin library " + library);
+    if (!st.ok()) return common::Status::Unavailable(st.message());
+    std::lock_guard<std::mutex> lock(reg_mu_);
+    registered_[provider] = library;
+  } else if (registered != library) {
+    return common::Status::InvalidArg(provider + ": already registered from " + registered +
+                                      " in this process; cannot also use " + library);
+  }
+
+  TG_ASSIGN_OR_RETURN(const Ort::ConstEpDevice chosen, ChooseGpuDevice(*env_, provider, device_id));
   // Only now, with a GPU to run on, does the core's flavor matter: a CPU-built core would let the
   // provider crash the process inside the core on its first Slice/Einsum/Tile/Resize.
   if (!UnhostableCoreAllowed()) {
     TG_RETURN_IF_ERROR(CoreCanHost(load_.providers, load_.library_path, provider, library));
   }
-  const Ort::ConstEpDevice chosen = gpus[static_cast<std::size_t>(device_id)];
   p.ep_devices.push_back(chosen);
   p.info.device = Describe(chosen);
   const OrtApi& api = Ort::GetApi();

@@ -455,6 +455,53 @@ void MarkDegraded(bool placement_known, const std::vector<NodePlacement>& nodes,
   }
 }
 
+// The model's graph, read only when a check needs it (attention analysis, placement from the
+// log); fills rep->attention when asked for.
+Status ReadGraphForChecks(const std::string& model_path, const OpenOptions& options,
+                          std::optional<OnnxGraphSummary>* graph, SessionReport* rep) {
+  if (options.attention_check || options.placement_from_log) {
+    auto g = ReadOnnxGraph(model_path);
+    if (!g.ok()) return g.status();
+    *graph = std::move(g).value();
+    if (options.attention_check) rep->attention = AnalyzeAttention(**graph);
+  }
+  return Status::Ok();
+}
+
+// Creates the ORT session into impl->session while capturing what ORT logs for `logid` (the
+// placement log) into *logs; maps ORT's refusals to our codes.
+Status CreateOrtSession(internal::OrtEnvironment& env, const std::string& model_path,
+                        const Ort::SessionOptions& so, const std::string& logid,
+                        Session::Impl* impl, std::vector<std::string>* logs) {
+  env.BeginCapture(logid);
+  try {
+    impl->session = std::make_unique<Ort::Session>(env.env(), model_path.c_str(), so);
+  } catch (const Ort::Exception& ex) {
+    env.EndCapture(logid);
+    const std::string msg = ex.what();
+    if (msg.find("fallback to CPU EP has been explicitly disabled") != std::string::npos) {
+      return Status::Unavailable("placement: " + model_path + ": " + msg);
+    }
+    // ORT reports a model it refuses to load (unsupported IR version, cyclic graph, external
+    // data outside the model folder) as ORT_FAIL; that is bad input (exit 2), not our bug.
+    if (ex.GetOrtErrorCode() == ORT_FAIL &&
+        (msg.rfind("Load model from", 0) == 0 || msg.find("External data") != std::string::npos ||
+         msg.find("invalid model") != std::string::npos)) {
+      return Status::InvalidArg(model_path + ": ONNX Runtime cannot load this model: " + msg);
+    }
+    return FromOrtException(ex, "creating session for " + model_path);
+  }
+  *logs = env.EndCapture(logid);
+  return Status::Ok();
+}
+
+// The UNAVAILABLE status for a violated placement policy, one violation per line.
+Status PlacementViolation(const PlacementReport& pl, const std::string& model_path) {
+  std::string v;
+  for (const auto& x : pl.violations) v += "\n  - " + x;
+  return Status::Unavailable("placement policy violated for " + model_path + ":" + v);
+}
+
 }  // namespace
 
 Result<Session> SessionFactory::OpenForDiagnosis(const std::string& model_path,
@@ -478,37 +525,15 @@ Result<Session> SessionFactory::OpenForDiagnosis(const std::string& model_path,
   rep.ort_version = impl_->env->load().version;
 
   std::optional<OnnxGraphSummary> graph;
-  if (options.attention_check || options.placement_from_log) {
-    auto g = ReadOnnxGraph(model_path);
-    if (!g.ok()) return g.status();
-    graph = std::move(g).value();
-    if (options.attention_check) rep.attention = AnalyzeAttention(*graph);
-  }
+  TG_RETURN_IF_ERROR(ReadGraphForChecks(model_path, options, &graph, &rep));
 
   Ort::SessionOptions so;
   const std::string logid = impl_->env->NewLogId();
   TG_RETURN_IF_ERROR(ApplySessionOptions(pol, options, logid, &so));
   TG_RETURN_IF_ERROR(AttachProviders(*impl_, model_path, options, &so, impl.get()));
 
-  impl_->env->BeginCapture(logid);
-  try {
-    impl->session = std::make_unique<Ort::Session>(impl_->env->env(), model_path.c_str(), so);
-  } catch (const Ort::Exception& ex) {
-    impl_->env->EndCapture(logid);
-    const std::string msg = ex.what();
-    if (msg.find("fallback to CPU EP has been explicitly disabled") != std::string::npos) {
-      return Status::Unavailable("placement: " + model_path + ": " + msg);
-    }
-    // ORT reports a model it refuses to load (unsupported IR version, cyclic graph, external
-    // data outside the model folder) as ORT_FAIL; that is bad input (exit 2), not our bug.
-    if (ex.GetOrtErrorCode() == ORT_FAIL &&
-        (msg.rfind("Load model from", 0) == 0 || msg.find("External data") != std::string::npos ||
-         msg.find("invalid model") != std::string::npos)) {
-      return Status::InvalidArg(model_path + ": ONNX Runtime cannot load this model: " + msg);
-    }
-    return FromOrtException(ex, "creating session for " + model_path);
-  }
-  const std::vector<std::string> logs = impl_->env->EndCapture(logid);
+  std::vector<std::string> logs;
+  TG_RETURN_IF_ERROR(CreateOrtSession(*impl_->env, model_path, so, logid, impl.get(), &logs));
 
   std::vector<NodePlacement> nodes;
   std::string source = "unavailable";
@@ -531,12 +556,7 @@ Result<Session> SessionFactory::OpenForDiagnosis(const std::string& model_path,
   if (rep.degraded) {
     spdlog::warn("runtime: DEGRADED session for {}: {}", model_path, rep.degraded_reason);
   }
-  const PlacementReport& pl = rep.placement;
-  if (!pl.ok) {
-    std::string v;
-    for (const auto& x : pl.violations) v += "\n  - " + x;
-    *violation = Status::Unavailable("placement policy violated for " + model_path + ":" + v);
-  }
+  if (!rep.placement.ok) *violation = PlacementViolation(rep.placement, model_path);
   Session s;
   s.impl_ = std::move(impl);
   return s;

@@ -316,16 +316,11 @@ std::vector<const runtime::SessionReport*> SdModel::reports() const {
   return r;
 }
 
-Result<std::unique_ptr<SdModel>> LoadSdModel(const std::string& dir,
-                                             const runtime::SessionFactory& factory) {
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) {
-    return Status::NotFound("Stable Diffusion pipeline folder not found: " + dir);
-  }
-  auto m = std::make_unique<SdModel>();
-  m->dir = dir;
+namespace {
 
-  // model_index.json: pipeline class (legacy export: OnnxStableDiffusionPipeline).
+// Reads model_index.json: the pipeline class (legacy export: OnnxStableDiffusionPipeline) and a
+// type check of force_zeros_for_empty_prompt. Returns the parsed index for later defaults.
+Result<Json> ReadModelIndex(const std::string& dir, SdModel* m) {
   TG_RETURN_IF_ERROR(RequireFile(dir, "model_index.json"));
   TG_ASSIGN_OR_RETURN(Json index,
                       common::LoadJsonFile((fs::path(dir) / "model_index.json").string()));
@@ -346,8 +341,13 @@ Result<std::unique_ptr<SdModel>> LoadSdModel(const std::string& dir,
     return Status::InvalidArg(index_path + ": field 'force_zeros_for_empty_prompt': found " +
                               std::string(it->type_name()) + ", required true or false");
   }
-  // Component config.json files are optional, but one that is present must be a JSON object:
-  // a malformed file is reported, not skipped.
+  return index;
+}
+
+// Component config.json files are optional, but one that is present must be a JSON object:
+// a malformed file is reported, not skipped.
+Status CheckComponentConfigs(const std::string& dir) {
+  std::error_code ec;
   for (const char* part : {"unet", "text_encoder", "text_encoder_2", "vae_decoder"}) {
     const fs::path cfg = fs::path(dir) / part / "config.json";
     if (!fs::exists(fs::symlink_status(cfg, ec))) continue;
@@ -357,9 +357,11 @@ Result<std::unique_ptr<SdModel>> LoadSdModel(const std::string& dir,
                                 ", required a JSON object");
     }
   }
-  m->style = m->pipeline_class.rfind("Onnx", 0) == 0 ? ExportStyle::kLegacy : ExportStyle::kOptimum;
+  return Status::Ok();
+}
 
-  // Check the layout before opening anything so a missing part is named, not an ORT error.
+// Check the layout before opening anything so a missing part is named, not an ORT error.
+Status CheckPipelineLayout(const std::string& dir) {
   TG_RETURN_IF_ERROR(RequireDir(dir, "text_encoder", "CLIP text encoder"));
   TG_RETURN_IF_ERROR(RequireDir(dir, "unet", "denoising UNet"));
   TG_RETURN_IF_ERROR(RequireDir(dir, "vae_decoder", "VAE decoder"));
@@ -370,43 +372,40 @@ Result<std::unique_ptr<SdModel>> LoadSdModel(const std::string& dir,
                         "tokenizer/vocab.json", "tokenizer/merges.txt"}) {
     TG_RETURN_IF_ERROR(RequireFile(dir, f));
   }
+  return Status::Ok();
+}
 
-  TG_ASSIGN_OR_RETURN(
-      m->scheduler_config,
-      LoadSchedulerConfig((fs::path(dir) / "scheduler" / "scheduler_config.json").string()));
-  TG_ASSIGN_OR_RETURN(ClipTokenizer tok,
-                      ClipTokenizer::Load((fs::path(dir) / "tokenizer").string()));
-  m->tokenizer.emplace(std::move(tok));
-
-  // The UNet decides the variant: SDXL takes text_embeds and time_ids.
-  TG_ASSIGN_OR_RETURN(m->unet, LoadUnet(factory, dir));
-  const bool sdxl = !m->unet.text_embeds_name.empty();
-  if (sdxl) {
-    TG_RETURN_IF_ERROR(RequireDir(dir, "text_encoder_2", "SDXL second text encoder"));
-    TG_RETURN_IF_ERROR(RequireDir(dir, "tokenizer_2", "SDXL second tokenizer"));
-    TG_RETURN_IF_ERROR(RequireFile(dir, "text_encoder_2/model.onnx"));
+// SDXL: loads tokenizer_2 and text_encoder_2, widens *context by its hidden size (-1 when either
+// width is unknown) and checks its pooled width against the UNet's text_embeds.
+Status LoadSdxlSecondEncoder(const runtime::SessionFactory& factory, const std::string& dir,
+                             SdModel* m, std::int64_t* context) {
+  TG_ASSIGN_OR_RETURN(ClipTokenizer tok2,
+                      ClipTokenizer::Load((fs::path(dir) / "tokenizer_2").string()));
+  m->tokenizer_2.emplace(std::move(tok2));
+  TG_ASSIGN_OR_RETURN(TextEncoderPart te2,
+                      LoadTextEncoder(factory, dir, "text_encoder_2", true, true));
+  m->text_encoder_2.emplace(std::move(te2));
+  if (*context > 0 && m->text_encoder_2->hidden_size > 0) {
+    *context += m->text_encoder_2->hidden_size;
+  } else {
+    *context = -1;
   }
+  if (m->text_encoder_2->pooled_size > 0 && m->unet.text_embeds_size > 0 &&
+      m->text_encoder_2->pooled_size != m->unet.text_embeds_size) {
+    return ShapeMismatch("text_encoder_2/model.onnx output text_embeds width",
+                         m->text_encoder_2->pooled_size, "unet/model.onnx input text_embeds width",
+                         m->unet.text_embeds_size);
+  }
+  return Status::Ok();
+}
+
+// Loads the text encoder(s) after the UNet and checks that their hidden width matches the UNet's
+// encoder_hidden_states. Returns the text-side context width (-1 when unknown).
+Result<std::int64_t> LoadTextEncoders(const runtime::SessionFactory& factory,
+                                      const std::string& dir, bool sdxl, SdModel* m) {
   TG_ASSIGN_OR_RETURN(m->text_encoder, LoadTextEncoder(factory, dir, "text_encoder", sdxl, false));
   std::int64_t context = m->text_encoder.hidden_size;
-  if (sdxl) {
-    TG_ASSIGN_OR_RETURN(ClipTokenizer tok2,
-                        ClipTokenizer::Load((fs::path(dir) / "tokenizer_2").string()));
-    m->tokenizer_2.emplace(std::move(tok2));
-    TG_ASSIGN_OR_RETURN(TextEncoderPart te2,
-                        LoadTextEncoder(factory, dir, "text_encoder_2", true, true));
-    m->text_encoder_2.emplace(std::move(te2));
-    if (context > 0 && m->text_encoder_2->hidden_size > 0) {
-      context += m->text_encoder_2->hidden_size;
-    } else {
-      context = -1;
-    }
-    if (m->text_encoder_2->pooled_size > 0 && m->unet.text_embeds_size > 0 &&
-        m->text_encoder_2->pooled_size != m->unet.text_embeds_size) {
-      return ShapeMismatch("text_encoder_2/model.onnx output text_embeds width",
-                           m->text_encoder_2->pooled_size,
-                           "unet/model.onnx input text_embeds width", m->unet.text_embeds_size);
-    }
-  }
+  if (sdxl) TG_RETURN_IF_ERROR(LoadSdxlSecondEncoder(factory, dir, m, &context));
   if (context > 0 && m->unet.context_size > 0 && context != m->unet.context_size) {
     return ShapeMismatch(std::string(sdxl ? "the concatenated text encoder hidden states width"
                                           : "text_encoder/model.onnx output " +
@@ -414,8 +413,11 @@ Result<std::unique_ptr<SdModel>> LoadSdModel(const std::string& dir,
                          context, "unet/model.onnx input encoder_hidden_states width",
                          m->unet.context_size);
   }
-  TG_ASSIGN_OR_RETURN(m->vae, LoadVae(factory, dir));
+  return context;
+}
 
+// Variant, precision and the variant's published defaults (size, guidance, empty-prompt zeros).
+void SetVariantDefaults(const Json& index, bool sdxl, std::int64_t context, SdModel* m) {
   const std::int64_t width = context > 0 ? context : m->unet.context_size;
   m->variant = sdxl ? SdVariant::kSdxl : (width == 1024 ? SdVariant::kSd2 : SdVariant::kSd1);
   m->fp16 = m->unet.sample_dtype == DataType::kFloat16;
@@ -432,9 +434,12 @@ Result<std::unique_ptr<SdModel>> LoadSdModel(const std::string& dir,
       m->force_zeros_for_empty_prompt = it->get<bool>();
     }
   }
+}
 
-  // VAE scaling factor from vae_decoder/config.json (Optimum writes it); the variant's published
-  // constant otherwise (legacy exports have no config).
+// VAE scaling factor from vae_decoder/config.json (Optimum writes it); the variant's published
+// constant otherwise (legacy exports have no config).
+Status SetVaeScaling(const std::string& dir, bool sdxl, SdModel* m) {
+  std::error_code ec;
   m->vae.scaling_factor = sdxl ? 0.13025 : 0.18215;
   m->vae.scaling_source = "default for " + std::string(SdVariantName(m->variant));
   const fs::path vae_cfg = fs::path(dir) / "vae_decoder" / "config.json";
@@ -449,6 +454,45 @@ Result<std::unique_ptr<SdModel>> LoadSdModel(const std::string& dir,
       m->vae.scaling_source = "vae_decoder/config.json";
     }
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<SdModel>> LoadSdModel(const std::string& dir,
+                                             const runtime::SessionFactory& factory) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    return Status::NotFound("Stable Diffusion pipeline folder not found: " + dir);
+  }
+  auto m = std::make_unique<SdModel>();
+  m->dir = dir;
+
+  TG_ASSIGN_OR_RETURN(Json index, ReadModelIndex(dir, m.get()));
+  TG_RETURN_IF_ERROR(CheckComponentConfigs(dir));
+  m->style = m->pipeline_class.rfind("Onnx", 0) == 0 ? ExportStyle::kLegacy : ExportStyle::kOptimum;
+  TG_RETURN_IF_ERROR(CheckPipelineLayout(dir));
+
+  TG_ASSIGN_OR_RETURN(
+      m->scheduler_config,
+      LoadSchedulerConfig((fs::path(dir) / "scheduler" / "scheduler_config.json").string()));
+  TG_ASSIGN_OR_RETURN(ClipTokenizer tok,
+                      ClipTokenizer::Load((fs::path(dir) / "tokenizer").string()));
+  m->tokenizer.emplace(std::move(tok));
+
+  // The UNet decides the variant: SDXL takes text_embeds and time_ids.
+  TG_ASSIGN_OR_RETURN(m->unet, LoadUnet(factory, dir));
+  const bool sdxl = !m->unet.text_embeds_name.empty();
+  if (sdxl) {
+    TG_RETURN_IF_ERROR(RequireDir(dir, "text_encoder_2", "SDXL second text encoder"));
+    TG_RETURN_IF_ERROR(RequireDir(dir, "tokenizer_2", "SDXL second tokenizer"));
+    TG_RETURN_IF_ERROR(RequireFile(dir, "text_encoder_2/model.onnx"));
+  }
+  TG_ASSIGN_OR_RETURN(const std::int64_t context, LoadTextEncoders(factory, dir, sdxl, m.get()));
+  TG_ASSIGN_OR_RETURN(m->vae, LoadVae(factory, dir));
+
+  SetVariantDefaults(index, sdxl, context, m.get());
+  TG_RETURN_IF_ERROR(SetVaeScaling(dir, sdxl, m.get()));
   spdlog::debug("loaded {} pipeline {} ({} export, {})", SdVariantName(m->variant), dir,
                 ExportStyleName(m->style), m->fp16 ? "fp16" : "fp32");
   return m;

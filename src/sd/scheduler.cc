@@ -161,6 +161,126 @@ class FieldReader {
   std::string source_;
 };
 
+// The training noise schedule and what the model predicts.
+Status ReadNoiseSchedule(const Json& j, const FieldReader& r, const std::string& source,
+                         SchedulerConfig* c) {
+  std::string s;
+  if (r.Has("_class_name")) {
+    if (!j["_class_name"].is_string()) return r.Bad("_class_name", "a string");
+    c->class_name = j["_class_name"].get<std::string>();
+  }
+  TG_RETURN_IF_ERROR(r.Int("num_train_timesteps", 1, 100000, &c->num_train_timesteps));
+  TG_RETURN_IF_ERROR(r.Number("beta_start", 1e-12, 0.999, &c->beta_start));
+  TG_RETURN_IF_ERROR(r.Number("beta_end", 1e-12, 0.999, &c->beta_end));
+  if (r.Has("beta_schedule")) {
+    TG_RETURN_IF_ERROR(
+        r.Enum("beta_schedule", {"linear", "scaled_linear", "squaredcos_cap_v2"}, &s));
+    c->beta_schedule = s == "linear"          ? BetaSchedule::kLinear
+                       : s == "scaled_linear" ? BetaSchedule::kScaledLinear
+                                              : BetaSchedule::kSquaredCosCapV2;
+  }
+  if (r.Has("trained_betas")) {
+    const Json& tb = j["trained_betas"];
+    bool ok = tb.is_array() && tb.size() == static_cast<std::size_t>(c->num_train_timesteps);
+    for (std::size_t i = 0; ok && i < tb.size(); ++i) {
+      ok = tb[i].is_number() && tb[i].get<double>() > 0 && tb[i].get<double>() < 1;
+      if (ok) c->trained_betas.push_back(tb[i].get<double>());
+    }
+    if (!ok) {
+      return Status::InvalidArg(source + ": field 'trained_betas': required null or an array of " +
+                                std::to_string(c->num_train_timesteps) +
+                                " numbers in (0, 1) (num_train_timesteps)");
+    }
+  }
+  if (r.Has("timestep_spacing")) {
+    TG_RETURN_IF_ERROR(r.Enum("timestep_spacing", {"leading", "trailing", "linspace"}, &s));
+    c->timestep_spacing = s == "leading"    ? TimestepSpacing::kLeading
+                          : s == "trailing" ? TimestepSpacing::kTrailing
+                                            : TimestepSpacing::kLinspace;
+  }
+  TG_RETURN_IF_ERROR(r.Int("steps_offset", 0, 1000, &c->steps_offset));
+  if (r.Has("prediction_type")) {
+    TG_RETURN_IF_ERROR(r.Enum("prediction_type", {"epsilon", "v_prediction", "sample"}, &s));
+    c->prediction_type = s == "epsilon"        ? PredictionType::kEpsilon
+                         : s == "v_prediction" ? PredictionType::kVPrediction
+                                               : PredictionType::kSample;
+  }
+  if (r.Has("set_alpha_to_one")) {
+    bool b = false;
+    TG_RETURN_IF_ERROR(r.Bool("set_alpha_to_one", &b));
+    c->set_alpha_to_one = b;
+  }
+  return Status::Ok();
+}
+
+// Sampler options: clipping, sigmas, solver order and type.
+Status ReadSamplerOptions(const Json& j, const FieldReader& r, SchedulerConfig* c) {
+  std::string s;
+  c->clip_sample_set = r.Has("clip_sample");
+  TG_RETURN_IF_ERROR(r.Bool("clip_sample", &c->clip_sample));
+  TG_RETURN_IF_ERROR(r.Number("clip_sample_range", 1e-6, 1e6, &c->clip_sample_range));
+  TG_RETURN_IF_ERROR(r.Bool("skip_prk_steps", &c->skip_prk_steps));
+  TG_RETURN_IF_ERROR(r.Bool("use_karras_sigmas", &c->use_karras_sigmas));
+  TG_RETURN_IF_ERROR(r.Bool("lower_order_final", &c->lower_order_final));
+  TG_RETURN_IF_ERROR(r.Bool("euler_at_final", &c->euler_at_final));
+  if (r.Has("final_sigmas_type")) {
+    TG_RETURN_IF_ERROR(r.Enum("final_sigmas_type", {"zero", "sigma_min"}, &s));
+    c->final_sigmas_zero = s == "zero";
+  }
+  if (r.Has("interpolation_type")) {
+    TG_RETURN_IF_ERROR(r.Enum("interpolation_type", {"linear", "log_linear"}, &s));
+    c->interpolation_linear = s == "linear";
+  }
+  if (r.Has("solver_type")) {
+    // diffusers maps the UniPC/DEIS names to midpoint.
+    TG_RETURN_IF_ERROR(r.Enum("solver_type", {"midpoint", "heun", "logrho", "bh1", "bh2"}, &s));
+    c->solver_heun = s == "heun";
+  }
+  for (const char* key : {"sigma_min", "sigma_max"}) {
+    if (r.Has(key)) {
+      double v = 0;
+      TG_RETURN_IF_ERROR(r.Number(key, 1e-9, 1e9, &v));
+      (std::string_view(key) == "sigma_min" ? c->sigma_min : c->sigma_max) = v;
+    }
+  }
+  if (r.Has("lambda_min_clipped")) {
+    const Json& v = j["lambda_min_clipped"];
+    if (v.is_string() && v.get<std::string>() == "-Infinity") {
+      c->lambda_min_clipped = -std::numeric_limits<double>::infinity();
+    } else if (v.is_number()) {
+      c->lambda_min_clipped = v.get<double>();
+    } else {
+      return r.Bad("lambda_min_clipped", "a number or -Infinity");
+    }
+  }
+  return Status::Ok();
+}
+
+// Options this build does not implement are refused by name rather than ignored.
+Status RefuseUnsupportedOptions(const Json& j, const FieldReader& r, const std::string& source,
+                                SchedulerConfig* c) {
+  std::string s;
+  for (const char* key :
+       {"thresholding", "rescale_betas_zero_snr", "use_exponential_sigmas", "use_beta_sigmas",
+        "use_lu_lambdas", "use_flow_sigmas", "use_dynamic_shifting"}) {
+    TG_RETURN_IF_ERROR(r.MustBeOff(key));
+  }
+  if (r.Has("timestep_type")) {
+    TG_RETURN_IF_ERROR(r.Enum("timestep_type", {"discrete", "continuous"}, &s));
+    if (s == "continuous" && c->prediction_type == PredictionType::kVPrediction) {
+      return Status::Unsupported(source +
+                                 ": field 'timestep_type': found \"continuous\" with "
+                                 "v_prediction; not implemented (required \"discrete\")");
+    }
+  }
+  if (r.Has("variance_type")) {
+    return Status::Unsupported(source + ": field 'variance_type': found " +
+                               j["variance_type"].dump() +
+                               "; learned variance is not implemented (required null)");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<SchedulerConfig> ParseSchedulerConfig(const std::string& json_text,
@@ -173,107 +293,9 @@ Result<SchedulerConfig> ParseSchedulerConfig(const std::string& json_text,
   SchedulerConfig c;
   c.source = source;
   FieldReader r(j, source);
-  if (r.Has("_class_name")) {
-    if (!j["_class_name"].is_string()) return r.Bad("_class_name", "a string");
-    c.class_name = j["_class_name"].get<std::string>();
-  }
-  TG_RETURN_IF_ERROR(r.Int("num_train_timesteps", 1, 100000, &c.num_train_timesteps));
-  TG_RETURN_IF_ERROR(r.Number("beta_start", 1e-12, 0.999, &c.beta_start));
-  TG_RETURN_IF_ERROR(r.Number("beta_end", 1e-12, 0.999, &c.beta_end));
-  std::string s;
-  if (r.Has("beta_schedule")) {
-    TG_RETURN_IF_ERROR(
-        r.Enum("beta_schedule", {"linear", "scaled_linear", "squaredcos_cap_v2"}, &s));
-    c.beta_schedule = s == "linear"          ? BetaSchedule::kLinear
-                      : s == "scaled_linear" ? BetaSchedule::kScaledLinear
-                                             : BetaSchedule::kSquaredCosCapV2;
-  }
-  if (r.Has("trained_betas")) {
-    const Json& tb = j["trained_betas"];
-    bool ok = tb.is_array() && tb.size() == static_cast<std::size_t>(c.num_train_timesteps);
-    for (std::size_t i = 0; ok && i < tb.size(); ++i) {
-      ok = tb[i].is_number() && tb[i].get<double>() > 0 && tb[i].get<double>() < 1;
-      if (ok) c.trained_betas.push_back(tb[i].get<double>());
-    }
-    if (!ok) {
-      return Status::InvalidArg(source + ": field 'trained_betas': required null or an array of " +
-                                std::to_string(c.num_train_timesteps) +
-                                " numbers in (0, 1) (num_train_timesteps)");
-    }
-  }
-  if (r.Has("timestep_spacing")) {
-    TG_RETURN_IF_ERROR(r.Enum("timestep_spacing", {"leading", "trailing", "linspace"}, &s));
-    c.timestep_spacing = s == "leading"    ? TimestepSpacing::kLeading
-                         : s == "trailing" ? TimestepSpacing::kTrailing
-                                           : TimestepSpacing::kLinspace;
-  }
-  TG_RETURN_IF_ERROR(r.Int("steps_offset", 0, 1000, &c.steps_offset));
-  if (r.Has("prediction_type")) {
-    TG_RETURN_IF_ERROR(r.Enum("prediction_type", {"epsilon", "v_prediction", "sample"}, &s));
-    c.prediction_type = s == "epsilon"        ? PredictionType::kEpsilon
-                        : s == "v_prediction" ? PredictionType::kVPrediction
-                                              : PredictionType::kSample;
-  }
-  if (r.Has("set_alpha_to_one")) {
-    bool b = false;
-    TG_RETURN_IF_ERROR(r.Bool("set_alpha_to_one", &b));
-    c.set_alpha_to_one = b;
-  }
-  c.clip_sample_set = r.Has("clip_sample");
-  TG_RETURN_IF_ERROR(r.Bool("clip_sample", &c.clip_sample));
-  TG_RETURN_IF_ERROR(r.Number("clip_sample_range", 1e-6, 1e6, &c.clip_sample_range));
-  TG_RETURN_IF_ERROR(r.Bool("skip_prk_steps", &c.skip_prk_steps));
-  TG_RETURN_IF_ERROR(r.Bool("use_karras_sigmas", &c.use_karras_sigmas));
-  TG_RETURN_IF_ERROR(r.Bool("lower_order_final", &c.lower_order_final));
-  TG_RETURN_IF_ERROR(r.Bool("euler_at_final", &c.euler_at_final));
-  if (r.Has("final_sigmas_type")) {
-    TG_RETURN_IF_ERROR(r.Enum("final_sigmas_type", {"zero", "sigma_min"}, &s));
-    c.final_sigmas_zero = s == "zero";
-  }
-  if (r.Has("interpolation_type")) {
-    TG_RETURN_IF_ERROR(r.Enum("interpolation_type", {"linear", "log_linear"}, &s));
-    c.interpolation_linear = s == "linear";
-  }
-  if (r.Has("solver_type")) {
-    // diffusers maps the UniPC/DEIS names to midpoint.
-    TG_RETURN_IF_ERROR(r.Enum("solver_type", {"midpoint", "heun", "logrho", "bh1", "bh2"}, &s));
-    c.solver_heun = s == "heun";
-  }
-  for (const char* key : {"sigma_min", "sigma_max"}) {
-    if (r.Has(key)) {
-      double v = 0;
-      TG_RETURN_IF_ERROR(r.Number(key, 1e-9, 1e9, &v));
-      (std::string_view(key) == "sigma_min" ? c.sigma_min : c.sigma_max) = v;
-    }
-  }
-  if (r.Has("lambda_min_clipped")) {
-    const Json& v = j["lambda_min_clipped"];
-    if (v.is_string() && v.get<std::string>() == "-Infinity") {
-      c.lambda_min_clipped = -std::numeric_limits<double>::infinity();
-    } else if (v.is_number()) {
-      c.lambda_min_clipped = v.get<double>();
-    } else {
-      return r.Bad("lambda_min_clipped", "a number or -Infinity");
-    }
-  }
-  for (const char* key :
-       {"thresholding", "rescale_betas_zero_snr", "use_exponential_sigmas", "use_beta_sigmas",
-        "use_lu_lambdas", "use_flow_sigmas", "use_dynamic_shifting"}) {
-    TG_RETURN_IF_ERROR(r.MustBeOff(key));
-  }
-  if (r.Has("timestep_type")) {
-    TG_RETURN_IF_ERROR(r.Enum("timestep_type", {"discrete", "continuous"}, &s));
-    if (s == "continuous" && c.prediction_type == PredictionType::kVPrediction) {
-      return Status::Unsupported(source +
-                                 ": field 'timestep_type': found \"continuous\" with "
-                                 "v_prediction; not implemented (required \"discrete\")");
-    }
-  }
-  if (r.Has("variance_type")) {
-    return Status::Unsupported(source + ": field 'variance_type': found " +
-                               j["variance_type"].dump() +
-                               "; learned variance is not implemented (required null)");
-  }
+  TG_RETURN_IF_ERROR(ReadNoiseSchedule(j, r, source, &c));
+  TG_RETURN_IF_ERROR(ReadSamplerOptions(j, r, &c));
+  TG_RETURN_IF_ERROR(RefuseUnsupportedOptions(j, r, source, &c));
   return c;
 }
 

@@ -395,6 +395,17 @@ struct ClipTokenizer::Impl {
 
   void Bpe(std::string_view word, std::vector<std::int32_t>* out) const;
   void EncodeWord(std::string_view word, std::vector<std::int32_t>* out) const;
+
+  // Loading steps of ClipTokenizer::LoadFiles, in order; each names the file in its error.
+  struct SpecialTokenNames {
+    std::string bos{kStartOfText}, eos{kEndOfText}, unk{kEndOfText};
+    std::optional<std::string> pad;
+  };
+  Status ReadVocab(const std::string& vocab_path);
+  Status ReadMerges(const std::string& merges_path);
+  Status ReadTokenizerConfig(const std::string& config_path, SpecialTokenNames* names);
+  Status ResolveSpecialTokens(const SpecialTokenNames& names, const std::string& vocab_path,
+                              const std::string& config_path);
 };
 
 void ClipTokenizer::Impl::Bpe(std::string_view word, std::vector<std::int32_t>* out) const {
@@ -483,15 +494,12 @@ Result<ClipTokenizer> ClipTokenizer::Load(const std::string& dir) {
   return r;
 }
 
-Result<ClipTokenizer> ClipTokenizer::LoadFiles(const std::string& vocab_path,
-                                               const std::string& merges_path,
-                                               const std::string& config_path) {
-  auto impl = std::make_shared<Impl>();
+Status ClipTokenizer::Impl::ReadVocab(const std::string& vocab_path) {
   // vocab.json: streamed (SAX) straight into the map — building a DOM of 49 408 entries first
   // costs several times more, which matters for every process that loads a pipeline.
   TG_ASSIGN_OR_RETURN(std::string vocab_text, common::ReadFileLimited(vocab_path, kMaxVocabBytes));
-  impl->vocab.reserve(65536);
-  VocabSax sax(vocab_path, &impl->vocab);
+  vocab.reserve(65536);
+  VocabSax sax(vocab_path, &vocab);
   Json::sax_parse(vocab_text, &sax, Json::input_format_t::json, /*strict=*/true);
   if (!sax.error.empty()) {
     common::TextPosition pos = common::PositionOfOffset(vocab_text, sax.error_offset);
@@ -499,32 +507,35 @@ Result<ClipTokenizer> ClipTokenizer::LoadFiles(const std::string& vocab_path,
                               std::to_string(pos.column) + ": " + sax.error);
   }
   std::int32_t max_id = -1;
-  for (const auto& [tok, id] : impl->vocab) max_id = std::max(max_id, id);
-  impl->id_to_token.resize(static_cast<std::size_t>(max_id + 1));
-  for (const auto& [tok, id] : impl->vocab) impl->id_to_token[id] = tok;
+  for (const auto& [tok, id] : vocab) max_id = std::max(max_id, id);
+  id_to_token.resize(static_cast<std::size_t>(max_id + 1));
+  for (const auto& [tok, id] : vocab) id_to_token[id] = tok;
   auto table = ByteToUnicode();
   for (int b = 0; b < 256; ++b) {
     std::string sym;
     AppendUtf8(&sym, table[b]);
-    auto a = impl->vocab.find(sym);
-    auto e = impl->vocab.find(sym + "</w>");
-    if (a == impl->vocab.end() || e == impl->vocab.end()) {
+    auto a = vocab.find(sym);
+    auto e = vocab.find(sym + "</w>");
+    if (a == vocab.end() || e == vocab.end()) {
       return Status::InvalidArg(vocab_path + ": byte symbol '" + sym + "' (byte " +
                                 std::to_string(b) + ") or '" + sym +
                                 "</w>' is missing; a CLIP vocabulary has all 512 byte symbols");
     }
-    impl->byte_id[b] = a->second;
-    impl->byte_end_id[b] = e->second;
+    byte_id[b] = a->second;
+    byte_end_id[b] = e->second;
   }
-  // merges.txt
-  TG_ASSIGN_OR_RETURN(std::string merges, common::ReadFileLimited(merges_path, kMaxVocabBytes));
+  return Status::Ok();
+}
+
+Status ClipTokenizer::Impl::ReadMerges(const std::string& merges_path) {
+  TG_ASSIGN_OR_RETURN(std::string text, common::ReadFileLimited(merges_path, kMaxVocabBytes));
   std::size_t pos = 0;
   int line_no = 0;
   std::int32_t rank = 0;
-  while (pos < merges.size()) {
-    std::size_t eol = merges.find('\n', pos);
-    if (eol == std::string::npos) eol = merges.size();
-    std::string_view line(merges.data() + pos, eol - pos);
+  while (pos < text.size()) {
+    std::size_t eol = text.find('\n', pos);
+    if (eol == std::string::npos) eol = text.size();
+    std::string_view line(text.data() + pos, eol - pos);
     pos = eol + 1;
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
@@ -537,71 +548,88 @@ Result<ClipTokenizer> ClipTokenizer::LoadFiles(const std::string& vocab_path,
                                 "', required two symbols separated by one space");
     }
     std::string left(line.substr(0, sp)), right(line.substr(sp + 1));
-    auto l = impl->vocab.find(left), r = impl->vocab.find(right),
-         m = impl->vocab.find(left + right);
-    ++impl->num_merges;
+    auto l = vocab.find(left), r = vocab.find(right), m = vocab.find(left + right);
+    ++num_merges;
     std::int32_t this_rank = rank++;
     // A merge whose parts or result are not in the vocabulary could never produce an id.
-    if (l == impl->vocab.end() || r == impl->vocab.end() || m == impl->vocab.end()) continue;
-    impl->merges.try_emplace(PairKey(l->second, r->second), PairInfo{this_rank, m->second});
+    if (l == vocab.end() || r == vocab.end() || m == vocab.end()) continue;
+    merges.try_emplace(PairKey(l->second, r->second), PairInfo{this_rank, m->second});
   }
-  if (impl->num_merges == 0) {
+  if (num_merges == 0) {
     return Status::InvalidArg(merges_path +
                               ": no merge rules (found an empty file, required the BPE merges)");
   }
-  // Special tokens and lengths.
-  std::string bos_tok(kStartOfText), eos_tok(kEndOfText), unk_tok(kEndOfText);
-  std::optional<std::string> pad_tok;
-  if (!config_path.empty()) {
-    TG_ASSIGN_OR_RETURN(Json cj, common::LoadJsonFile(config_path));
-    if (!cj.is_object()) {
-      return Status::InvalidArg(config_path + ": found " + std::string(cj.type_name()) +
-                                ", required an object");
+  return Status::Ok();
+}
+
+// Special tokens and lengths from tokenizer_config.json or special_tokens_map.json.
+Status ClipTokenizer::Impl::ReadTokenizerConfig(const std::string& config_path,
+                                                SpecialTokenNames* names) {
+  TG_ASSIGN_OR_RETURN(Json cj, common::LoadJsonFile(config_path));
+  if (!cj.is_object()) {
+    return Status::InvalidArg(config_path + ": found " + std::string(cj.type_name()) +
+                              ", required an object");
+  }
+  TG_ASSIGN_OR_RETURN(auto b, TokenField(cj, "bos_token", config_path));
+  TG_ASSIGN_OR_RETURN(auto e, TokenField(cj, "eos_token", config_path));
+  TG_ASSIGN_OR_RETURN(auto u, TokenField(cj, "unk_token", config_path));
+  TG_ASSIGN_OR_RETURN(names->pad, TokenField(cj, "pad_token", config_path));
+  if (b) names->bos = *b;
+  if (e) names->eos = *e;
+  if (u) names->unk = *u;
+  if (cj.contains("model_max_length") && !cj["model_max_length"].is_null()) {
+    const Json& v = cj["model_max_length"];
+    if (!v.is_number()) {
+      return Status::InvalidArg(config_path + ": field 'model_max_length': found " + v.dump() +
+                                ", required a number");
     }
-    TG_ASSIGN_OR_RETURN(auto b, TokenField(cj, "bos_token", config_path));
-    TG_ASSIGN_OR_RETURN(auto e, TokenField(cj, "eos_token", config_path));
-    TG_ASSIGN_OR_RETURN(auto u, TokenField(cj, "unk_token", config_path));
-    TG_ASSIGN_OR_RETURN(pad_tok, TokenField(cj, "pad_token", config_path));
-    if (b) bos_tok = *b;
-    if (e) eos_tok = *e;
-    if (u) unk_tok = *u;
-    if (cj.contains("model_max_length") && !cj["model_max_length"].is_null()) {
-      const Json& v = cj["model_max_length"];
-      if (!v.is_number()) {
+    double ml = v.get<double>();
+    // Hugging Face writes a huge sentinel (1e30) for "no limit": keep CLIP's 77 then. Anything
+    // else outside 2..kMaxLengthLimit, or not a whole number, is an error, never ignored.
+    if (ml < 1e29) {
+      if (!(ml >= 2 && ml <= kMaxLengthLimit) || ml != static_cast<double>(static_cast<int>(ml))) {
         return Status::InvalidArg(config_path + ": field 'model_max_length': found " + v.dump() +
-                                  ", required a number");
+                                  ", required a whole number in 2.." +
+                                  std::to_string(kMaxLengthLimit) + " (or 1e30 for no limit)");
       }
-      double ml = v.get<double>();
-      // Hugging Face writes a huge sentinel (1e30) for "no limit": keep CLIP's 77 then. Anything
-      // else outside 2..kMaxLengthLimit, or not a whole number, is an error, never ignored.
-      if (ml < 1e29) {
-        if (!(ml >= 2 && ml <= kMaxLengthLimit) ||
-            ml != static_cast<double>(static_cast<int>(ml))) {
-          return Status::InvalidArg(config_path + ": field 'model_max_length': found " + v.dump() +
-                                    ", required a whole number in 2.." +
-                                    std::to_string(kMaxLengthLimit) + " (or 1e30 for no limit)");
-        }
-        impl->max_length = static_cast<int>(ml);
-      }
+      max_length = static_cast<int>(ml);
     }
   }
+  return Status::Ok();
+}
+
+Status ClipTokenizer::Impl::ResolveSpecialTokens(const SpecialTokenNames& names,
+                                                 const std::string& vocab_path,
+                                                 const std::string& config_path) {
   auto resolve = [&](const std::string& tok, const char* field, std::int64_t* out) -> Status {
-    auto it = impl->vocab.find(tok);
-    if (it == impl->vocab.end()) {
+    auto it = vocab.find(tok);
+    if (it == vocab.end()) {
       return Status::InvalidArg((config_path.empty() ? vocab_path : config_path) + ": " + field +
                                 " '" + tok + "' is not in the vocabulary " + vocab_path);
     }
     *out = it->second;
     return Status::Ok();
   };
-  TG_RETURN_IF_ERROR(resolve(bos_tok, "bos_token", &impl->bos));
-  TG_RETURN_IF_ERROR(resolve(eos_tok, "eos_token", &impl->eos));
-  TG_RETURN_IF_ERROR(resolve(unk_tok, "unk_token", &impl->unk));
-  TG_RETURN_IF_ERROR(resolve(pad_tok.value_or(eos_tok), "pad_token", &impl->pad));
-  auto sot = impl->vocab.find(std::string(kStartOfText));
-  auto eot = impl->vocab.find(std::string(kEndOfText));
-  impl->sot_id = sot == impl->vocab.end() ? static_cast<std::int32_t>(impl->unk) : sot->second;
-  impl->eot_id = eot == impl->vocab.end() ? static_cast<std::int32_t>(impl->unk) : eot->second;
+  TG_RETURN_IF_ERROR(resolve(names.bos, "bos_token", &bos));
+  TG_RETURN_IF_ERROR(resolve(names.eos, "eos_token", &eos));
+  TG_RETURN_IF_ERROR(resolve(names.unk, "unk_token", &unk));
+  TG_RETURN_IF_ERROR(resolve(names.pad.value_or(names.eos), "pad_token", &pad));
+  auto sot = vocab.find(std::string(kStartOfText));
+  auto eot = vocab.find(std::string(kEndOfText));
+  sot_id = sot == vocab.end() ? static_cast<std::int32_t>(unk) : sot->second;
+  eot_id = eot == vocab.end() ? static_cast<std::int32_t>(unk) : eot->second;
+  return Status::Ok();
+}
+
+Result<ClipTokenizer> ClipTokenizer::LoadFiles(const std::string& vocab_path,
+                                               const std::string& merges_path,
+                                               const std::string& config_path) {
+  auto impl = std::make_shared<Impl>();
+  TG_RETURN_IF_ERROR(impl->ReadVocab(vocab_path));
+  TG_RETURN_IF_ERROR(impl->ReadMerges(merges_path));
+  Impl::SpecialTokenNames names;
+  if (!config_path.empty()) TG_RETURN_IF_ERROR(impl->ReadTokenizerConfig(config_path, &names));
+  TG_RETURN_IF_ERROR(impl->ResolveSpecialTokens(names, vocab_path, config_path));
   return ClipTokenizer(std::move(impl));
 }
 
