@@ -107,11 +107,11 @@ void NoteRemoved(const std::string& path, RunFacts* f) {
   if (StartsWith(p, "/opt/conda/pkgs")) f->conda_clean = true;
 }
 
-void AnalyzeCommand(std::vector<std::string> w, RunFacts* f, int depth) {
-  // Drop environment assignments and wrappers in front of the program.
+// Drops environment assignments and wrappers in front of the program; false when none is left.
+bool StripWrappers(std::vector<std::string>* w) {
   std::size_t s = 0;
-  while (s < w.size()) {
-    const std::string& x = w[s];
+  while (s < w->size()) {
+    const std::string& x = (*w)[s];
     if (IsEnvAssignment(x) || x == "sudo" || x == "env" || x == "exec" || x == "time" ||
         x == "nice" || x == "command") {
       ++s;
@@ -119,8 +119,100 @@ void AnalyzeCommand(std::vector<std::string> w, RunFacts* f, int depth) {
     }
     break;
   }
-  if (s >= w.size()) return;
-  w.erase(w.begin(), w.begin() + static_cast<std::ptrdiff_t>(s));
+  if (s >= w->size()) return false;
+  w->erase(w->begin(), w->begin() + static_cast<std::ptrdiff_t>(s));
+  return true;
+}
+
+bool HasFlag(const std::vector<std::string>& w, std::string_view flag) {
+  return std::find(w.begin() + 1, w.end(), flag) != w.end();
+}
+
+void NoteBuildPackages(const std::vector<std::string>& pkgs, std::string_view tool, RunFacts* f) {
+  for (const auto& p : pkgs) {
+    if (IsBuildToolPackage(p)) f->build_packages.push_back(fmt::format("{} {}", tool, p));
+  }
+}
+
+void AnalyzeApt(const std::vector<std::string>& w, RunFacts* f) {
+  std::vector<std::string> rest = NonFlagArgs(w, 1, {"-o", "-t", "--target-release"});
+  if (rest.empty()) return;
+  const std::string& sub = rest[0];
+  if (sub == "update" || sub == "install" || sub == "upgrade" || sub == "dist-upgrade" ||
+      sub == "full-upgrade" || sub == "build-dep") {
+    f->apt = true;
+  }
+  if (sub == "install" || sub == "build-dep") {
+    if (sub == "build-dep") f->build_packages.push_back("apt-get build-dep");
+    NoteBuildPackages({rest.begin() + 1, rest.end()}, "apt-get install", f);
+  }
+}
+
+void AnalyzeApk(const std::vector<std::string>& w, RunFacts* f) {
+  std::vector<std::string> rest = NonFlagArgs(w, 1, {"--virtual", "-t", "--repository", "-X"});
+  if (rest.empty()) return;
+  if (rest[0] == "add" || rest[0] == "update" || rest[0] == "upgrade") {
+    f->apk = true;
+    if (HasFlag(w, "--no-cache")) f->apk_no_cache = true;
+  }
+  if (rest[0] == "add") NoteBuildPackages({rest.begin() + 1, rest.end()}, "apk add", f);
+  if (rest[0] == "cache" && rest.size() > 1 && rest[1] == "clean") f->apk_cache_removed = true;
+}
+
+void AnalyzeDnf(const std::vector<std::string>& w, const std::string& prog, RunFacts* f) {
+  std::vector<std::string> rest = NonFlagArgs(w, 1, {"--setopt", "--enablerepo"});
+  if (rest.empty()) return;
+  if (rest[0] == "install" || rest[0] == "groupinstall" || rest[0] == "update" ||
+      rest[0] == "upgrade") {
+    f->dnf = true;
+    if (rest[0] == "groupinstall") f->build_packages.push_back(prog + " groupinstall");
+    NoteBuildPackages({rest.begin() + 1, rest.end()}, prog + " install", f);
+  }
+  if (rest[0] == "clean" && rest.size() > 1 && rest[1] == "all") f->dnf_clean = true;
+}
+
+bool IsPipCommand(const std::vector<std::string>& w, const std::string& prog) {
+  return StartsWith(prog, "pip") ||
+         (StartsWith(prog, "python") && w.size() > 2 && w[1] == "-m" && StartsWith(w[2], "pip"));
+}
+
+void AnalyzePip(const std::vector<std::string>& w, const std::string& prog, RunFacts* f) {
+  std::size_t first = StartsWith(prog, "pip") ? 1 : 3;
+  std::vector<std::string> rest = NonFlagArgs(
+      w, first,
+      {"-r", "--requirement", "-c", "--constraint", "-i", "--index-url", "--extra-index-url", "-f",
+       "--find-links", "-e", "--editable", "-t", "--target", "--prefix", "--root"});
+  if (!rest.empty() && rest[0] == "install") {
+    f->pip = true;
+    if (!HasFlag(w, "--no-cache-dir")) f->pip_no_cache = false;
+    NoteBuildPackages({rest.begin() + 1, rest.end()}, "pip install", f);
+  }
+  if (!rest.empty() && rest[0] == "cache" && rest.size() > 1 &&
+      (rest[1] == "purge" || rest[1] == "remove")) {
+    f->pip_cache_removed = true;
+  }
+}
+
+void AnalyzeConda(const std::vector<std::string>& w, const std::string& prog, RunFacts* f) {
+  std::vector<std::string> rest = NonFlagArgs(w, 1, {"-n", "--name", "-p", "--prefix", "-c"});
+  if (!rest.empty() && (rest[0] == "install" || rest[0] == "create" || rest[0] == "update")) {
+    f->conda = true;
+    NoteBuildPackages({rest.begin() + 1, rest.end()}, prog + " install", f);
+  }
+  if (!rest.empty() && rest[0] == "clean") f->conda_clean = true;
+}
+
+void AnalyzeNpm(const std::vector<std::string>& w, const std::string& prog, RunFacts* f) {
+  std::vector<std::string> rest = NonFlagArgs(w, 1, {});
+  if (!rest.empty() && (rest[0] == "install" || rest[0] == "ci" || rest[0] == "i" ||
+                        (prog == "yarn" && rest[0] == "add"))) {
+    f->npm = true;
+  }
+  if (rest.size() > 1 && rest[0] == "cache" && rest[1] == "clean") f->npm_clean = true;
+}
+
+void AnalyzeCommand(std::vector<std::string> w, RunFacts* f, int depth) {
+  if (!StripWrappers(&w)) return;
   std::string prog = Basename(w[0]);
 
   if ((prog == "sh" || prog == "bash" || prog == "dash") && depth < 3) {
@@ -132,76 +224,18 @@ void AnalyzeCommand(std::vector<std::string> w, RunFacts* f, int depth) {
     }
     return;
   }
-  auto has = [&](std::string_view flag) {
-    return std::find(w.begin() + 1, w.end(), flag) != w.end();
-  };
-  auto note_build_pkgs = [&](const std::vector<std::string>& pkgs, std::string_view tool) {
-    for (const auto& p : pkgs) {
-      if (IsBuildToolPackage(p)) f->build_packages.push_back(fmt::format("{} {}", tool, p));
-    }
-  };
-
   if (prog == "apt-get" || prog == "apt" || prog == "aptitude") {
-    std::vector<std::string> rest = NonFlagArgs(w, 1, {"-o", "-t", "--target-release"});
-    if (rest.empty()) return;
-    const std::string& sub = rest[0];
-    if (sub == "update" || sub == "install" || sub == "upgrade" || sub == "dist-upgrade" ||
-        sub == "full-upgrade" || sub == "build-dep") {
-      f->apt = true;
-    }
-    if (sub == "install" || sub == "build-dep") {
-      if (sub == "build-dep") f->build_packages.push_back("apt-get build-dep");
-      note_build_pkgs({rest.begin() + 1, rest.end()}, "apt-get install");
-    }
+    AnalyzeApt(w, f);
   } else if (prog == "apk") {
-    std::vector<std::string> rest = NonFlagArgs(w, 1, {"--virtual", "-t", "--repository", "-X"});
-    if (rest.empty()) return;
-    if (rest[0] == "add" || rest[0] == "update" || rest[0] == "upgrade") {
-      f->apk = true;
-      if (has("--no-cache")) f->apk_no_cache = true;
-    }
-    if (rest[0] == "add") note_build_pkgs({rest.begin() + 1, rest.end()}, "apk add");
-    if (rest[0] == "cache" && rest.size() > 1 && rest[1] == "clean") f->apk_cache_removed = true;
+    AnalyzeApk(w, f);
   } else if (prog == "yum" || prog == "dnf" || prog == "microdnf" || prog == "tdnf") {
-    std::vector<std::string> rest = NonFlagArgs(w, 1, {"--setopt", "--enablerepo"});
-    if (rest.empty()) return;
-    if (rest[0] == "install" || rest[0] == "groupinstall" || rest[0] == "update" ||
-        rest[0] == "upgrade") {
-      f->dnf = true;
-      if (rest[0] == "groupinstall") f->build_packages.push_back(prog + " groupinstall");
-      note_build_pkgs({rest.begin() + 1, rest.end()}, prog + " install");
-    }
-    if (rest[0] == "clean" && rest.size() > 1 && rest[1] == "all") f->dnf_clean = true;
-  } else if (StartsWith(prog, "pip") || (StartsWith(prog, "python") && w.size() > 2 &&
-                                         w[1] == "-m" && StartsWith(w[2], "pip"))) {
-    std::size_t first = StartsWith(prog, "pip") ? 1 : 3;
-    std::vector<std::string> rest = NonFlagArgs(
-        w, first,
-        {"-r", "--requirement", "-c", "--constraint", "-i", "--index-url", "--extra-index-url",
-         "-f", "--find-links", "-e", "--editable", "-t", "--target", "--prefix", "--root"});
-    if (!rest.empty() && rest[0] == "install") {
-      f->pip = true;
-      if (!has("--no-cache-dir")) f->pip_no_cache = false;
-      note_build_pkgs({rest.begin() + 1, rest.end()}, "pip install");
-    }
-    if (!rest.empty() && rest[0] == "cache" && rest.size() > 1 &&
-        (rest[1] == "purge" || rest[1] == "remove")) {
-      f->pip_cache_removed = true;
-    }
+    AnalyzeDnf(w, prog, f);
+  } else if (IsPipCommand(w, prog)) {
+    AnalyzePip(w, prog, f);
   } else if (prog == "conda" || prog == "mamba" || prog == "micromamba") {
-    std::vector<std::string> rest = NonFlagArgs(w, 1, {"-n", "--name", "-p", "--prefix", "-c"});
-    if (!rest.empty() && (rest[0] == "install" || rest[0] == "create" || rest[0] == "update")) {
-      f->conda = true;
-      note_build_pkgs({rest.begin() + 1, rest.end()}, prog + " install");
-    }
-    if (!rest.empty() && rest[0] == "clean") f->conda_clean = true;
+    AnalyzeConda(w, prog, f);
   } else if (prog == "npm" || prog == "yarn") {
-    std::vector<std::string> rest = NonFlagArgs(w, 1, {});
-    if (!rest.empty() && (rest[0] == "install" || rest[0] == "ci" || rest[0] == "i" ||
-                          (prog == "yarn" && rest[0] == "add"))) {
-      f->npm = true;
-    }
-    if (rest.size() > 1 && rest[0] == "cache" && rest[1] == "clean") f->npm_clean = true;
+    AnalyzeNpm(w, prog, f);
   } else if (prog == "rm") {
     for (const auto& p : NonFlagArgs(w, 1, {})) NoteRemoved(p, f);
   } else {

@@ -223,9 +223,9 @@ bool AdmitsMissing(const std::vector<Expr>& exprs) {
   return true;
 }
 
-void AuditAffinity(const YAML::Node& spec, const std::string& spec_path,
-                   const GpuNodeRequirements& req, const std::vector<Container>& containers,
-                   Ctx& ctx) {
+// The pod's node terms: each requiredDuringScheduling term ANDed with nodeSelector, or
+// nodeSelector alone when there are none.
+std::vector<Term> CollectNodeTerms(const YAML::Node& spec, const YAML::Node& req_terms) {
   std::vector<Term> terms;
   Term selector;
   YAML::Node ns = Child(spec, "nodeSelector");
@@ -234,10 +234,6 @@ void AuditAffinity(const YAML::Node& spec, const std::string& spec_path,
       selector[Scalar(it->first)].push_back({"In", {Scalar(it->second)}});
     }
   }
-  YAML::Node req_terms = Child(Child(Child(Child(spec, "affinity"), "nodeAffinity"),
-                                     "requiredDuringSchedulingIgnoredDuringExecution"),
-                               "nodeSelectorTerms");
-  int line = LineOf(req_terms) != 0 ? LineOf(req_terms) : LineOf(spec);
   if (req_terms.IsDefined() && req_terms.IsSequence() && req_terms.size() > 0) {
     for (const auto& t : req_terms) {
       Term term = selector;
@@ -258,87 +254,119 @@ void AuditAffinity(const YAML::Node& spec, const std::string& spec_path,
   } else {
     terms.push_back(selector);
   }
+  return terms;
+}
 
-  std::string field = spec_path + ".affinity.nodeAffinity";
-  auto check_min = [&](std::size_t ti, const Term& term, const char* key, long long min,
-                       const std::string& what) {
-    auto it = term.find(key);
-    std::vector<Expr> exprs = it == term.end() ? std::vector<Expr>{} : it->second;
-    std::string problem;
-    if (AdmitsMissing(exprs)) {
-      problem = fmt::format("admits nodes without the label {}", key);
-    } else if (AdmitsInRange(exprs, 0, min - 1)) {
-      problem = fmt::format("admits nodes with {} < {}", key, min);
-    }
-    if (problem.empty()) return;
-    Add(ctx, "k8s.node-affinity", line, "", field,
-        fmt::format("nodeSelectorTerms[{}] {} ({})", ti, problem, what),
-        fmt::format("require it in every term: {{key: {}, operator: Gt, values: [\"{}\"]}} "
-                    "(`truegreen k8s render --matrix FILE` writes the whole affinity)",
-                    key, min - 1));
-  };
+// Where affinity findings are reported: one line and field for the whole affinity.
+struct AffinitySite {
+  int line;
+  std::string field;
+};
+
+void CheckMinLabel(std::size_t ti, const Term& term, const char* key, long long min,
+                   const std::string& what, const AffinitySite& site, Ctx& ctx) {
+  auto it = term.find(key);
+  std::vector<Expr> exprs = it == term.end() ? std::vector<Expr>{} : it->second;
+  std::string problem;
+  if (AdmitsMissing(exprs)) {
+    problem = fmt::format("admits nodes without the label {}", key);
+  } else if (AdmitsInRange(exprs, 0, min - 1)) {
+    problem = fmt::format("admits nodes with {} < {}", key, min);
+  }
+  if (problem.empty()) return;
+  Add(ctx, "k8s.node-affinity", site.line, "", site.field,
+      fmt::format("nodeSelectorTerms[{}] {} ({})", ti, problem, what),
+      fmt::format("require it in every term: {{key: {}, operator: Gt, values: [\"{}\"]}} "
+                  "(`truegreen k8s render --matrix FILE` writes the whole affinity)",
+                  key, min - 1));
+}
+
+void CheckDriverBranch(std::size_t ti, const Term& term, int branch, const AffinitySite& site,
+                       Ctx& ctx) {
+  auto it = term.find(kLabelDriverMajor);
+  if (it != term.end() && AdmitsInRange(it->second, branch + 1, LLONG_MAX / 4)) {
+    Add(ctx, "k8s.node-affinity", site.line, "", site.field,
+        fmt::format("nodeSelectorTerms[{}] admits drivers newer than the pinned branch {} "
+                    "({})",
+                    ti, branch, kLabelDriverMajor),
+        fmt::format("use {{key: {}, operator: In, values: [\"{}\"]}}", kLabelDriverMajor, branch));
+  }
+}
+
+void CheckComputeCapability(std::size_t ti, const Term& term, int maj, int min,
+                            const AffinitySite& site, Ctx& ctx) {
+  auto mj = term.find(kLabelComputeMajor);
+  auto mn = term.find(kLabelComputeMinor);
+  std::vector<Expr> emaj = mj == term.end() ? std::vector<Expr>{} : mj->second;
+  std::vector<Expr> emin = mn == term.end() ? std::vector<Expr>{} : mn->second;
+  bool bad = AdmitsMissing(emaj) || AdmitsInRange(emaj, 0, maj - 1) ||
+             (min > 0 && AdmitsInRange(emaj, maj, maj) &&
+              (AdmitsMissing(emin) || AdmitsInRange(emin, 0, min - 1)));
+  if (!bad) return;
+  Add(ctx, "k8s.node-affinity", site.line, "", site.field,
+      fmt::format("nodeSelectorTerms[{}] admits GPUs below compute capability {}.{} "
+                  "(labels {}, {})",
+                  ti, maj, min, kLabelComputeMajor, kLabelComputeMinor),
+      min == 0 ? fmt::format("add {{key: {}, operator: Gt, values: [\"{}\"]}}", kLabelComputeMajor,
+                             maj - 1)
+               : fmt::format("use two terms: major Gt {} | major In [{}] and minor Gt {}", maj, maj,
+                             min - 1));
+}
+
+void CheckTermAgainstMatrix(std::size_t ti, const Term& term, const GpuNodeRequirements& req,
+                            const AffinitySite& site, Ctx& ctx) {
+  if (req.driver_major_min) {
+    CheckMinLabel(ti, term, kLabelDriverMajor, *req.driver_major_min,
+                  fmt::format("the matrix requires driver {}", req.driver_text), site, ctx);
+  }
+  if (req.driver_branch) CheckDriverBranch(ti, term, *req.driver_branch, site, ctx);
+  if (req.cuda_major_min) {
+    CheckMinLabel(ti, term, kLabelCudaMajor, *req.cuda_major_min,
+                  fmt::format("the matrix's CUDA runtime needs a driver supporting CUDA {}",
+                              *req.cuda_major_min),
+                  site, ctx);
+  }
+  if (req.memory_mib_min) {
+    CheckMinLabel(ti, term, kLabelMemory, *req.memory_mib_min,
+                  fmt::format("the matrix requires {} MiB per GPU", *req.memory_mib_min), site,
+                  ctx);
+  }
+  if (req.compute_major) {
+    CheckComputeCapability(ti, term, *req.compute_major, req.compute_minor.value_or(0), site, ctx);
+  }
+}
+
+void CheckMigSelection(const std::vector<Term>& terms, const std::vector<Container>& containers,
+                       const AffinitySite& site, Ctx& ctx) {
+  bool any_mig = std::any_of(containers.begin(), containers.end(),
+                             [](const Container& c) { return c.mig_limit; });
+  bool strategy = std::all_of(terms.begin(), terms.end(), [](const Term& t) {
+    return t.count(kLabelMigStrategy) != 0 && !AdmitsMissing(t.at(kLabelMigStrategy));
+  });
+  if (!any_mig && !strategy) {
+    Add(ctx, "k8s.gpu-request", site.line, "", site.field,
+        "the matrix expects MIG, but no container requests nvidia.com/mig-* and the affinity "
+        "does not select MIG nodes (" +
+            std::string(kLabelMigStrategy) + ")",
+        "request nvidia.com/mig-<profile> (mixed strategy), or nvidia.com/gpu with "
+        "nvidia.com/mig.strategy In [single]");
+  }
+}
+
+void AuditAffinity(const YAML::Node& spec, const std::string& spec_path,
+                   const GpuNodeRequirements& req, const std::vector<Container>& containers,
+                   Ctx& ctx) {
+  YAML::Node req_terms = Child(Child(Child(Child(spec, "affinity"), "nodeAffinity"),
+                                     "requiredDuringSchedulingIgnoredDuringExecution"),
+                               "nodeSelectorTerms");
+  std::vector<Term> terms = CollectNodeTerms(spec, req_terms);
+  AffinitySite site{LineOf(req_terms) != 0 ? LineOf(req_terms) : LineOf(spec),
+                    spec_path + ".affinity.nodeAffinity"};
   for (std::size_t ti = 0; ti < terms.size(); ++ti) {
-    const Term& term = terms[ti];
-    if (req.driver_major_min) {
-      check_min(ti, term, kLabelDriverMajor, *req.driver_major_min,
-                fmt::format("the matrix requires driver {}", req.driver_text));
-    }
-    if (req.driver_branch) {
-      auto it = term.find(kLabelDriverMajor);
-      if (it != term.end() && AdmitsInRange(it->second, *req.driver_branch + 1, LLONG_MAX / 4)) {
-        Add(ctx, "k8s.node-affinity", line, "", field,
-            fmt::format("nodeSelectorTerms[{}] admits drivers newer than the pinned branch {} "
-                        "({})",
-                        ti, *req.driver_branch, kLabelDriverMajor),
-            fmt::format("use {{key: {}, operator: In, values: [\"{}\"]}}", kLabelDriverMajor,
-                        *req.driver_branch));
-      }
-    }
-    if (req.cuda_major_min) {
-      check_min(ti, term, kLabelCudaMajor, *req.cuda_major_min,
-                fmt::format("the matrix's CUDA runtime needs a driver supporting CUDA {}",
-                            *req.cuda_major_min));
-    }
-    if (req.memory_mib_min) {
-      check_min(ti, term, kLabelMemory, *req.memory_mib_min,
-                fmt::format("the matrix requires {} MiB per GPU", *req.memory_mib_min));
-    }
-    if (req.compute_major) {
-      int maj = *req.compute_major;
-      int min = req.compute_minor.value_or(0);
-      auto mj = term.find(kLabelComputeMajor);
-      auto mn = term.find(kLabelComputeMinor);
-      std::vector<Expr> emaj = mj == term.end() ? std::vector<Expr>{} : mj->second;
-      std::vector<Expr> emin = mn == term.end() ? std::vector<Expr>{} : mn->second;
-      bool bad = AdmitsMissing(emaj) || AdmitsInRange(emaj, 0, maj - 1) ||
-                 (min > 0 && AdmitsInRange(emaj, maj, maj) &&
-                  (AdmitsMissing(emin) || AdmitsInRange(emin, 0, min - 1)));
-      if (bad) {
-        Add(ctx, "k8s.node-affinity", line, "", field,
-            fmt::format("nodeSelectorTerms[{}] admits GPUs below compute capability {}.{} "
-                        "(labels {}, {})",
-                        ti, maj, min, kLabelComputeMajor, kLabelComputeMinor),
-            min == 0 ? fmt::format("add {{key: {}, operator: Gt, values: [\"{}\"]}}",
-                                   kLabelComputeMajor, maj - 1)
-                     : fmt::format("use two terms: major Gt {} | major In [{}] and minor Gt {}",
-                                   maj, maj, min - 1));
-      }
-    }
+    CheckTermAgainstMatrix(ti, terms[ti], req, site, ctx);
   }
   if (req.mig == policy::MigExpectation::kEnabled) {
-    bool any_mig = std::any_of(containers.begin(), containers.end(),
-                               [](const Container& c) { return c.mig_limit; });
-    bool strategy = std::all_of(terms.begin(), terms.end(), [](const Term& t) {
-      return t.count(kLabelMigStrategy) != 0 && !AdmitsMissing(t.at(kLabelMigStrategy));
-    });
-    if (!any_mig && !strategy) {
-      Add(ctx, "k8s.gpu-request", line, "", field,
-          "the matrix expects MIG, but no container requests nvidia.com/mig-* and the affinity "
-          "does not select MIG nodes (" +
-              std::string(kLabelMigStrategy) + ")",
-          "request nvidia.com/mig-<profile> (mixed strategy), or nvidia.com/gpu with "
-          "nvidia.com/mig.strategy In [single]");
-    }
+    CheckMigSelection(terms, containers, site, ctx);
   }
 }
 

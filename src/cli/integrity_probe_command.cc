@@ -55,9 +55,8 @@ std::string PathLine(const probe::PathCheck& p) {
   return out + (p.present ? "present (" + p.type + ")" : "absent: " + p.error) + "\n";
 }
 
-std::string Human(const probe::Snapshot& s) {
+std::string HumanHost(const probe::Snapshot& s) {
   std::string o;
-  o += "truegreen capability snapshot (" + s.schema_version + ", " + s.taken_at + ")\n";
   o += "\nHost\n";
   o += "  kernel " + s.host.kernel + " " + s.host.architecture + ", " + s.host.os + "\n";
   o += "  cpu " + s.host.cpu_model + " x" + std::to_string(s.host.cpu_count) + "\n";
@@ -66,7 +65,11 @@ std::string Human(const probe::Snapshot& s) {
   o += "\n  cgroup " + s.host.cgroup_version +
        (s.host.cgroup_memory_limit ? ", memory limit " + *s.host.cgroup_memory_limit : "") + "\n";
   o += ErrorsLine(s.host.errors);
+  return o;
+}
 
+std::string HumanDeviceNodes(const probe::Snapshot& s) {
+  std::string o;
   o += "\nDevice nodes (root " + s.devices.root + ")\n";
   o += PathLine(s.devices.nvidiactl);
   o += PathLine(s.devices.nvidia_uvm);
@@ -76,10 +79,12 @@ std::string Human(const probe::Snapshot& s) {
   if (s.devices.kernel_module_version) {
     o += "  kernel module version       " + *s.devices.kernel_module_version + "\n";
   }
+  return o;
+}
 
-  o += "\nEnvironment\n";
-  for (const auto& e : s.env) o += "  " + e.name + "=" + Or(e.value, "(unset)") + "\n";
-
+// NVML and the CUDA driver API, with one line per GPU NVML reports.
+std::string HumanDriver(const probe::Snapshot& s) {
+  std::string o;
   o += "\nNVIDIA driver\n";
   o += LibLine("NVML", s.nvml.library);
   if (s.nvml.init) {
@@ -107,7 +112,11 @@ std::string Human(const probe::Snapshot& s) {
     o += Row("CUDA devices", std::to_string(*s.cuda_driver.device_count));
   }
   o += ErrorsLine(s.cuda_driver.errors);
+  return o;
+}
 
+std::string HumanCudaLibraries(const probe::Snapshot& s) {
+  std::string o;
   o += "\nCUDA libraries\n";
   o += LibLine("CUDA runtime", s.cuda_runtime.library);
   o += LibLine("cuBLAS", s.cublas);
@@ -120,7 +129,33 @@ std::string Human(const probe::Snapshot& s) {
   o += LibLine("TensorRT", s.tensorrt.library);
   o += LibLine("TensorRT ONNX parser", s.tensorrt.onnx_parser);
   o += LibLine("NCCL", s.nccl);
+  return o;
+}
 
+std::string HumanProvider(const probe::ProviderLibrary& p) {
+  std::string o;
+  o += "  " + p.provider + " (" + p.library.soname + ")\n";
+  o += p.library.loaded ? "    loads (" + p.load_method + "): " + p.library.resolved_path + "\n"
+                        : "    FAILS TO LOAD: " + p.library.error + "\n";
+  if (p.ep_devices) {
+    std::string devices;
+    for (const auto& d : *p.ep_devices) {
+      devices += (devices.empty() ? "" : ", ") + d.device_type +
+                 (d.vendor.empty() ? "" : " (" + d.vendor + ")");
+    }
+    o += "    offers devices: " +
+         (devices.empty() ? "none (the provider found no usable GPU)" : devices) + "\n";
+  }
+  if (p.cuda_major) o += "    built for CUDA " + std::to_string(*p.cuda_major);
+  if (p.cudnn_major) o += ", cuDNN " + std::to_string(*p.cudnn_major);
+  if (p.tensorrt_major) o += ", TensorRT " + std::to_string(*p.tensorrt_major);
+  if (p.cuda_major) o += "\n";
+  if (!p.elf_error.empty()) o += "    DT_NEEDED unreadable: " + p.elf_error + "\n";
+  return o;
+}
+
+std::string HumanOnnxRuntime(const probe::Snapshot& s) {
+  std::string o;
   o += "\nONNX Runtime\n";
   o += LibLine("onnxruntime", s.onnxruntime.library);
   if (!s.onnxruntime.build_info.empty()) o += "  " + s.onnxruntime.build_info + "\n";
@@ -128,25 +163,20 @@ std::string Human(const probe::Snapshot& s) {
   for (const auto& p : s.onnxruntime.compiled_providers) o += " " + p;
   o += "\n";
   o += LibLine("provider host", s.onnxruntime.providers_shared);
-  for (const auto& p : s.onnxruntime.provider_libraries) {
-    o += "  " + p.provider + " (" + p.library.soname + ")\n";
-    o += p.library.loaded ? "    loads (" + p.load_method + "): " + p.library.resolved_path + "\n"
-                          : "    FAILS TO LOAD: " + p.library.error + "\n";
-    if (p.ep_devices) {
-      std::string devices;
-      for (const auto& d : *p.ep_devices) {
-        devices += (devices.empty() ? "" : ", ") + d.device_type +
-                   (d.vendor.empty() ? "" : " (" + d.vendor + ")");
-      }
-      o += "    offers devices: " +
-           (devices.empty() ? "none (the provider found no usable GPU)" : devices) + "\n";
-    }
-    if (p.cuda_major) o += "    built for CUDA " + std::to_string(*p.cuda_major);
-    if (p.cudnn_major) o += ", cuDNN " + std::to_string(*p.cudnn_major);
-    if (p.tensorrt_major) o += ", TensorRT " + std::to_string(*p.tensorrt_major);
-    if (p.cuda_major) o += "\n";
-    if (!p.elf_error.empty()) o += "    DT_NEEDED unreadable: " + p.elf_error + "\n";
-  }
+  for (const auto& p : s.onnxruntime.provider_libraries) o += HumanProvider(p);
+  return o;
+}
+
+std::string Human(const probe::Snapshot& s) {
+  std::string o;
+  o += "truegreen capability snapshot (" + s.schema_version + ", " + s.taken_at + ")\n";
+  o += HumanHost(s);
+  o += HumanDeviceNodes(s);
+  o += "\nEnvironment\n";
+  for (const auto& e : s.env) o += "  " + e.name + "=" + Or(e.value, "(unset)") + "\n";
+  o += HumanDriver(s);
+  o += HumanCudaLibraries(s);
+  o += HumanOnnxRuntime(s);
   return o;
 }
 

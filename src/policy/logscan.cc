@@ -328,90 +328,124 @@ std::vector<const LogPattern*> LogScanner::Match(std::string_view line) const {
   return out;
 }
 
-LogScanSummary ScanLogStream(std::FILE* in, const std::function<void(const LogMatch&)>& on_match,
-                             const LogScanner* custom) {
-  static const LogScanner builtin;
-  const LogScanner& scanner = custom != nullptr ? *custom : builtin;
-  LogScanSummary summary;
-  std::map<const LogPattern*, std::int64_t> counts;
-  std::string line;
-  bool truncated = false;
-  std::vector<char> buf(256 * 1024);
-  auto flush = [&]() {
-    ++summary.lines;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    for (const LogPattern* p : scanner.Match(line)) {
-      ++summary.matches;
-      ++counts[p];
-      LogMatch m;
-      m.line = summary.lines;
-      m.pattern = p;
-      m.text = line.size() > 400 ? line.substr(0, 400) + "..." : line;
-      on_match(m);
-    }
-    line.clear();
-    truncated = false;
-  };
-  std::size_t n;
-  bool pending = false;
-  while ((n = std::fread(buf.data(), 1, buf.size(), in)) > 0) {
-    // Block prefilter: one pass of the set over every complete line of this chunk. When nothing
-    // matches there, no line that lies wholly in the chunk can match, and those lines are only
-    // counted (most chunks of a healthy log).
-    const char* last_nl = static_cast<const char*>(memrchr(buf.data(), '\n', n));
-    bool candidate =
-        last_nl == nullptr || scanner.MayMatch(std::string_view(
-                                  buf.data(), static_cast<std::size_t>(last_nl - buf.data())));
-    std::size_t start = 0;
-    if (!candidate && line.empty() && !truncated) {
-      // Every complete line of the chunk: count them in one pass.
-      std::size_t end = static_cast<std::size_t>(last_nl - buf.data()) + 1;
-      summary.lines += std::count(buf.data(), buf.data() + end, '\n');
-      pending = false;
-      start = end;
-    }
-    for (std::size_t i = start; i < n; ++i) {
-      const void* nl = std::memchr(buf.data() + i, '\n', n - i);
-      if (nl == nullptr) break;
-      i = static_cast<std::size_t>(static_cast<const char*>(nl) - buf.data());
-      if (!candidate && line.empty() && !truncated) {
-        ++summary.lines;  // wholly inside a chunk in which no pattern matched
-        pending = false;
-        start = i + 1;
-        continue;
-      }
-      if (!truncated) line.append(buf.data() + start, i - start);
-      if (line.size() > kMaxLineBytes) line.resize(kMaxLineBytes);
-      flush();
-      pending = false;
+namespace {
+
+// Splits a stream into lines across read chunks and reports each line's matches.
+class StreamScan {
+ public:
+  StreamScan(const LogScanner& scanner, const std::function<void(const LogMatch&)>& on_match)
+      : scanner_(scanner), on_match_(on_match) {}
+
+  void Chunk(const char* data, std::size_t n);
+
+  // Reports the final line when the stream does not end with a newline.
+  void Finish() {
+    if (pending_) FlushLine();
+  }
+
+  // Folds the per-pattern counts into per-category counts, categories in table order.
+  LogScanSummary TakeSummary();
+
+ private:
+  void FlushLine();
+
+  const LogScanner& scanner_;
+  const std::function<void(const LogMatch&)>& on_match_;
+  LogScanSummary summary_;
+  std::map<const LogPattern*, std::int64_t> counts_;
+  std::string line_;
+  bool truncated_ = false;
+  bool pending_ = false;
+};
+
+void StreamScan::FlushLine() {
+  ++summary_.lines;
+  if (!line_.empty() && line_.back() == '\r') line_.pop_back();
+  for (const LogPattern* p : scanner_.Match(line_)) {
+    ++summary_.matches;
+    ++counts_[p];
+    LogMatch m;
+    m.line = summary_.lines;
+    m.pattern = p;
+    m.text = line_.size() > 400 ? line_.substr(0, 400) + "..." : line_;
+    on_match_(m);
+  }
+  line_.clear();
+  truncated_ = false;
+}
+
+void StreamScan::Chunk(const char* data, std::size_t n) {
+  // Block prefilter: one pass of the set over every complete line of this chunk. When nothing
+  // matches there, no line that lies wholly in the chunk can match, and those lines are only
+  // counted (most chunks of a healthy log).
+  const char* last_nl = static_cast<const char*>(memrchr(data, '\n', n));
+  bool candidate = last_nl == nullptr || scanner_.MayMatch(std::string_view(
+                                             data, static_cast<std::size_t>(last_nl - data)));
+  std::size_t start = 0;
+  if (!candidate && line_.empty() && !truncated_) {
+    // Every complete line of the chunk: count them in one pass.
+    std::size_t end = static_cast<std::size_t>(last_nl - data) + 1;
+    summary_.lines += std::count(data, data + end, '\n');
+    pending_ = false;
+    start = end;
+  }
+  for (std::size_t i = start; i < n; ++i) {
+    const void* nl = std::memchr(data + i, '\n', n - i);
+    if (nl == nullptr) break;
+    i = static_cast<std::size_t>(static_cast<const char*>(nl) - data);
+    if (!candidate && line_.empty() && !truncated_) {
+      ++summary_.lines;  // wholly inside a chunk in which no pattern matched
+      pending_ = false;
       start = i + 1;
+      continue;
     }
-    if (start < n) {
-      pending = true;
-      if (!truncated) {
-        line.append(buf.data() + start, n - start);
-        if (line.size() > kMaxLineBytes) {
-          line.resize(kMaxLineBytes);
-          truncated = true;  // keep the head of an overlong line, drop the rest
-        }
+    if (!truncated_) line_.append(data + start, i - start);
+    if (line_.size() > kMaxLineBytes) line_.resize(kMaxLineBytes);
+    FlushLine();
+    pending_ = false;
+    start = i + 1;
+  }
+  if (start < n) {
+    pending_ = true;
+    if (!truncated_) {
+      line_.append(data + start, n - start);
+      if (line_.size() > kMaxLineBytes) {
+        line_.resize(kMaxLineBytes);
+        truncated_ = true;  // keep the head of an overlong line, drop the rest
       }
     }
   }
-  if (pending) flush();
-  for (const LogPattern* pp : scanner.patterns()) {
+}
+
+LogScanSummary StreamScan::TakeSummary() {
+  for (const LogPattern* pp : scanner_.patterns()) {
     const LogPattern& p = *pp;
-    auto it = counts.find(&p);
-    if (it == counts.end()) continue;
+    auto it = counts_.find(&p);
+    if (it == counts_.end()) continue;
     bool merged = false;
-    for (auto& [cat, c] : summary.per_category) {
+    for (auto& [cat, c] : summary_.per_category) {
       if (cat == p.category) {
         c += it->second;
         merged = true;
       }
     }
-    if (!merged) summary.per_category.emplace_back(p.category, it->second);
+    if (!merged) summary_.per_category.emplace_back(p.category, it->second);
   }
-  return summary;
+  return std::move(summary_);
+}
+
+}  // namespace
+
+LogScanSummary ScanLogStream(std::FILE* in, const std::function<void(const LogMatch&)>& on_match,
+                             const LogScanner* custom) {
+  static const LogScanner builtin;
+  const LogScanner& scanner = custom != nullptr ? *custom : builtin;
+  StreamScan scan(scanner, on_match);
+  std::vector<char> buf(256 * 1024);
+  std::size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), in)) > 0) scan.Chunk(buf.data(), n);
+  scan.Finish();
+  return scan.TakeSummary();
 }
 
 Result<LogScanSummary> ScanLogFile(const std::string& path,

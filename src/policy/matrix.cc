@@ -236,6 +236,69 @@ Status GetPositiveInt(YamlMap& m, std::string_view key, std::optional<int>* out,
   return Status::Ok();
 }
 
+Status ParseOnnxRuntimeSection(YamlMap& ort, Matrix* out) {
+  TG_RETURN_IF_ERROR(GetSpec(ort, "version", &out->onnxruntime.version));
+  TG_RETURN_IF_ERROR(
+      GetPositiveInt(ort, "provider_cuda_major", &out->onnxruntime.provider_cuda_major, 1, 99));
+  TG_RETURN_IF_ERROR(ort.Get("providers", &out->onnxruntime.providers));
+  std::vector<std::string> seen;
+  for (const std::string& p : out->onnxruntime.providers) {
+    bool valid = !p.empty() && std::all_of(p.begin(), p.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+    });
+    if (!valid || std::find(seen.begin(), seen.end(), p) != seen.end()) {
+      return ort.FieldError("providers",
+                            "distinct provider names such as [TensorrtExecutionProvider, "
+                            "CUDAExecutionProvider]");
+    }
+    seen.push_back(p);
+  }
+  return ort.Finish();
+}
+
+Status ParseDevicesSection(YamlMap& dev, Matrix* out) {
+  std::optional<int> count;
+  TG_RETURN_IF_ERROR(GetPositiveInt(dev, "count", &count, 0, 4096));
+  out->devices.count = count.value_or(0);
+  TG_RETURN_IF_ERROR(
+      GetVersion(dev, "min_compute_capability", &out->devices.min_compute_capability));
+  std::optional<std::int64_t> mem;
+  TG_RETURN_IF_ERROR(dev.Get("min_memory_mib", &mem));
+  if (mem && (*mem < 0 || *mem > (std::int64_t{1} << 40))) {
+    return dev.FieldError("min_memory_mib", "a non-negative number of MiB");
+  }
+  out->devices.min_memory_mib = mem;
+  std::optional<std::string> mig;
+  TG_RETURN_IF_ERROR(dev.Get("mig", &mig));
+  if (mig) {
+    if (*mig == "any") {
+      out->devices.mig = MigExpectation::kAny;
+    } else if (*mig == "disabled") {
+      out->devices.mig = MigExpectation::kDisabled;
+    } else if (*mig == "enabled") {
+      out->devices.mig = MigExpectation::kEnabled;
+    } else {
+      return dev.FieldError("mig", "one of any, disabled, enabled");
+    }
+  }
+  return dev.Finish();
+}
+
+Status ParseContainerSection(YamlMap& ctr, Matrix* out) {
+  TG_RETURN_IF_ERROR(ctr.Get("driver_capabilities", &out->container.driver_capabilities));
+  for (const std::string& c : out->container.driver_capabilities) {
+    static const char* kKnown[] = {"compute", "utility",  "graphics", "video",
+                                   "display", "compat32", "all"};
+    if (std::find(std::begin(kKnown), std::end(kKnown), c) == std::end(kKnown)) {
+      return ctr.FieldError("driver_capabilities",
+                            "capabilities among compute, utility, graphics, video, display, "
+                            "compat32, all");
+    }
+  }
+  TG_RETURN_IF_ERROR(ctr.Get("device_nodes", &out->container.device_nodes));
+  return ctr.Finish();
+}
+
 Status ParseInto(const YAML::Node& root, const std::string& source, Matrix* out) {
   TG_ASSIGN_OR_RETURN(YamlMap top, YamlMap::From(root, source, ""));
   std::int64_t schema = 1;
@@ -261,68 +324,17 @@ Status ParseInto(const YAML::Node& root, const std::string& source, Matrix* out)
 
   TG_ASSIGN_OR_RETURN(std::optional<YamlMap> ort, top.GetMap("onnxruntime"));
   if (ort) {
-    TG_RETURN_IF_ERROR(GetSpec(*ort, "version", &out->onnxruntime.version));
-    TG_RETURN_IF_ERROR(
-        GetPositiveInt(*ort, "provider_cuda_major", &out->onnxruntime.provider_cuda_major, 1, 99));
-    TG_RETURN_IF_ERROR(ort->Get("providers", &out->onnxruntime.providers));
-    std::vector<std::string> seen;
-    for (const std::string& p : out->onnxruntime.providers) {
-      bool valid = !p.empty() && std::all_of(p.begin(), p.end(), [](char c) {
-        return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-      });
-      if (!valid || std::find(seen.begin(), seen.end(), p) != seen.end()) {
-        return ort->FieldError("providers",
-                               "distinct provider names such as [TensorrtExecutionProvider, "
-                               "CUDAExecutionProvider]");
-      }
-      seen.push_back(p);
-    }
-    TG_RETURN_IF_ERROR(ort->Finish());
+    TG_RETURN_IF_ERROR(ParseOnnxRuntimeSection(*ort, out));
   }
 
   TG_ASSIGN_OR_RETURN(std::optional<YamlMap> dev, top.GetMap("devices"));
   if (dev) {
-    std::optional<int> count;
-    TG_RETURN_IF_ERROR(GetPositiveInt(*dev, "count", &count, 0, 4096));
-    out->devices.count = count.value_or(0);
-    TG_RETURN_IF_ERROR(
-        GetVersion(*dev, "min_compute_capability", &out->devices.min_compute_capability));
-    std::optional<std::int64_t> mem;
-    TG_RETURN_IF_ERROR(dev->Get("min_memory_mib", &mem));
-    if (mem && (*mem < 0 || *mem > (std::int64_t{1} << 40))) {
-      return dev->FieldError("min_memory_mib", "a non-negative number of MiB");
-    }
-    out->devices.min_memory_mib = mem;
-    std::optional<std::string> mig;
-    TG_RETURN_IF_ERROR(dev->Get("mig", &mig));
-    if (mig) {
-      if (*mig == "any") {
-        out->devices.mig = MigExpectation::kAny;
-      } else if (*mig == "disabled") {
-        out->devices.mig = MigExpectation::kDisabled;
-      } else if (*mig == "enabled") {
-        out->devices.mig = MigExpectation::kEnabled;
-      } else {
-        return dev->FieldError("mig", "one of any, disabled, enabled");
-      }
-    }
-    TG_RETURN_IF_ERROR(dev->Finish());
+    TG_RETURN_IF_ERROR(ParseDevicesSection(*dev, out));
   }
 
   TG_ASSIGN_OR_RETURN(std::optional<YamlMap> ctr, top.GetMap("container"));
   if (ctr) {
-    TG_RETURN_IF_ERROR(ctr->Get("driver_capabilities", &out->container.driver_capabilities));
-    for (const std::string& c : out->container.driver_capabilities) {
-      static const char* kKnown[] = {"compute", "utility",  "graphics", "video",
-                                     "display", "compat32", "all"};
-      if (std::find(std::begin(kKnown), std::end(kKnown), c) == std::end(kKnown)) {
-        return ctr->FieldError("driver_capabilities",
-                               "capabilities among compute, utility, graphics, video, display, "
-                               "compat32, all");
-      }
-    }
-    TG_RETURN_IF_ERROR(ctr->Get("device_nodes", &out->container.device_nodes));
-    TG_RETURN_IF_ERROR(ctr->Finish());
+    TG_RETURN_IF_ERROR(ParseContainerSection(*ctr, out));
   }
   return top.Finish();
 }

@@ -92,22 +92,13 @@ class ElfFile {
 
 }  // namespace
 
-Result<ElfDynamicInfo> ReadElfDynamic(const std::string& path) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) {
-    int e = errno;
-    std::string msg = path + ": " + std::strerror(e);
-    return e == ENOENT ? Status::NotFound(msg) : Status::InvalidArg(msg);
-  }
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
-    return Status::InvalidArg(path + ": not a regular file");
-  }
-  ElfFile f(fd.get(), path, static_cast<std::uint64_t>(st.st_size));
+namespace {
 
+// Checks the ELF identification and header, then reads the program header table.
+Result<std::vector<Elf64_Phdr>> ReadProgramHeaders(const ElfFile& f, const std::string& path,
+                                                   std::uint64_t file_size) {
   Elf64_Ehdr eh{};
-  if (static_cast<std::uint64_t>(st.st_size) < EI_NIDENT ||
-      !f.Read(0, eh.e_ident, EI_NIDENT, "ELF identification").ok() ||
+  if (file_size < EI_NIDENT || !f.Read(0, eh.e_ident, EI_NIDENT, "ELF identification").ok() ||
       std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) {
     return Status::InvalidArg(path + ": not an ELF file (bad magic)");
   }
@@ -123,7 +114,11 @@ Result<ElfDynamicInfo> ReadElfDynamic(const std::string& path) {
   std::vector<Elf64_Phdr> ph(eh.e_phnum);
   TG_RETURN_IF_ERROR(
       f.Read(eh.e_phoff, ph.data(), ph.size() * sizeof(Elf64_Phdr), "program header table"));
+  return ph;
+}
 
+Result<std::vector<Elf64_Dyn>> ReadDynamicEntries(const ElfFile& f, const std::string& path,
+                                                  const std::vector<Elf64_Phdr>& ph) {
   const Elf64_Phdr* dyn = nullptr;
   for (const auto& p : ph) {
     if (p.p_type == PT_DYNAMIC) dyn = &p;
@@ -137,69 +132,106 @@ Result<ElfDynamicInfo> ReadElfDynamic(const std::string& path) {
   std::vector<Elf64_Dyn> entries(count);
   TG_RETURN_IF_ERROR(
       f.Read(dyn->p_offset, entries.data(), count * sizeof(Elf64_Dyn), "dynamic section"));
+  return entries;
+}
 
-  // DT_STRTAB is a virtual address: map it to a file offset through the PT_LOAD that holds it,
-  // as the dynamic linker would.
+// The dynamic entries ReadElfDynamic uses, up to DT_NULL; string values are offsets into
+// DT_STRTAB.
+struct DynamicRefs {
   std::optional<std::uint64_t> strtab_vaddr, strsz;
   std::vector<std::uint64_t> needed_off;
   std::optional<std::uint64_t> soname_off, runpath_off, rpath_off;
+};
+
+DynamicRefs CollectDynamicRefs(const std::vector<Elf64_Dyn>& entries) {
+  DynamicRefs r;
   for (const auto& d : entries) {
     if (d.d_tag == DT_NULL) break;
     switch (d.d_tag) {
       case DT_STRTAB:
-        strtab_vaddr = d.d_un.d_ptr;
+        r.strtab_vaddr = d.d_un.d_ptr;
         break;
       case DT_STRSZ:
-        strsz = d.d_un.d_val;
+        r.strsz = d.d_un.d_val;
         break;
       case DT_NEEDED:
-        needed_off.push_back(d.d_un.d_val);
+        r.needed_off.push_back(d.d_un.d_val);
         break;
       case DT_SONAME:
-        soname_off = d.d_un.d_val;
+        r.soname_off = d.d_un.d_val;
         break;
       case DT_RUNPATH:
-        runpath_off = d.d_un.d_val;
+        r.runpath_off = d.d_un.d_val;
         break;
       case DT_RPATH:
-        rpath_off = d.d_un.d_val;
+        r.rpath_off = d.d_un.d_val;
         break;
       default:
         break;
     }
   }
-  if (!strtab_vaddr) return Status::InvalidArg(path + ": dynamic section has no DT_STRTAB");
-  std::optional<std::uint64_t> strtab_off;
-  for (const auto& p : ph) {
-    if (p.p_type == PT_LOAD && *strtab_vaddr >= p.p_vaddr &&
-        *strtab_vaddr - p.p_vaddr < p.p_filesz) {
-      strtab_off = p.p_offset + (*strtab_vaddr - p.p_vaddr);
-      break;
-    }
-  }
-  if (!strtab_off) {
-    return Status::InvalidArg(path + ": DT_STRTAB address is outside every loadable segment");
-  }
-  auto str = [&](std::uint64_t off) -> Result<std::string> {
-    if (strsz && off >= *strsz) {
-      return Status::InvalidArg(path + ": dynamic string offset " + std::to_string(off) +
-                                " beyond DT_STRSZ " + std::to_string(*strsz));
-    }
-    return f.String(*strtab_off + off);
-  };
+  return r;
+}
 
+// DT_STRTAB is a virtual address: map it to a file offset through the PT_LOAD that holds it,
+// as the dynamic linker would.
+std::optional<std::uint64_t> VaddrToFileOffset(const std::vector<Elf64_Phdr>& ph,
+                                               std::uint64_t vaddr) {
+  for (const auto& p : ph) {
+    if (p.p_type == PT_LOAD && vaddr >= p.p_vaddr && vaddr - p.p_vaddr < p.p_filesz) {
+      return p.p_offset + (vaddr - p.p_vaddr);
+    }
+  }
+  return std::nullopt;
+}
+
+Result<ElfDynamicInfo> ResolveDynamicStrings(const ElfFile& f, const std::string& path,
+                                             const DynamicRefs& refs, std::uint64_t strtab_off) {
+  auto str = [&](std::uint64_t off) -> Result<std::string> {
+    if (refs.strsz && off >= *refs.strsz) {
+      return Status::InvalidArg(path + ": dynamic string offset " + std::to_string(off) +
+                                " beyond DT_STRSZ " + std::to_string(*refs.strsz));
+    }
+    return f.String(strtab_off + off);
+  };
   ElfDynamicInfo info;
-  for (auto off : needed_off) {
+  for (auto off : refs.needed_off) {
     TG_ASSIGN_OR_RETURN(std::string s, str(off));
     info.needed.push_back(std::move(s));
   }
-  if (soname_off) {
-    TG_ASSIGN_OR_RETURN(info.soname, str(*soname_off));
+  if (refs.soname_off) {
+    TG_ASSIGN_OR_RETURN(info.soname, str(*refs.soname_off));
   }
-  if (runpath_off || rpath_off) {
-    TG_ASSIGN_OR_RETURN(info.runpath, str(runpath_off ? *runpath_off : *rpath_off));
+  if (refs.runpath_off || refs.rpath_off) {
+    TG_ASSIGN_OR_RETURN(info.runpath, str(refs.runpath_off ? *refs.runpath_off : *refs.rpath_off));
   }
   return info;
+}
+
+}  // namespace
+
+Result<ElfDynamicInfo> ReadElfDynamic(const std::string& path) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) {
+    int e = errno;
+    std::string msg = path + ": " + std::strerror(e);
+    return e == ENOENT ? Status::NotFound(msg) : Status::InvalidArg(msg);
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    return Status::InvalidArg(path + ": not a regular file");
+  }
+  auto file_size = static_cast<std::uint64_t>(st.st_size);
+  ElfFile f(fd.get(), path, file_size);
+  TG_ASSIGN_OR_RETURN(std::vector<Elf64_Phdr> ph, ReadProgramHeaders(f, path, file_size));
+  TG_ASSIGN_OR_RETURN(std::vector<Elf64_Dyn> entries, ReadDynamicEntries(f, path, ph));
+  DynamicRefs refs = CollectDynamicRefs(entries);
+  if (!refs.strtab_vaddr) return Status::InvalidArg(path + ": dynamic section has no DT_STRTAB");
+  std::optional<std::uint64_t> strtab_off = VaddrToFileOffset(ph, *refs.strtab_vaddr);
+  if (!strtab_off) {
+    return Status::InvalidArg(path + ": DT_STRTAB address is outside every loadable segment");
+  }
+  return ResolveDynamicStrings(f, path, refs, *strtab_off);
 }
 
 std::optional<int> SonameMajor(const std::string& soname, const std::string& stem) {

@@ -455,35 +455,38 @@ std::string TripleVersionString(std::int64_t v) {
   return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
 }
 
-Json ToJson(const Snapshot& s) {
-  Json env = Json::object();
-  for (const auto& e : s.env) env[e.name] = Opt(e.value);
+namespace {
 
-  Json host{{"kernel", s.host.kernel},
-            {"os", s.host.os},
-            {"architecture", s.host.architecture},
-            {"cpu_model", s.host.cpu_model},
-            {"cpu_count", s.host.cpu_count},
-            {"memory_total_bytes", Opt(s.host.memory_total_bytes)},
-            {"container", s.host.container},
-            {"container_hints", s.host.container_hints},
-            {"cgroup_version", s.host.cgroup_version},
-            {"cgroup_memory_limit", Opt(s.host.cgroup_memory_limit)},
-            {"cgroup_cpu_limit", Opt(s.host.cgroup_cpu_limit)},
-            {"errors", ErrorsJson(s.host.errors)}};
+Json HostJson(const HostInfo& x) {
+  return Json{{"kernel", x.kernel},
+              {"os", x.os},
+              {"architecture", x.architecture},
+              {"cpu_model", x.cpu_model},
+              {"cpu_count", x.cpu_count},
+              {"memory_total_bytes", Opt(x.memory_total_bytes)},
+              {"container", x.container},
+              {"container_hints", x.container_hints},
+              {"cgroup_version", x.cgroup_version},
+              {"cgroup_memory_limit", Opt(x.cgroup_memory_limit)},
+              {"cgroup_cpu_limit", Opt(x.cgroup_cpu_limit)},
+              {"errors", ErrorsJson(x.errors)}};
+}
 
+Json DevicesJson(const DeviceNodes& x) {
   Json gpus = Json::array();
-  for (const auto& g : s.devices.gpus) gpus.push_back(PathJson(g));
-  Json devices{{"root", s.devices.root},
-               {"nvidiactl", PathJson(s.devices.nvidiactl)},
-               {"nvidia_uvm", PathJson(s.devices.nvidia_uvm)},
-               {"gpus", gpus},
-               {"proc_driver_version", PathJson(s.devices.proc_driver_version)},
-               {"proc_driver_version_text", s.devices.proc_driver_version_text},
-               {"kernel_module_version", Opt(s.devices.kernel_module_version)}};
+  for (const auto& g : x.gpus) gpus.push_back(PathJson(g));
+  return Json{{"root", x.root},
+              {"nvidiactl", PathJson(x.nvidiactl)},
+              {"nvidia_uvm", PathJson(x.nvidia_uvm)},
+              {"gpus", gpus},
+              {"proc_driver_version", PathJson(x.proc_driver_version)},
+              {"proc_driver_version_text", x.proc_driver_version_text},
+              {"kernel_module_version", Opt(x.kernel_module_version)}};
+}
 
+Json NvmlJson(const NvmlInfo& x) {
   Json nvml_devices = Json::array();
-  for (const auto& d : s.nvml.devices) {
+  for (const auto& d : x.devices) {
     nvml_devices.push_back(Json{{"index", d.index},
                                 {"name", Opt(d.name)},
                                 {"uuid", Opt(d.uuid)},
@@ -497,42 +500,35 @@ Json ToJson(const Snapshot& s) {
                                 {"pcie_width_max", Opt(d.pcie_width_max)},
                                 {"errors", ErrorsJson(d.errors)}});
   }
-  Json nvml{{"library", LibJson(s.nvml.library)},
-            {"init", ApiJson(s.nvml.init)},
-            {"driver_version", Opt(s.nvml.driver_version)},
-            {"cuda_driver_version_raw", Opt(s.nvml.cuda_driver_version_raw)},
-            {"cuda_driver_version", Opt(s.nvml.cuda_driver_version)},
-            {"device_count", Opt(s.nvml.device_count)},
-            {"devices", nvml_devices},
-            {"errors", ErrorsJson(s.nvml.errors)}};
+  return Json{{"library", LibJson(x.library)},
+              {"init", ApiJson(x.init)},
+              {"driver_version", Opt(x.driver_version)},
+              {"cuda_driver_version_raw", Opt(x.cuda_driver_version_raw)},
+              {"cuda_driver_version", Opt(x.cuda_driver_version)},
+              {"device_count", Opt(x.device_count)},
+              {"devices", nvml_devices},
+              {"errors", ErrorsJson(x.errors)}};
+}
 
+Json CudaDriverJson(const CudaDriverInfo& x) {
   Json cuda_devices = Json::array();
-  for (const auto& d : s.cuda_driver.devices) {
+  for (const auto& d : x.devices) {
     cuda_devices.push_back(Json{{"index", d.index},
                                 {"name", Opt(d.name)},
                                 {"compute_capability", Opt(d.compute_capability)},
                                 {"memory_total_bytes", Opt(d.memory_total_bytes)},
                                 {"errors", ErrorsJson(d.errors)}});
   }
-  Json cuda_driver{{"library", LibJson(s.cuda_driver.library)},
-                   {"init", ApiJson(s.cuda_driver.init)},
-                   {"device_count", Opt(s.cuda_driver.device_count)},
-                   {"devices", cuda_devices},
-                   {"errors", ErrorsJson(s.cuda_driver.errors)}};
+  return Json{{"library", LibJson(x.library)},
+              {"init", ApiJson(x.init)},
+              {"device_count", Opt(x.device_count)},
+              {"devices", cuda_devices},
+              {"errors", ErrorsJson(x.errors)}};
+}
 
-  Json cuda_runtime{{"library", LibJson(s.cuda_runtime.library)},
-                    {"driver_version_raw", Opt(s.cuda_runtime.driver_version_raw)},
-                    {"driver_version", Opt(s.cuda_runtime.driver_version)},
-                    {"errors", ErrorsJson(s.cuda_runtime.errors)}};
-
-  Json subs = Json::array();
-  for (const auto& l : s.cudnn.sub_libraries) subs.push_back(LibJson(l));
-  Json cudnn{{"library", LibJson(s.cudnn.library)},
-             {"cudart_version_raw", Opt(s.cudnn.cudart_version_raw)},
-             {"sub_libraries", subs}};
-
+Json OrtJson(const OrtInfo& x) {
   Json providers = Json::array();
-  for (const auto& p : s.onnxruntime.provider_libraries) {
+  for (const auto& p : x.provider_libraries) {
     providers.push_back(Json{{"provider", p.provider},
                              {"library", LibJson(p.library)},
                              {"load_method", p.load_method},
@@ -545,13 +541,36 @@ Json ToJson(const Snapshot& s) {
                              {"elf_error", p.elf_error},
                              {"origin", p.origin}});
   }
-  Json ort{{"library", LibJson(s.onnxruntime.library)},
-           {"build_info", s.onnxruntime.build_info},
-           {"compiled_providers", s.onnxruntime.compiled_providers},
-           {"core_flavor", s.onnxruntime.core_flavor},
-           {"providers_shared", LibJson(s.onnxruntime.providers_shared)},
-           {"provider_libraries", providers}};
+  return Json{{"library", LibJson(x.library)},
+              {"build_info", x.build_info},
+              {"compiled_providers", x.compiled_providers},
+              {"core_flavor", x.core_flavor},
+              {"providers_shared", LibJson(x.providers_shared)},
+              {"provider_libraries", providers}};
+}
 
+}  // namespace
+
+Json ToJson(const Snapshot& s) {
+  Json env = Json::object();
+  for (const auto& e : s.env) env[e.name] = Opt(e.value);
+
+  Json host = HostJson(s.host);
+  Json devices = DevicesJson(s.devices);
+  Json nvml = NvmlJson(s.nvml);
+  Json cuda_driver = CudaDriverJson(s.cuda_driver);
+  Json cuda_runtime{{"library", LibJson(s.cuda_runtime.library)},
+                    {"driver_version_raw", Opt(s.cuda_runtime.driver_version_raw)},
+                    {"driver_version", Opt(s.cuda_runtime.driver_version)},
+                    {"errors", ErrorsJson(s.cuda_runtime.errors)}};
+
+  Json subs = Json::array();
+  for (const auto& l : s.cudnn.sub_libraries) subs.push_back(LibJson(l));
+  Json cudnn{{"library", LibJson(s.cudnn.library)},
+             {"cudart_version_raw", Opt(s.cudnn.cudart_version_raw)},
+             {"sub_libraries", subs}};
+
+  Json ort = OrtJson(s.onnxruntime);
   return Json{{"schema_version", s.schema_version},
               {"tool_version", s.tool_version},
               {"taken_at", s.taken_at},
