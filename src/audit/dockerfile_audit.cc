@@ -28,11 +28,6 @@ using common::Result;
 
 using common::Lower;
 
-bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
-bool EndsWith(std::string_view s, std::string_view p) {
-  return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
-}
-
 std::string Basename(std::string_view p) {
   std::size_t slash = p.rfind('/');
   return std::string(slash == std::string_view::npos ? p : p.substr(slash + 1));
@@ -66,7 +61,7 @@ std::vector<std::string> NonFlagArgs(const std::vector<std::string>& w, std::siz
                                      const std::set<std::string>& flags_with_value) {
   std::vector<std::string> out;
   for (std::size_t i = from; i < w.size(); ++i) {
-    if (StartsWith(w[i], "-")) {
+    if (std::string_view(w[i]).starts_with("-")) {
       if (flags_with_value.count(w[i]) != 0) ++i;
       continue;
     }
@@ -94,17 +89,21 @@ void AnalyzeShell(std::string_view text, RunFacts* f, int depth) {
 void NoteRemoved(const std::string& path, RunFacts* f) {
   std::string p = path;
   for (const char* home : {"~/", "$HOME/", "${HOME}/"}) {
-    if (StartsWith(p, home)) p = "/root/" + p.substr(std::string_view(home).size());
+    if (std::string_view(p).starts_with(home))
+      p = "/root/" + p.substr(std::string_view(home).size());
   }
-  if (StartsWith(p, "/var/lib/apt/lists")) f->apt_lists_removed = true;
-  if (StartsWith(p, "/var/cache/apk")) f->apk_cache_removed = true;
-  if (StartsWith(p, "/var/cache/yum") || StartsWith(p, "/var/cache/dnf")) f->dnf_clean = true;
+  if (std::string_view(p).starts_with("/var/lib/apt/lists")) f->apt_lists_removed = true;
+  if (std::string_view(p).starts_with("/var/cache/apk")) f->apk_cache_removed = true;
+  if (std::string_view(p).starts_with("/var/cache/yum") ||
+      std::string_view(p).starts_with("/var/cache/dnf"))
+    f->dnf_clean = true;
   if (p == "/root/.cache" || p == "/root/.cache/" || p == "/root/.cache/*" ||
-      StartsWith(p, "/root/.cache/pip") || StartsWith(p, "/tmp/pip")) {
+      std::string_view(p).starts_with("/root/.cache/pip") ||
+      std::string_view(p).starts_with("/tmp/pip")) {
     f->pip_cache_removed = true;
   }
-  if (StartsWith(p, "/root/.npm")) f->npm_clean = true;
-  if (StartsWith(p, "/opt/conda/pkgs")) f->conda_clean = true;
+  if (std::string_view(p).starts_with("/root/.npm")) f->npm_clean = true;
+  if (std::string_view(p).starts_with("/opt/conda/pkgs")) f->conda_clean = true;
 }
 
 // Drops environment assignments and wrappers in front of the program; false when none is left.
@@ -172,12 +171,13 @@ void AnalyzeDnf(const std::vector<std::string>& w, const std::string& prog, RunF
 }
 
 bool IsPipCommand(const std::vector<std::string>& w, const std::string& prog) {
-  return StartsWith(prog, "pip") ||
-         (StartsWith(prog, "python") && w.size() > 2 && w[1] == "-m" && StartsWith(w[2], "pip"));
+  return std::string_view(prog).starts_with("pip") ||
+         (std::string_view(prog).starts_with("python") && w.size() > 2 && w[1] == "-m" &&
+          std::string_view(w[2]).starts_with("pip"));
 }
 
 void AnalyzePip(const std::vector<std::string>& w, const std::string& prog, RunFacts* f) {
-  std::size_t first = StartsWith(prog, "pip") ? 1 : 3;
+  std::size_t first = std::string_view(prog).starts_with("pip") ? 1 : 3;
   std::vector<std::string> rest = NonFlagArgs(
       w, first,
       {"-r", "--requirement", "-c", "--constraint", "-i", "--index-url", "--extra-index-url", "-f",
@@ -217,7 +217,8 @@ void AnalyzeCommand(std::vector<std::string> w, RunFacts* f, int depth) {
 
   if ((prog == "sh" || prog == "bash" || prog == "dash") && depth < 3) {
     for (std::size_t i = 1; i + 1 < w.size(); ++i) {
-      if (w[i] == "-c" || (StartsWith(w[i], "-") && w[i].find('c') != std::string::npos)) {
+      if (w[i] == "-c" ||
+          (std::string_view(w[i]).starts_with("-") && w[i].find('c') != std::string::npos)) {
         AnalyzeShell(w[i + 1], f, depth + 1);
         return;
       }
@@ -275,7 +276,7 @@ struct CacheMounts {
     for (const auto& t : targets) {
       std::string tt = t;
       while (tt.size() > 1 && tt.back() == '/') tt.pop_back();
-      if (path == tt || StartsWith(path, tt + "/")) return true;
+      if (path == tt || std::string_view(path).starts_with(tt + "/")) return true;
     }
     return false;
   }
@@ -347,7 +348,7 @@ bool IsDevelImage(std::string_view image) {
   static const std::set<std::string> kDevNames = {"gcc", "golang", "rust",  "buildpack-deps",
                                                   "sdk", "maven",  "gradle"};
   return tag.find("devel") != std::string::npos || name.find("devel") != std::string::npos ||
-         kDevNames.count(name) != 0 || StartsWith(tag, "sdk") ||
+         kDevNames.count(name) != 0 || std::string_view(tag).starts_with("sdk") ||
          tag.find("-sdk") != std::string::npos;
 }
 
@@ -398,9 +399,10 @@ bool IsBuildToolPackage(std::string_view package) {
   for (const char* prefix :
        {"gcc-", "g++-", "clang-", "llvm-", "cuda-nvcc-", "cuda-toolkit-", "cuda-compiler-",
         "cuda-libraries-dev", "cuda-command-line-tools", "devtoolset-", "linux-headers"}) {
-    if (StartsWith(p, prefix)) return true;
+    if (std::string_view(p).starts_with(prefix)) return true;
   }
-  return EndsWith(p, "-dev") || EndsWith(p, "-devel") || p.find("-dev-cuda") != std::string::npos;
+  return std::string_view(p).ends_with("-dev") || std::string_view(p).ends_with("-devel") ||
+         p.find("-dev-cuda") != std::string::npos;
 }
 
 namespace {
