@@ -294,6 +294,7 @@ class VocabSax final : public nlohmann::json_sax<Json> {
       : source_(std::move(source)), out_(out) {}
   std::string error;
   std::size_t error_offset = 0;
+  std::string duplicate_key;  // set when the error is a repeated token
 
   bool null() override { return Value("null"); }
   bool boolean(bool) override { return Value("a boolean"); }
@@ -344,7 +345,11 @@ class VocabSax final : public nlohmann::json_sax<Json> {
   bool Id(std::int64_t v) {
     if (depth_ != 1) return Value(std::to_string(v));
     if (v < 0 || v >= (1 << 24)) return Value(std::to_string(v));
-    (*out_)[key_] = static_cast<std::int32_t>(v);
+    // A token listed twice would silently take its last id: an error, as for every JSON input.
+    if (!out_->emplace(key_, static_cast<std::int32_t>(v)).second) {
+      duplicate_key = key_;
+      return Fail("token '" + key_ + "': duplicate key (each token must appear once)");
+    }
     return true;
   }
   std::string source_;
@@ -502,6 +507,14 @@ Status ClipTokenizer::Impl::ReadVocab(const std::string& vocab_path) {
   VocabSax sax(vocab_path, &vocab);
   Json::sax_parse(vocab_text, &sax, Json::input_format_t::json, /*strict=*/true);
   if (!sax.error.empty()) {
+    if (!sax.duplicate_key.empty()) {
+      // The SAX callbacks carry no position: the repeat is the key's second spelling in the text.
+      const std::string quoted = Json(sax.duplicate_key).dump();
+      const std::size_t first = vocab_text.find(quoted);
+      const std::size_t second =
+          first == std::string::npos ? first : vocab_text.find(quoted, first + 1);
+      if (second != std::string::npos) sax.error_offset = second;
+    }
     common::TextPosition pos = common::PositionOfOffset(vocab_text, sax.error_offset);
     return Status::InvalidArg(vocab_path + ":" + std::to_string(pos.line) + ":" +
                               std::to_string(pos.column) + ": " + sax.error);

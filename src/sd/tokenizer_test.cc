@@ -248,6 +248,14 @@ TEST_F(BrokenTokenizer, MalformedVocabularyIsNamed) {
   EXPECT_NE(missing_bytes.status().message().find("byte symbol"), std::string::npos);
   tg::testing::WriteFile(dir_ / "vocab.json", "{not json");
   EXPECT_FALSE(ClipTokenizer::Load(dir_.path()).ok());
+  // A token listed twice is an error naming the file, the line of the repeat and the token.
+  tg::testing::WriteFile(dir_ / "vocab.json", "{\"a\": 1,\n \"b\": 2,\n \"a\": 3}");
+  auto dup = ClipTokenizer::Load(dir_.path());
+  ASSERT_FALSE(dup.ok());
+  EXPECT_NE(dup.status().message().find("vocab.json:3:"), std::string::npos)
+      << dup.status().message();
+  EXPECT_NE(dup.status().message().find("token 'a': duplicate key"), std::string::npos)
+      << dup.status().message();
 }
 
 TEST_F(BrokenTokenizer, UnknownPadTokenAndBadConfigFields) {
