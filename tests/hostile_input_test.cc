@@ -300,6 +300,13 @@ void MakeFixtures() {
   ::mkfifo((g_dir + "/tok_fifo/vocab.json").c_str(), 0600);
   W("tok_fifo/merges.txt", "#version: 0.2\n");
   W("long_prompt.txt", std::string(60 << 10, 'a'));
+  // A --root whose driver version and os-release are FIFOs with no writer (the probe reads both).
+  for (const char* d : {"/probe_root", "/probe_root/etc", "/probe_root/proc",
+                        "/probe_root/proc/driver", "/probe_root/proc/driver/nvidia"}) {
+    ::mkdir((g_dir + d).c_str(), 0755);
+  }
+  ::mkfifo((g_dir + "/probe_root/proc/driver/nvidia/version").c_str(), 0600);
+  ::mkfifo((g_dir + "/probe_root/etc/os-release").c_str(), 0600);
 }
 
 class Env : public ::testing::Environment {
@@ -323,6 +330,11 @@ void AddCrashCases(std::vector<Case>* t) {
   const std::string prompt(60 << 10, 'a');
   // ORT's telemetry parsed /proc/self/cmdline with a recursive regex: no argument may reach it.
   t->push_back({"probe_root_40KB", {"probe", "--root", long_path}, 0, ""});
+  // FIFOs planted under --root are refused by the one reader, never waited on.
+  t->push_back({"probe_root_fifos",
+                {"--json", "probe", "--root", "@/probe_root"},
+                0,
+                "truegreen.snapshot/v1"});
   t->push_back({"run_model_40KB_path", {"--policy", "dev", "run", "--model", long_path}, 2, ""});
   t->push_back({"run_input_40KB",
                 {"--policy", "dev", "run", "--model", Model(), "--input", "a=" + long_path},

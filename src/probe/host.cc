@@ -8,10 +8,10 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <regex>
 #include <sstream>
 
+#include "common/file_util.h"
 #include "common/strings.h"
 #include "probe/host_internal.h"
 
@@ -27,14 +27,12 @@ std::string JoinRoot(const std::string& root, const std::string& path) {
   return r + path;
 }
 
-// Reads at most `max` bytes of a small text file (procfs, sysfs, os-release).
+// Reads a small text file (procfs, sysfs, os-release) through the one reader: a FIFO, device or
+// directory planted under --root is refused, never waited on; over `max` bytes is unreadable.
 std::optional<std::string> ReadSmall(const std::string& path, std::size_t max = 1 << 16) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::string out(max, '\0');
-  in.read(out.data(), static_cast<std::streamsize>(max));
-  out.resize(static_cast<std::size_t>(in.gcount()));
-  return out;
+  auto text = common::ReadFileLimited(path, max);
+  if (!text.ok()) return std::nullopt;
+  return std::move(text).value();
 }
 
 std::string Trim(std::string_view s) { return std::string(common::Trim(s)); }
