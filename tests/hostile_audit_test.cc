@@ -7,10 +7,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
+#include <filesystem>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "tests/fixtures/make_images.h"
 #include "tests/support/test_util.h"
 
 namespace tg::testing {
@@ -93,6 +97,21 @@ std::string ArgBomb() {
 
 // A docker-archive whose manifest names one small layer `refs` times (entries x references was
 // the memory class: a few MB of manifest asked for gigabytes).
+// An OCI layout whose layer blob is a FIFO with no writer (reading it would block forever).
+void WriteLayoutWithFifoBlob(const std::string& dir, const std::string& work) {
+  namespace im = tg::testing::images;
+  im::ImageSpec spec;
+  spec.layers.push_back({{im::File("app/x", "hello")}});
+  im::WriteImage(spec, im::Format::kOciLayout, dir, work);
+  for (const auto& e : std::filesystem::directory_iterator(dir + "/blobs/sha256")) {
+    const std::string head = ReadFile(e.path().string()).substr(0, 2);
+    if (head == "\x1f\x8b") {  // the gzip layer (manifests and configs are JSON)
+      std::filesystem::remove(e.path());
+      ::mkfifo(e.path().c_str(), 0600);
+    }
+  }
+}
+
 void WriteManyRefImage(const std::string& path, int refs) {
   const std::string script =
       "import io,json,sys,tarfile\n"
@@ -252,6 +271,16 @@ const std::vector<Case>& Cases() {
        "image.efficiency",
        "image.hostile.entry-limit",
        256},
+      {"image_fifo_is_refused_not_waited_on",
+       [](const TempDir& d) { ::mkfifo((d / "img.tar").c_str(), 0600); },
+       {"audit", "image", "{dir}/img.tar"},
+       2,
+       "not a regular file or an OCI layout directory"},
+      {"image_layout_fifo_blob_is_refused",
+       [](const TempDir& d) { WriteLayoutWithFifoBlob(d / "layout", d / "work"); },
+       {"audit", "image", "{dir}/layout"},
+       2,
+       "not a regular file (a FIFO"},
       {"render_negative_cpu",
        [](const TempDir&) {},
        {"k8s", "render", "--matrix", SourceDir() + "/deploy/matrix.example.yaml", "--cpu", "-5"},

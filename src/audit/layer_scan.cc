@@ -69,13 +69,22 @@ std::string_view EntryTypeName(EntryType t) {
 
 namespace {
 
+// Image files and blobs are read with seeks, so only a regular file will do. The open never
+// blocks (a FIFO with no writer would wait forever) and the type is checked before any read.
 Result<int> OpenReadOnly(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     int e = errno;
     std::string m = fmt::format("{}: cannot open: {}", path, std::strerror(e));
     return e == ENOENT ? Status::NotFound(m) : Status::InvalidArg(m);
   }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Status::InvalidArg(fmt::format(
+        "{}: not a regular file (a FIFO, device, socket or directory is refused)", path));
+  }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   return fd;
 }
 

@@ -688,6 +688,14 @@ Result<Image> ReadImage(const std::string& path, const ReaderLimits& limits,
     return Status::NotFound(fmt::format("{}: no such image file or directory", path));
   }
   if (S_ISDIR(st.st_mode)) return ReadLayoutDir(path, limits, capture, options);
+  // The tar is read twice (an index pass, then each layer's byte range), so a pipe cannot serve;
+  // a FIFO with no writer would block the first open forever.
+  if (!S_ISREG(st.st_mode)) {
+    return Status::InvalidArg(fmt::format(
+        "{}: not a regular file or an OCI layout directory (a FIFO, device or socket is refused; "
+        "save the image to a file first)",
+        path));
+  }
   return ReadTar(path, limits, capture, options);
 }
 
