@@ -200,11 +200,13 @@ TEST_F(ServerLifecycleTest, FloodGets429WithRetryAfter) {
 }
 
 TEST_F(ServerLifecycleTest, DeadlineGets504AndTheGenerationIsCancelled) {
-  ServerProcess s({"--policy", "dev"}, {"--models", Models(), "--deadline-ms", "300"});
+  ServerProcess s({"--policy", "dev"}, {"--models", Models(), "--deadline-ms", "200"});
   ASSERT_GT(s.WaitPort(), 0);
   ASSERT_TRUE(s.WaitReady()) << s.Log();
   const auto t0 = std::chrono::steady_clock::now();
-  HttpResult r = Generate(s.port(), 150, "512x512");
+  // 150 steps at the largest size take well over a second even on a fast CPU (the tiny UNet runs
+  // about 2 ms per 512² step here), far past the 200 ms deadline.
+  HttpResult r = Generate(s.port(), 150, "1024x1024");
   EXPECT_EQ(r.status, 504) << r.body;
   EXPECT_NE(r.body.find("cancelled"), std::string::npos) << r.body;
   // Cancelled between steps: far sooner than 150 steps would take.

@@ -199,7 +199,8 @@ Status StrategicMerge(YAML::Node target, const YAML::Node& patch, const std::str
   }
   for (auto it = patch.begin(); it != patch.end(); ++it) {
     std::string k = YamlScalar(it->first);
-    const YAML::Node& v = it->second;
+    // A copy: yaml-cpp's iterator hands out a temporary pair, so a reference would dangle.
+    const YAML::Node v = it->second;
     if (k == "$patch" || k.rfind("$setElementOrder/", 0) == 0) continue;
     if (!k.empty() && k[0] == '$') {
       return Status::InvalidArg(fmt::format(
