@@ -95,6 +95,9 @@ TEST(AuditImageCli, BloatedImageSameFindingsInEveryFormat) {
     EXPECT_EQ(j["layers"][2]["created_by"], "COPY . /app");
     EXPECT_EQ(j["history"].size(), 5u);
     EXPECT_EQ(j["efficiency"]["wasted_bytes"], 40000u);
+    std::uint64_t per_layer = 0;  // every layer carries its share; the shares add up
+    for (const auto& l : j["layers"]) per_layer += l["wasted_bytes"].get<std::uint64_t>();
+    EXPECT_EQ(per_layer, 40000u);
     EXPECT_EQ(j["efficiency"]["inefficient_paths"][0]["path"], "tmp/big.tar");
     EXPECT_GT(j["layers"][2]["uncompressed_bytes"].get<std::uint64_t>(), 20000u);
     if (reference.is_null()) {

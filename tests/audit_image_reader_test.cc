@@ -126,6 +126,12 @@ TEST(AuditImageReader, DiveEfficiencyCountsEveryCopyAndDeletions) {
   ASSERT_FALSE(e.inefficient.empty());
   EXPECT_EQ(e.inefficient[0].path, "app/old.bin");
   EXPECT_EQ(e.inefficient[0].copies, 2);
+  // Per layer, as dive attributes it: the base's first copies of tool and old.bin, then layer 1's
+  // second tool and its deletion of old.bin; the shares add up to the total.
+  ASSERT_EQ(e.layer_wasted_bytes.size(), 3u);
+  EXPECT_EQ(e.layer_wasted_bytes[0], 1000u + 4096u);
+  EXPECT_EQ(e.layer_wasted_bytes[1], 1500u + 4096u);
+  EXPECT_EQ(e.layer_wasted_bytes[2], 0u);
 }
 
 TEST(AuditImageReader, MissingAndCorruptInputsNameTheFile) {

@@ -144,8 +144,12 @@ Json ReportToJson(const ImageAuditReport& r) {
   j["files"] = r.files;
   j["verify_digests"] = r.verify_digests;
   Json layers = Json::array();
-  for (const auto& l : r.layers) {
+  for (std::size_t i = 0; i < r.layers.size(); ++i) {
+    const auto& l = r.layers[i];
+    const std::uint64_t wasted =
+        i < r.efficiency.layer_wasted_bytes.size() ? r.efficiency.layer_wasted_bytes[i] : 0;
     layers.push_back({{"index", l.index},
+                      {"wasted_bytes", wasted},
                       {"digest", l.digest},
                       {"created_by", l.created_by},
                       {"compression", l.compression},
@@ -198,11 +202,14 @@ std::string ReportToText(const ImageAuditReport& r) {
   out += fmt::format("dive    efficiency {:.4f}, wasted {} ({:.1f}% of user layers)\n",
                      r.efficiency.score, HumanBytes(r.efficiency.wasted_bytes),
                      100 * r.efficiency.user_wasted_percent);
-  out += "layers\n";
-  for (const auto& l : r.layers) {
-    out += fmt::format("  {:>3}  {:>10}  {:>10}  {:<5} {}\n", l.index,
+  out += "layers  (index, uncompressed, compressed, compression, wasted, created by)\n";
+  for (std::size_t i = 0; i < r.layers.size(); ++i) {
+    const auto& l = r.layers[i];
+    const std::uint64_t wasted =
+        i < r.efficiency.layer_wasted_bytes.size() ? r.efficiency.layer_wasted_bytes[i] : 0;
+    out += fmt::format("  {:>3}  {:>10}  {:>10}  {:<5} {:>10}  {}\n", l.index,
                        HumanBytes(l.uncompressed_bytes), HumanBytes(l.compressed_bytes),
-                       l.compression, l.created_by.substr(0, 80));
+                       l.compression, HumanBytes(wasted), l.created_by.substr(0, 80));
   }
   if (!r.snapshot.components.empty()) {
     out += "capabilities\n";

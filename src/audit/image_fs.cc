@@ -76,7 +76,11 @@ Efficiency MergeWithEfficiency(const Image& image, FileSystem* merged) {
   // metric share one pass (the merge is the largest cost of the audit after reading).
   FileSystem& stacked = *merged;
   stacked.clear();
-  for (const auto& l : image.layers) {
+  // Each leaf entry's counted size, per layer, for the per-layer share of the waste below.
+  std::vector<std::vector<std::pair<const std::string*, std::uint64_t>>> counted(
+      image.layers.size());
+  for (std::size_t li = 0; li < image.layers.size(); ++li) {
+    const auto& l = image.layers[li];
     std::uint64_t layer_bytes = 0;
     for (const auto& e : l.scan.entries) {
       // dive visits leaves only; directories carry no bytes, so skipping them changes no sum.
@@ -85,6 +89,7 @@ Efficiency MergeWithEfficiency(const Image& image, FileSystem* merged) {
       if (e.type == EntryType::kWhiteout || e.type == EntryType::kOpaque) {
         size = SizeUnder(stacked, e.path);
       }
+      counted[li].push_back({&e.path, size});
       layer_bytes += e.size;
       Data& d = paths[e.path];
       if (d.copies == 0 || size < d.min) d.min = size;
@@ -105,6 +110,12 @@ Efficiency MergeWithEfficiency(const Image& image, FileSystem* merged) {
     }
   }
   eff.score = all_sum == 0 ? 1.0 : static_cast<double>(min_sum) / static_cast<double>(all_sum);
+  eff.layer_wasted_bytes.assign(image.layers.size(), 0);
+  for (std::size_t li = 0; li < counted.size(); ++li) {
+    for (const auto& [path, size] : counted[li]) {
+      if (paths[*path].copies >= 2) eff.layer_wasted_bytes[li] += size;
+    }
+  }
   eff.user_wasted_percent = eff.user_bytes == 0 ? 0.0
                                                 : static_cast<double>(eff.wasted_bytes) /
                                                       static_cast<double>(eff.user_bytes);

@@ -45,6 +45,9 @@ struct Efficiency {
     std::uint64_t cumulative = 0;
   };
   std::vector<Path> inefficient;  // paths with >= 2 copies, largest cumulative first
+  // Per layer, in image order: the bytes of its entries on paths seen in >= 2 layers (what dive
+  // lists as the layer's share of the waste); they sum to wasted_bytes.
+  std::vector<std::uint64_t> layer_wasted_bytes;
 };
 
 // dive's metric: each path's copies across layers (a whiteout counts the bytes it deletes).
