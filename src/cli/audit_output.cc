@@ -1,13 +1,11 @@
-// Report files are written with a plain open/write: the path is the user's explicit request, but
-// an existing target that is not a regular file (a device, FIFO or directory) is refused rather
-// than written through.
+// --sarif/--junit report files go through the one atomic writer (common/file_util.h).
 #include "cli/audit_output.h"
 
 #include <fmt/format.h>
 
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
+
+#include "common/file_util.h"
 
 #ifndef TG_VERSION
 #define TG_VERSION "0.0.0"
@@ -16,21 +14,12 @@
 namespace tg::cli {
 namespace {
 
-namespace fs = std::filesystem;
 using common::Status;
 
+// Through the one atomic writer: a new path or a regular file only (devices, FIFOs, sockets and
+// directories are refused, naming the file), never a half-written report.
 Status WriteReport(const std::string& path, const std::string& text, const char* flag) {
-  std::error_code ec;
-  fs::file_status st = fs::symlink_status(path, ec);
-  if (fs::exists(st) && !fs::is_regular_file(st)) {
-    return Status::InvalidArg(
-        fmt::format("{} {}: exists and is not a regular file; refusing to write it", flag, path));
-  }
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out) return Status::InvalidArg(fmt::format("{} {}: cannot write the file", flag, path));
-  return Status::Ok();
+  return common::WriteFileAtomic(path, text).WithPrefix(flag);
 }
 
 }  // namespace
