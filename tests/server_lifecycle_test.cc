@@ -256,7 +256,9 @@ TEST_F(ServerLifecycleTest, LargeJobDoesNotHoldSmallOnesBehindIt) {
   Clock::time_point large_done, small_done;
   HttpResult large, small;
   std::thread t([&] {
-    large = Generate(s.port(), 150, "512x512");  // 512*512*150/50 pixels: the large lane
+    // The large lane, and long enough (over a second even on a fast CPU: the tiny UNet runs about
+    // 2 ms per 512² step) that the small job, sent 200 ms later, must overtake it.
+    large = Generate(s.port(), 150, "1024x1024");
     large_done = Clock::now();
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
