@@ -266,17 +266,24 @@ Status WriteAllTo(int fd, const std::string& data, const std::string& path) {
 
 std::atomic<unsigned> g_tmp_counter{0};
 
-}  // namespace
-
-Status WriteFileAtomic(const std::string& path, const std::string& data, bool create_parents) {
+// The file an output path names (symlinks followed by WriteTarget), refused when the path is
+// empty or names a directory; shared by the writer and its pre-check so they cannot disagree.
+Result<std::filesystem::path> OutputTarget(const std::string& path, bool* exists, mode_t* mode) {
   if (path.empty()) return Status::InvalidArg("empty output file name");
-  bool exists = false;
-  mode_t mode = 0;
-  TG_ASSIGN_OR_RETURN(std::string target, WriteTarget(path, &exists, &mode));
-  const std::filesystem::path tp(target);
+  TG_ASSIGN_OR_RETURN(std::string target, WriteTarget(path, exists, mode));
+  std::filesystem::path tp(target);
   if (!tp.has_filename() || tp.filename() == "." || tp.filename() == "..") {
     return Status::InvalidArg(path + ": names a directory, expected a file name");
   }
+  return tp;
+}
+
+}  // namespace
+
+Status WriteFileAtomic(const std::string& path, const std::string& data, bool create_parents) {
+  bool exists = false;
+  mode_t mode = 0;
+  TG_ASSIGN_OR_RETURN(const std::filesystem::path tp, OutputTarget(path, &exists, &mode));
   const std::string parent = tp.has_parent_path() ? tp.parent_path().string() : ".";
   TG_RETURN_IF_ERROR(CheckParent(path, parent, create_parents));
 
@@ -309,7 +316,7 @@ Status WriteFileAtomic(const std::string& path, const std::string& data, bool cr
     auto again = WriteTarget(path, &exists_now, &ignored);
     if (!again.ok()) st = again.status();
   }
-  if (st.ok() && ::rename(tmp.c_str(), target.c_str()) != 0) {
+  if (st.ok() && ::rename(tmp.c_str(), tp.c_str()) != 0) {
     st = Status::InvalidArg(path + ": cannot rename into place: " + std::strerror(errno));
   }
   if (!st.ok()) ::unlink(tmp.c_str());
@@ -317,14 +324,9 @@ Status WriteFileAtomic(const std::string& path, const std::string& data, bool cr
 }
 
 Status CheckOutputPath(const std::string& path) {
-  if (path.empty()) return Status::InvalidArg("empty output file name");
   bool exists = false;
   mode_t mode = 0;
-  TG_ASSIGN_OR_RETURN(std::string target, WriteTarget(path, &exists, &mode));
-  const std::filesystem::path tp(target);
-  if (!tp.has_filename() || tp.filename() == "." || tp.filename() == "..") {
-    return Status::InvalidArg(path + ": names a directory, expected a file name");
-  }
+  TG_ASSIGN_OR_RETURN(const std::filesystem::path tp, OutputTarget(path, &exists, &mode));
   return CheckParent(path, tp.has_parent_path() ? tp.parent_path().string() : ".", false);
 }
 

@@ -90,7 +90,8 @@ std::vector<std::shared_ptr<Job>> Lane::TakeBatch(std::unique_lock<std::mutex>& 
   if (max_batch_ == 1) return batch;
   const std::string key = batch.front()->batch_key;
   const auto until = Clock::now() + batch_delay_;
-  while (true) {
+  // Moves queued jobs with the same batch key into the batch, up to max_batch_.
+  auto sweep = [&] {
     for (auto it = queue_.begin();
          it != queue_.end() && static_cast<int>(batch.size()) < max_batch_;) {
       if ((*it)->batch_key == key) {
@@ -100,18 +101,12 @@ std::vector<std::shared_ptr<Job>> Lane::TakeBatch(std::unique_lock<std::mutex>& 
         ++it;
       }
     }
+  };
+  while (true) {
+    sweep();
     if (static_cast<int>(batch.size()) >= max_batch_ || stopping_) break;
     if (cv_.wait_until(lock, until) == std::cv_status::timeout) {
-      // One last sweep for jobs that arrived with the timeout.
-      for (auto it = queue_.begin();
-           it != queue_.end() && static_cast<int>(batch.size()) < max_batch_;) {
-        if ((*it)->batch_key == key) {
-          batch.push_back(*it);
-          it = queue_.erase(it);
-        } else {
-          ++it;
-        }
-      }
+      sweep();  // one last sweep for jobs that arrived with the timeout
       break;
     }
   }

@@ -349,17 +349,24 @@ std::string Server::NotReadyReason() const {
   return bg_fault_;
 }
 
+// The start-up gates as JSON (name, status, duration, message); mu_ must be held.
+Json Server::GatesJsonLocked() const {
+  Json gates = Json::array();
+  for (const Gate& g : gates_) {
+    gates.push_back({{"name", g.name},
+                     {"status", std::string(GateStateName(g.state))},
+                     {"duration_ms", g.duration_ms},
+                     {"message", g.message}});
+  }
+  return gates;
+}
+
 HttpResponse Server::Readyz() const {
   const std::string reason = NotReadyReason();
-  Json gates = Json::array();
+  Json gates;
   {
     std::lock_guard<std::mutex> l(mu_);
-    for (const Gate& g : gates_) {
-      gates.push_back({{"name", g.name},
-                       {"status", std::string(GateStateName(g.state))},
-                       {"duration_ms", g.duration_ms},
-                       {"message", g.message}});
-    }
+    gates = GatesJsonLocked();
   }
   Json body = {{"ready", reason.empty()}, {"gates", gates}, {"degraded", degraded_.load()}};
   if (!reason.empty()) body["reason"] = reason;
@@ -668,14 +675,8 @@ int RunServer(const ServeConfig& config, const std::vector<ModelSpec>& models,
 }
 
 Json Server::Summary(int exit_code) const {
-  Json gates = Json::array();
   std::lock_guard<std::mutex> l(mu_);
-  for (const Gate& g : gates_) {
-    gates.push_back({{"name", g.name},
-                     {"status", std::string(GateStateName(g.state))},
-                     {"duration_ms", g.duration_ms},
-                     {"message", g.message}});
-  }
+  const Json gates = GatesJsonLocked();
   return {{"ok", exit_code == 0},
           {"exit_code", exit_code},
           {"port", port_},

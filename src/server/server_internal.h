@@ -99,6 +99,7 @@ class Server {
   void StartLanes(ModelRuntime* mr);
   std::string NotReadyReason() const;
   HttpResponse Readyz() const;
+  common::Json GatesJsonLocked() const;  // mu_ held
   HttpResponse Capabilities() const;
   HttpResponse MetricsText();
   void DeclareMetrics();
