@@ -221,7 +221,11 @@ TEST_F(ServerLifecycleTest, SigtermDrainsEveryAcceptedRequest) {
   constexpr int kN = 6;
   std::vector<HttpResult> rs(kN);
   std::vector<std::thread> ts;
-  for (int i = 0; i < kN; ++i) ts.emplace_back([&, i] { rs[i] = Generate(s.port(), 8); });
+  // Each request long enough (100 steps at 512²: a few hundred ms even on a fast CPU, where the
+  // tiny UNet runs about 2 ms per step) that all of them are in flight before the first finishes.
+  for (int i = 0; i < kN; ++i) {
+    ts.emplace_back([&, i] { rs[i] = Generate(s.port(), 100, "512x512"); });
+  }
   // Wait until every request is accepted (the /metrics request itself is one more in flight).
   // Generous: on a loaded 2-core CI machine the six connections can take seconds to arrive.
   bool accepted = false;
