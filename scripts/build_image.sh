@@ -99,10 +99,21 @@ copy_deps() {
 }
 
 copy_deps "${BINARY}" 1
-# Core and providers: lib/ of a GPU release archive holds both; the npm layout splits them.
-for lib in "${ORT_DIR}"/lib/libonnxruntime*.so* "${ORT_DIR}"/gpu/*.so*; do
+# Core and providers: lib/ of a GPU release archive holds both. The npm layout splits them: lib/
+# is the CPU-built core and gpu/ the provider plugins from another package, a pair that crashes on
+# a GPU (docs/POLICY.md, build flavour; `audit image` fails it as image.ort.pair). So from that
+# layout the image gets the CPU core only: a development image, said plainly in the log.
+if [ -d "${ORT_DIR}/gpu" ]; then
+  log "ONNX Runtime from the npm layout (${ORT_DIR}): its core is a CPU build, so the GPU provider" \
+    "plugins in ${ORT_DIR}/gpu are left out and this image runs on the CPU only. For a GPU image" \
+    "pass --ort-dir with the GPU release archive (core and providers from one archive)."
+fi
+for lib in "${ORT_DIR}"/lib/libonnxruntime*.so*; do
   [ -e "${lib}" ] || continue
-  cp -L "${lib}" "${ROOTFS}/opt/truegreen/lib/$(basename "${lib}")"
+  name="$(basename "${lib}")"
+  # The npm lib/ links libonnxruntime_providers_shared.so into gpu/: it goes with gpu/.
+  if [ -d "${ORT_DIR}/gpu" ] && [[ "${name}" == libonnxruntime_providers_* ]]; then continue; fi
+  cp -L "${lib}" "${ROOTFS}/opt/truegreen/lib/${name}"
 done
 for lib in "${ROOTFS}"/opt/truegreen/lib/*.so*; do
   copy_deps "${lib}" 0

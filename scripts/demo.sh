@@ -8,6 +8,8 @@
 #  4. truegreen serve on the tiny pipeline and a generic ONNX model (dev policy): wait for ready,
 #     one image through the OpenAI endpoint, one KServe v2 inference, /readyz and a few metrics,
 #     then SIGTERM (drain, exit 0).
+#  5. a short A/B with `bench --ab`: the same tiny model served with one lane worker and with two,
+#     the same sweep against both, and the comparison report (markdown table shown, HTML written).
 # The demo itself fails only if a step does something other than what is stated above.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -90,6 +92,25 @@ wait "${srv}"
 rc=$?
 echo "(server exit ${rc} after SIGTERM; expected 0)"
 [ "${rc}" -eq 0 ] || fail=1
+
+echo
+echo "== truegreen bench --ab: one lane worker against two, same tiny model, same sweep =="
+ab=build/demo/ab
+rm -rf "${ab}" && mkdir -p "${ab}/models"
+ln -s "$(pwd)/build/models/sd-tiny/sd15-legacy" "${ab}/models/sd15"
+for side in 1 2; do
+  printf 'name: lane-workers-%s\nserve_args: [--policy, dev, --models, %s, --concurrency, "%s",\n  --access-log, "off"]\n' \
+    "${side}" "${ab}/models" "${side}" > "${ab}/workers-${side}.yaml"
+done
+echo "\$ $TG bench --ab ${ab}/workers-1.yaml ${ab}/workers-2.yaml --concurrency 4 --size 256x256 --steps 4 ..."
+if $TG bench --ab "${ab}/workers-1.yaml" "${ab}/workers-2.yaml" --model sd15 --concurrency 4 \
+  --size 256x256 --steps 4 --warmup 1 --window 2 --max-trials 3 --no-progress \
+  --ab-out "${ab}/report" > "${ab}/stdout.txt" 2> "${ab}/stderr.txt"; then
+  sed -n '/^| /p' "${ab}/report/compare.md" | head -12
+  echo "report: ${ab}/report/compare.html (and compare.md, compare.json, one JSON/HTML per side)"
+else
+  echo "A/B did not complete:"; tail -20 "${ab}/stderr.txt"; fail=1
+fi
 
 if [ "${fail}" -ne 0 ]; then
   echo "demo: a step did not behave as stated" >&2

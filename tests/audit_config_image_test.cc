@@ -1,7 +1,7 @@
 // scripts/build_image.sh builds a runtime image archive without a Docker daemon (buildah, with
 // the umoci fallback) from this build tree's truegreen binary. To stay fast the image carries the
-// real ONNX Runtime core library but not the 220 MB CUDA provider plugin (the CI image build
-// ships all of them).
+// real ONNX Runtime core library in the npm layout (lib/ + gpu/): the script must leave the GPU
+// provider plugins of that layout out, because the npm core is CPU-built and cannot host them.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -28,6 +28,11 @@ struct Built {
 Built BuildImage(const TempDir& dir, const std::string& builder) {
   fs::create_directories(dir / "ort/lib");
   fs::create_symlink(OrtDir() + "/lib/libonnxruntime.so", dir / "ort/lib/libonnxruntime.so");
+  fs::create_directories(dir / "ort/gpu");
+  WriteFile(dir / "ort/gpu/libonnxruntime_providers_cuda.so", "not a library");
+  fs::create_symlink("../gpu/libonnxruntime_providers_shared.so",
+                     dir / "ort/lib/libonnxruntime_providers_shared.so");
+  WriteFile(dir / "ort/gpu/libonnxruntime_providers_shared.so", "not a library");
   Built b;
   b.archive = dir / ("image-" + builder + ".tar");
   b.result =
@@ -67,6 +72,9 @@ void ExpectImage(const Built& b) {
   EXPECT_NE(list.out.find("opt/truegreen/lib/libonnxruntime.so"), std::string::npos) << list.out;
   EXPECT_NE(list.out.find("ld-linux-x86-64.so.2"), std::string::npos) << list.out;
   EXPECT_EQ(list.out.find("libcuda.so"), std::string::npos) << list.out;
+  // npm layout: the CPU core without the GPU providers it cannot host, and the log says why.
+  EXPECT_EQ(list.out.find("libonnxruntime_providers_"), std::string::npos) << list.out;
+  EXPECT_NE(b.result.err.find("GPU provider plugins in"), std::string::npos) << b.result.err;
   EXPECT_EQ(list.out.find("bin/sh"), std::string::npos) << list.out;
   // The chroot smoke test runs for normal builds; sanitizer builds say why they skip it.
   EXPECT_TRUE(b.result.err.find("smoke test: chroot") != std::string::npos ||

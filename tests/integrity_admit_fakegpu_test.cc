@@ -285,7 +285,11 @@ TEST(AdmitFakeGpu, HumanOutputHasOneLinePerCheckAndTheVerdict) {
   EXPECT_THAT(r.out, HasSubstr("verdict: NOT ACCELERATED (exit 3"));
 }
 
-TEST(AdmitFakeGpu, DoctorOnAHealthyFakeNodeSaysAccelerated) {
+// Every admission check passes on the healthy fake node, but doctor's startup chain then tries
+// to attach the provider to the core, and the fake GPU-flavour core is the npm CPU core inside
+// ("not enabled in this build"): a refused step after admit leaves no ACCELERATED verdict, with
+// --matrix as without it.
+TEST(AdmitFakeGpu, DoctorOnAHealthyFakeNodeStillNeedsTheFactory) {
   testing::TempDir dir;
   testing::WriteFile(dir / "matrix.yaml", MatrixYaml());
   testing::FakeRoot root;
@@ -295,8 +299,48 @@ TEST(AdmitFakeGpu, DoctorOnAHealthyFakeNodeSaysAccelerated) {
                             {{"NVIDIA_VISIBLE_DEVICES", "all"},
                              {"NVIDIA_DRIVER_CAPABILITIES", "compute,utility"},
                              {"CUDA_VISIBLE_DEVICES", testing::kUnset}});
-  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_EQ(r.out.substr(0, r.out.find('\n')), "ACCELERATED");
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_EQ(r.out.substr(0, r.out.find('\n')), "NOT ACCELERATED") << r.out;
+  EXPECT_THAT(r.out, ::testing::Not(HasSubstr("FAIL  "))) << r.out;  // admission itself passed
+  EXPECT_THAT(r.out, HasSubstr("because admission passed, but startup step 'factory' was refused"));
+  EXPECT_THAT(r.out, HasSubstr("not enabled in this build"));
+  // The closing line agrees with the first one.
+  EXPECT_THAT(r.out, ::testing::Not(HasSubstr("verdict: ACCELERATED"))) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("verdict: NOT ACCELERATED (exit 3)"));
+}
+
+// doctor --matrix M: the startup chain's factory attaches M's providers, not the --policy's. With
+// a CUDA-only matrix, the factory asks for CUDA alone (it used to ask for the production policy's
+// TensorRT + CUDA), and its refusal (the npm core inside the fake core) is the verdict.
+TEST(AdmitFakeGpu, DoctorMatrixProvidersDriveTheFactory) {
+  testing::TempDir dir;
+  std::string m = MatrixYaml();
+  m.replace(m.find("tensorrt: \"10.13\"\n"), std::string("tensorrt: \"10.13\"\n").size(), "");
+  m.replace(m.find("[TensorrtExecutionProvider, CUDAExecutionProvider]"),
+            std::string("[TensorrtExecutionProvider, CUDAExecutionProvider]").size(),
+            "[CUDAExecutionProvider]");
+  testing::WriteFile(dir / "matrix.yaml", m);
+  testing::FakeRoot root;
+  testing::FakeLibDir libs({"libonnxruntime_providers_tensorrt.so"});
+  testing::ProcessResult r =
+      testing::RunTruegreen({"--json", "--lib-path", libs.path(), "doctor", "--matrix",
+                             dir / "matrix.yaml", "--root", root.path()},
+                            {{"NVIDIA_VISIBLE_DEVICES", "all"},
+                             {"NVIDIA_DRIVER_CAPABILITIES", "compute,utility"},
+                             {"CUDA_VISIBLE_DEVICES", testing::kUnset}});
+  auto j = common::ParseJson(r.out, "doctor --json");
+  ASSERT_TRUE(j.ok()) << r.out << r.err;
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_EQ((*j)["verdict"], "NOT ACCELERATED") << r.out;
+  const common::Json* factory = nullptr;
+  for (const auto& step : (*j)["startup"]["steps"]) {
+    if (step["step"] == "factory") factory = &step;
+  }
+  ASSERT_NE(factory, nullptr) << (*j)["startup"].dump(2);
+  EXPECT_EQ((*factory)["outcome"], "refused") << factory->dump(2);
+  const std::string detail = (*factory)["detail"];
+  EXPECT_THAT(detail, HasSubstr("requires CUDAExecutionProvider;")) << detail;
+  EXPECT_THAT(detail, ::testing::Not(HasSubstr("Tensorrt"))) << detail;
 }
 
 // The build-flavor rule on both sides of the same provider files: the GPU-flavor core passes it,

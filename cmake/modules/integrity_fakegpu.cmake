@@ -68,7 +68,8 @@ add_custom_target(tg_fakegpu ALL DEPENDS tg_fake_ort_core
 # Tests of the integrity area run truegreen against the fakes: build the fakes first.
 get_property(_tg_targets DIRECTORY ${CMAKE_SOURCE_DIR} PROPERTY BUILDSYSTEM_TARGETS)
 foreach(t IN LISTS _tg_targets)
-  if(t MATCHES "^integrity_.*_test$" OR t MATCHES "^(probe|policy|runtime)_unit_tests$")
+  if(t MATCHES "^integrity_.*_test$" OR t MATCHES "^(probe|policy|runtime)_unit_tests$" OR
+     t STREQUAL "audit_image_ort_test")
     add_dependencies(${t} tg_fakegpu)
   endif()
 endforeach()

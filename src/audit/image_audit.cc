@@ -4,6 +4,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <memory>
+
+#include "common/file_util.h"
 
 namespace tg::audit {
 
@@ -86,7 +89,15 @@ std::vector<Finding> BudgetRules(const ImageAuditReport& r, const ImagePolicy& p
 Result<ImageAuditReport> AuditImage(const std::string& path, const ImageAuditOptions& options) {
   ReadOptions read;
   read.verify_layer_digests = options.verify_digests;
-  TG_ASSIGN_OR_RETURN(Image img, ReadImage(path, options.policy.limits, CaptureForRules, read));
+  // ORT cores and GPU providers are streamed to a private folder for the pair check
+  // (image_ort.h); it is removed when the audit returns.
+  TG_ASSIGN_OR_RETURN(common::ScopedTempDir extract_dir,
+                      common::ScopedTempDir::Create("truegreen-audit"));
+  CaptureSpec capture(CaptureForRules);
+  capture.extract = ExtractForOrtPair;
+  capture.extract_dir = extract_dir.path();
+  capture.extract_budget = std::make_shared<CaptureSpec::Budget>();
+  TG_ASSIGN_OR_RETURN(Image img, ReadImage(path, options.policy.limits, capture, read));
   ImageAuditReport r;
   r.source = img.source;
   r.format = std::string(ImageFormatName(img.format));
@@ -121,6 +132,9 @@ Result<ImageAuditReport> AuditImage(const std::string& path, const ImageAuditOpt
   for (auto& f : BudgetRules(r, options.policy)) all.push_back(std::move(f));
   for (auto& f : RunFileRules(img, r.fs)) all.push_back(std::move(f));
   for (auto& f : RunGpuRules(img, r.fs, r.snapshot, matrix)) all.push_back(std::move(f));
+  for (auto& f : RunOrtPairRules(img, r.fs, options.ort_inspect, &r.ort)) {
+    all.push_back(std::move(f));
+  }
   r.findings = ApplyPolicy(std::move(all), options.policy);
   std::stable_sort(r.findings.begin(), r.findings.end(), [](const Finding& a, const Finding& b) {
     if (a.severity != b.severity) return a.severity > b.severity;
@@ -178,6 +192,7 @@ Json ReportToJson(const ImageAuditReport& r) {
                      {"user_wasted_percent", r.efficiency.user_wasted_percent},
                      {"inefficient_paths", ineff}};
   j["capabilities"] = SnapshotToJson(r.snapshot);
+  j["onnxruntime"] = OrtPairToJson(r.ort);
   j["findings"] = FindingsToJson(r.findings);
   j["fail_on"] = std::string(SeverityName(r.fail_on));
   return j;
@@ -216,6 +231,12 @@ std::string ReportToText(const ImageAuditReport& r) {
     for (const auto& [name, c] : r.snapshot.components) {
       out += fmt::format("  {:<22} {:<14} {}\n", name, c.version.empty() ? "-" : c.version, c.path);
     }
+  }
+  if (!r.ort.gpu_providers.empty()) {
+    out += r.ort.checked
+               ? fmt::format("ort     core {} ({}, {}-built) with {} GPU provider(s)\n", r.ort.core,
+                             r.ort.core_version, r.ort.core_flavor, r.ort.gpu_providers.size())
+               : fmt::format("ort     core/provider pair NOT checked: {}\n", r.ort.skipped_reason);
   }
   out += fmt::format("findings ({})\n", r.findings.size());
   out += RenderFindingsText(r.findings);

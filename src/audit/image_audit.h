@@ -15,6 +15,7 @@
 
 #include "audit/finding.h"
 #include "audit/image_fs.h"
+#include "audit/image_ort.h"
 #include "audit/image_rules.h"
 #include "audit/oci_image.h"
 #include "common/config.h"
@@ -27,6 +28,9 @@ struct ImageAuditOptions {
   std::optional<std::uint64_t> budget;   // --budget (overrides policy.budget)
   std::optional<policy::Matrix> matrix;  // --matrix (or a matrix given as --policy FILE)
   bool verify_digests = false;           // --verify-digests: hash every layer blob (slower)
+  // Loads an ORT core extracted from the image (in a child process; the CLI supplies it). Empty:
+  // the core/provider pair is reported as image.ort.unchecked (--no-load).
+  OrtCoreInspector ort_inspect;
 };
 
 struct LayerSummary {
@@ -55,6 +59,7 @@ struct ImageAuditReport {
   bool verify_digests = false;
   Efficiency efficiency;
   CapabilitySnapshot snapshot;
+  OrtPairReport ort;  // the ONNX Runtime core/provider pair (image_ort.h)
   std::vector<Finding> findings;
   Severity fail_on = Severity::kError;
   bool failed = false;  // a finding at or above fail_on

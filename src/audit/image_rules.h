@@ -8,7 +8,8 @@
 //   image.dev-packages, image.notebooks, image.tests, image.caches, image.vcs, image.secrets,
 //   image.gpu.driver-libs, image.gpu.visible-devices, image.gpu.driver-capabilities,
 //   image.gpu.require-cuda, image.gpu.disable-require, image.gpu.cuda-version, image.matrix,
-//   image.hostile.* (reader), image.hostile.symlink-loop, image.history-mismatch.
+//   image.hostile.* (reader), image.hostile.symlink-loop, image.history-mismatch; the ONNX
+//   Runtime pair rules image.ort.* live in image_ort.h.
 //
 // Failure behaviour: LoadImagePolicy returns INVALID_ARG naming file:line:col and field for a
 // malformed policy; the rule functions cannot fail. Thread safety: pure functions.

@@ -462,11 +462,75 @@ bool WithinSizeLimits(const LayerEntry& e, int layer, std::uint64_t declared_com
   return true;
 }
 
+// Streams the current entry's data to `<extract_dir>/<n>/<basename>` (see CaptureSpec). The file
+// is created exclusively (a name we did not make is never overwritten) and removed again when the
+// data cannot be read completely, so a half-written library is never inspected.
+template <typename Fail>
+Status ExtractEntry(struct archive* a, const LayerEntry& e, const CaptureSpec& capture,
+                    LayerScan* scan, const Fail& fail) {
+  CaptureSpec::Budget* budget = capture.extract_budget.get();
+  if (capture.extract_dir.empty() || budget == nullptr) {
+    scan->extract_skipped[e.path] = "no extraction directory";
+    return Status::Ok();
+  }
+  if (budget->files_left <= 0 || e.size > budget->bytes_left) {
+    scan->extract_skipped[e.path] = fmt::format("over the extraction budget ({} files, {} left)",
+                                                budget->files_left, HumanBytes(budget->bytes_left));
+    return Status::Ok();
+  }
+  --budget->files_left;
+  budget->bytes_left -= e.size;
+  const std::string dir = fmt::format("{}/{}", capture.extract_dir, budget->next_id++);
+  const auto slash = e.path.rfind('/');
+  const std::string file =
+      dir + "/" + (slash == std::string::npos ? e.path : e.path.substr(slash + 1));
+  if (::mkdir(dir.c_str(), 0700) != 0) {
+    scan->extract_skipped[e.path] = fmt::format("cannot create {}: {}", dir, std::strerror(errno));
+    return Status::Ok();
+  }
+  const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) {
+    scan->extract_skipped[e.path] = fmt::format("cannot create {}: {}", file, std::strerror(errno));
+    return Status::Ok();
+  }
+  std::vector<char> buf(1 << 20);
+  std::uint64_t written = 0;
+  std::string error;
+  while (error.empty()) {
+    const la_ssize_t got = archive_read_data(a, buf.data(), buf.size());
+    if (got < 0) {
+      ::close(fd);
+      ::unlink(file.c_str());
+      return fail("cannot read file data");
+    }
+    if (got == 0) break;
+    for (la_ssize_t off = 0; off < got;) {
+      const ssize_t w = ::write(fd, buf.data() + off, static_cast<std::size_t>(got - off));
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) {
+        error = fmt::format("cannot write {}: {}", file, std::strerror(errno));
+        break;
+      }
+      off += w;
+      written += static_cast<std::uint64_t>(w);
+    }
+  }
+  ::close(fd);
+  if (!error.empty() || written != e.size) {
+    ::unlink(file.c_str());
+    scan->extract_skipped[e.path] =
+        error.empty() ? fmt::format("short file: {} of {} bytes", written, e.size) : error;
+    return Status::Ok();
+  }
+  scan->extracted[e.path] = file;
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<LayerScan> ScanLayer(ByteSource& source, int layer, const std::string& name,
                             std::uint64_t declared_compressed, const ReaderLimits& limits,
-                            std::uint64_t* budget_left, const CapturePredicate& capture) {
+                            std::uint64_t* budget_left, const CaptureSpec& capture) {
   LayerScan scan;
   ReadClient client;
   client.source = &source;
@@ -501,14 +565,16 @@ Result<LayerScan> ScanLayer(ByteSource& source, int layer, const std::string& na
       scan.stopped_early = true;
       break;
     }
-    if (e->type == EntryType::kFile && capture && e->size <= limits.max_capture_bytes &&
-        capture(e->path)) {
+    if (e->type == EntryType::kFile && capture.keep && e->size <= limits.max_capture_bytes &&
+        capture.keep(e->path)) {
       std::string data;
       data.resize(e->size);
       la_ssize_t got = archive_read_data(a.get(), data.data(), data.size());
       if (got < 0) return fail("cannot read file data");
       data.resize(static_cast<std::size_t>(got));
       scan.captured[e->path] = std::move(data);
+    } else if (e->type == EntryType::kFile && capture.extract && capture.extract(e->path)) {
+      TG_RETURN_IF_ERROR(ExtractEntry(a.get(), *e, capture, &scan, fail));
     }
     scan.entries.push_back(std::move(*e));
   }

@@ -22,6 +22,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "audit/finding.h"
@@ -163,12 +164,38 @@ struct ReaderLimits {
 // Decides which file contents to keep in LayerScan::captured (by normalised path).
 using CapturePredicate = std::function<bool(std::string_view path)>;
 
+// What a scan keeps of file contents: small files in memory (`keep`, at most
+// ReaderLimits::max_capture_bytes each) and large ones streamed to disk (`extract`: written under
+// `extract_dir`, which the caller creates and removes, as `<extract_dir>/<n>/<basename>`, mode
+// 0600, created exclusively). Extraction is bounded by `max_extract_files` and
+// `max_extract_bytes` over the whole image (shared through `extract_budget`, which the scan
+// decrements); a file over the remaining budget is not written and is listed in
+// LayerScan::extract_skipped with the reason. Converts implicitly from a CapturePredicate (or
+// nullptr) for the common keep-only case.
+struct CaptureSpec {
+  struct Budget {
+    int files_left = 16;
+    std::uint64_t bytes_left = 2ull << 30;
+    int next_id = 0;
+  };
+  CaptureSpec() = default;
+  template <typename F>
+  requires std::is_constructible_v<CapturePredicate, F> CaptureSpec(F&& f)
+      : keep(std::forward<F>(f)) {}  // NOLINT: implicit on purpose
+  CapturePredicate keep;
+  CapturePredicate extract;
+  std::string extract_dir;
+  std::shared_ptr<Budget> extract_budget;
+};
+
 struct LayerScan {
   Compression compression = Compression::kNone;
   std::uint64_t compressed_bytes = 0;    // bytes pulled from the source
   std::uint64_t uncompressed_bytes = 0;  // tar stream bytes after decompression
   std::vector<LayerEntry> entries;
   std::map<std::string, std::string> captured;
+  std::map<std::string, std::string> extracted;        // image path -> file on disk
+  std::map<std::string, std::string> extract_skipped;  // image path -> why it was not written
   std::vector<Finding> findings;  // hostile content; the layer index is already filled in
   bool stopped_early = false;     // a limit stopped the scan (the entries are incomplete)
 };
@@ -179,7 +206,7 @@ struct LayerScan {
 // Errors: INVALID_ARG for an unknown compression, a corrupt or truncated stream, or a non-tar.
 common::Result<LayerScan> ScanLayer(ByteSource& source, int layer, const std::string& name,
                                     std::uint64_t declared_compressed, const ReaderLimits& limits,
-                                    std::uint64_t* budget_left, const CapturePredicate& capture);
+                                    std::uint64_t* budget_left, const CaptureSpec& capture);
 
 // Normalises a tar member name. Returns nullopt for names containing a ".." component (path
 // traversal); sets *absolute when the name started with "/". "" means the root itself.

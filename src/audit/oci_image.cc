@@ -455,7 +455,7 @@ Status CheckLayerCount(const Image& img, const ReaderLimits& limits) {
 // digest, sha256 when unknown) and the whole blob is read even when the scan stopped early.
 Result<LayerScan> ScanBlob(ByteSource& src, ImageLayer& l, const std::string& name, bool verify,
                            const ReaderLimits& limits, std::uint64_t* budget,
-                           const CapturePredicate& capture) {
+                           const CaptureSpec& capture) {
   std::string alg = l.expected_digest.substr(0, l.expected_digest.find(':'));
   if (!verify || (alg != "sha256" && alg != "sha512")) {
     return ScanLayer(src, l.index, name, l.declared_size, limits, budget, capture);
@@ -510,7 +510,7 @@ void CollectFindings(Image* img) {
 }
 
 Result<Image> ReadLayoutDir(const std::string& dir, const ReaderLimits& limits,
-                            const CapturePredicate& capture, const ReadOptions& options) {
+                            const CaptureSpec& capture, const ReadOptions& options) {
   SmallReader read = [&](const std::string& rel) -> Result<std::string> {
     return common::ReadFileLimited(dir + "/" + rel, kMaxJsonBytes);
   };
@@ -565,7 +565,7 @@ bool PlaceScan(Image* img, const std::vector<int>& positions, const LayerScan& s
 // are skipped over with seeks instead of being copied through the outer archive.
 Status ScanRanges(const std::string& path, const TarIndex& idx,
                   const std::map<std::string, std::vector<int>>& wanted, const ReaderLimits& limits,
-                  const CapturePredicate& capture, const ReadOptions& options, Image* img) {
+                  const CaptureSpec& capture, const ReadOptions& options, Image* img) {
   std::vector<std::pair<std::pair<std::uint64_t, std::uint64_t>, std::string>> order;
   for (const auto& [blob, positions] : wanted) order.emplace_back(idx.ranges.at(blob), blob);
   std::sort(order.begin(), order.end());
@@ -587,7 +587,7 @@ Status ScanRanges(const std::string& path, const TarIndex& idx,
 // by manifest index, so whiteouts are applied in the right order later regardless of where the
 // writer put each blob.
 Status ScanStreamed(const std::string& path, const std::map<std::string, std::vector<int>>& wanted,
-                    const ReaderLimits& limits, const CapturePredicate& capture,
+                    const ReaderLimits& limits, const CaptureSpec& capture,
                     const ReadOptions& options, Image* img) {
   TG_ASSIGN_OR_RETURN(ArchiveReadPtr a, OpenOuter(path));
   std::uint64_t budget = limits.max_uncompressed_bytes;
@@ -628,7 +628,7 @@ Status ScanStreamed(const std::string& path, const std::map<std::string, std::ve
 }
 
 Result<Image> ReadTar(const std::string& path, const ReaderLimits& limits,
-                      const CapturePredicate& capture, const ReadOptions& options) {
+                      const CaptureSpec& capture, const ReadOptions& options) {
   TG_ASSIGN_OR_RETURN(TarIndex idx, IndexTar(path));
   SmallReader read = [&](const std::string& rel) -> Result<std::string> {
     auto it = idx.small.find(rel);
@@ -682,7 +682,7 @@ Result<Image> ReadTar(const std::string& path, const ReaderLimits& limits,
 }  // namespace
 
 Result<Image> ReadImage(const std::string& path, const ReaderLimits& limits,
-                        const CapturePredicate& capture, const ReadOptions& options) {
+                        const CaptureSpec& capture, const ReadOptions& options) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
     return Status::NotFound(fmt::format("{}: no such image file or directory", path));

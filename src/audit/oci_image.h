@@ -79,6 +79,6 @@ struct ReadOptions {
 // digest or size differs from its descriptor is an `image.digest-mismatch` finding (error) in
 // Image::findings, naming the blob, the expected and the actual value; the image is still read.
 common::Result<Image> ReadImage(const std::string& path, const ReaderLimits& limits,
-                                const CapturePredicate& capture, const ReadOptions& options = {});
+                                const CaptureSpec& capture, const ReadOptions& options = {});
 
 }  // namespace tg::audit

@@ -2,9 +2,18 @@
 // [--verify-digests]`.
 // --rules is the audit rule file (its `image:` section, docs/AUDIT_IMAGE.md). The matrix the
 // image's libraries are compared with is --matrix, or the one an explicit global --policy names.
+// The ONNX Runtime pair check loads the image's core in a child of this binary (hidden
+// `audit __ort-core-info DIR`), so a core that crashes or hangs on load costs a finding, not the
+// audit; `--no-load` skips it and the pair is reported as not checked.
 // Verdict first; errors through cli::ReportError.
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
+
+#include <fmt/format.h>
 
 #include "audit/image_audit.h"
 #include "audit/image_ref.h"
@@ -12,9 +21,12 @@
 #include "cli/command_areas.h"
 #include "cli/output.h"
 #include "cli/policy_option.h"
+#include "common/config.h"
 #include "common/log.h"
+#include "common/process.h"
 #include "common/status.h"
 #include "policy/matrix.h"
+#include "runtime/ort_probe.h"
 
 namespace tg::cli {
 
@@ -27,10 +39,79 @@ struct AuditImageFlags {
   std::string rules;
   bool diff = false;
   bool verify_digests = false;
+  bool no_load = false;
   AuditOutputFlags output;
 };
 
 int Fail(const common::Status& s) { return ReportError(s); }
+
+constexpr auto kInspectTimeout = std::chrono::seconds(30);
+constexpr const char* kOrtCore = "libonnxruntime.so";
+
+std::string Tail(const std::string& s, std::size_t n) {
+  return s.size() <= n ? s : "..." + s.substr(s.size() - n);
+}
+
+// Runs `truegreen audit __ort-core-info DIR` on an extracted core. The child gets a scrubbed
+// library search (only DIR is searched first) and a time limit; its answer is one JSON object.
+common::Result<audit::OrtCoreInfo> InspectOrtCore(const std::string& file) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(file).parent_path();
+  // The loader opens libonnxruntime.so by name; a versioned copy gets that name as a link.
+  if (fs::path(file).filename() != kOrtCore) {
+    std::error_code ec;
+    fs::create_symlink(fs::path(file).filename(), dir / kOrtCore, ec);
+  }
+  common::ProcessOptions po;
+  po.timeout = kInspectTimeout;
+  po.max_output_bytes = 1u << 20;
+  po.unset_env = {"TRUEGREEN_LIB_PATH", "LD_LIBRARY_PATH", "LD_PRELOAD"};
+  const common::ProcessResult pr =
+      common::RunProcess({common::SelfExePath(), "audit", "__ort-core-info", dir.string()}, po);
+  if (!pr.started) return common::Status::Unavailable("cannot start the inspector: " + pr.error);
+  if (pr.timed_out) {
+    return common::Status::Unavailable(
+        fmt::format("loading it did not finish within {} s", kInspectTimeout.count()));
+  }
+  if (pr.term_signal != 0) {
+    return common::Status::Unavailable("loading it killed the inspector with " +
+                                       common::SignalName(pr.term_signal));
+  }
+  auto j = common::ParseJson(pr.out, "ORT core inspector output");
+  if (!j.ok() || !j->is_object()) {
+    return common::Status::Unavailable(fmt::format("exit {}: {}", pr.exit_code, Tail(pr.err, 300)));
+  }
+  if (pr.exit_code != 0 || !j->contains("version")) {
+    const auto& e = (*j)["error"];
+    return common::Status::Unavailable(e.is_object() ? e.value("message", std::string("?"))
+                                                     : Tail(pr.err, 300));
+  }
+  audit::OrtCoreInfo info;
+  info.version = j->value("version", std::string());
+  info.build_info = j->value("build_info", std::string());
+  info.providers = j->value("providers", std::vector<std::string>{});
+  return info;
+}
+
+// The child: loads DIR/libonnxruntime.so through the one loader and prints what it says.
+int RunOrtCoreInfo(const std::string& dir) {
+  common::LibraryLoader loader({dir});
+  probe::OrtInfo info;
+  const common::Status st = runtime::ProbeOrtCore(loader, &info);
+  if (!st.ok()) return Fail(st);
+  const std::string want = std::filesystem::weakly_canonical(dir).string() + "/";
+  if (info.library.resolved_path.rfind(want, 0) != 0) {
+    return Fail(common::Status::Unavailable("loaded " + info.library.resolved_path +
+                                            ", not the core in " + dir));
+  }
+  common::Json j;
+  j["version"] = info.library.version.value_or("");
+  j["build_info"] = info.build_info;
+  j["providers"] = info.compiled_providers;
+  j["library"] = info.library.resolved_path;
+  std::cout << j.dump() << "\n";
+  return common::kExitOk;
+}
 
 int RunAuditImage(const AuditImageFlags& f, const GlobalOptions& g) {
   audit::ImageAuditOptions opts;
@@ -52,6 +133,7 @@ int RunAuditImage(const AuditImageFlags& f, const GlobalOptions& g) {
   if (!m.ok()) return Fail(m.status());
   if (*m) opts.matrix = std::move(**m);
   opts.verify_digests = f.verify_digests;
+  if (!f.no_load) opts.ort_inspect = InspectOrtCore;
   if (f.diff && f.images.size() != 2) {
     return Fail(common::Status::InvalidArg("--diff needs exactly two images (A B)"));
   }
@@ -132,8 +214,19 @@ void RegisterAuditImageCommands(CLI::App& audit, GlobalOptions& g, CommandRegist
   cmd->add_flag("--verify-digests", flags->verify_digests,
                 "Hash every layer blob and compare with its digest (manifests and configs are "
                 "always checked); reads plain layers in full instead of seeking over file data");
+  cmd->add_flag("--no-load", flags->no_load,
+                "Do not load the image's ONNX Runtime core (in a child process) to check its "
+                "build flavour against the GPU providers; the pair is then reported as not "
+                "checked");
   AddAuditOutputFlags(cmd, &flags->output);
   r.Add(cmd, [flags, &g] { return RunAuditImage(*flags, g); });
+
+  auto dir = std::make_shared<std::string>();
+  CLI::App* child = audit.add_subcommand(
+      "__ort-core-info", "Internal: load an extracted ONNX Runtime core and print what it says");
+  child->group("");  // hidden from help
+  child->add_option("dir", *dir, "Folder holding libonnxruntime.so")->required();
+  r.Add(child, [dir] { return RunOrtCoreInfo(*dir); });
 }
 
 }  // namespace tg::cli

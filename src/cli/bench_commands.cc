@@ -32,6 +32,7 @@
 #include "common/config.h"
 #include "common/file_util.h"
 #include "common/log.h"
+#include "common/process.h"
 
 #ifndef TG_VERSION
 #define TG_VERSION "0.0.0"
@@ -308,12 +309,6 @@ class SigintScope {
   void (*old_)(int);
 };
 
-std::string SelfExe() {
-  std::error_code ec;
-  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string("truegreen") : p.string();
-}
-
 // Green means proven: a point where not one request succeeded measured nothing about the server.
 bool NothingSucceeded(const RunResult& run) {
   bool none = false;
@@ -331,7 +326,7 @@ bool NothingSucceeded(const RunResult& run) {
 int RunAb(const BenchOptions& o, const GlobalOptions& g, const Prepared& p) {
   std::vector<bench::ServerSpec> specs;
   for (const auto& f : o.ab) {
-    auto s = bench::LoadServerSpec(f, SelfExe());
+    auto s = bench::LoadServerSpec(f, common::SelfExePath());
     if (!s.ok()) return Fail(s.status());
     specs.push_back(std::move(*s));
   }

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "cli/integrity_canary.h"
+#include "common/process.h"
 #include "common/status.h"
 #include "runtime/runtime_policy.h"
 #include "runtime/session.h"
@@ -14,12 +15,6 @@
 
 namespace tg::cli {
 namespace {
-
-std::string SelfExe() {
-  char buf[PATH_MAX];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : "truegreen";
-}
 
 std::string DefaultCacheDir() {
   if (const char* d = std::getenv("TRUEGREEN_CACHE_DIR"); d != nullptr && *d) return d;
@@ -86,7 +81,7 @@ void AddCanaryFlags(CLI::App* doctor, CanaryFlags* flags) {
 
 runtime::CanaryOptions StartupCanaryOptions(const GlobalOptions& g) {
   runtime::CanaryOptions o;
-  o.child_argv = {SelfExe()};
+  o.child_argv = {common::SelfExePath()};
   for (const auto& d : g.lib_paths) {
     o.child_argv.push_back("--lib-path");
     o.child_argv.push_back(d);

@@ -116,11 +116,10 @@ int RunDoctor(const AdmitFlags& f, const GlobalOptions& g) {
   // The chain stopped before its canary (e.g. the factory refused a CPU core with a GPU provider):
   // doctor still runs it, in its child process, to name the ops that such a pair crashes on.
   if (f.canary.run && !canary) canary = RunDoctorCanary(g, f.canary, *s, r.matrix_fingerprint);
-  // Any step after admit that production refuses (factory, canary) leaves no ACCELERATED verdict,
-  // when the factory's providers are the matrix's: with --matrix, the factory still attaches the
-  // --policy's providers, which that matrix may not require (e.g. TensorRT), so only the canary
-  // can then overturn the verdict and the factory step is reported for information.
-  const bool chain_refused = f.matrix.empty() && startup && !startup->steps.empty() &&
+  // Any step after admit that production refuses (factory, canary) leaves no ACCELERATED verdict.
+  // The factory attaches the judged matrix's providers (--matrix included), so its refusal is a
+  // verdict about that matrix.
+  const bool chain_refused = startup && !startup->steps.empty() &&
                              startup->steps.back().outcome == "refused" &&
                              startup->steps.back().name != "admit";
   const bool canary_failed = ((canary && canary->verdict != "PASS") || chain_refused) &&
@@ -128,6 +127,14 @@ int RunDoctor(const AdmitFlags& f, const GlobalOptions& g) {
   const int exit_code = canary_failed ? common::kExitIntegrity : r.exit_code;
   const std::string verdict =
       canary_failed ? "NOT ACCELERATED" : std::string(policy::VerdictName(r.verdict));
+  // Why admission's ACCELERATED did not stand: the refused step, else the canary.
+  std::string overturned;
+  if (canary_failed && chain_refused) {
+    const runtime::StartupStep& st = startup->steps.back();
+    overturned = "admission passed, but startup step '" + st.name + "' was refused: " + st.detail;
+  } else if (canary_failed) {
+    overturned = "the op canary did not pass: " + canary->reason;
+  }
   if (g.json) {
     Json j = r.ToJson();
     if (canary) j["canary"] = runtime::CanaryReportToJson(*canary);
@@ -135,6 +142,7 @@ int RunDoctor(const AdmitFlags& f, const GlobalOptions& g) {
       j["verdict"] = verdict;
       j["exit_code"] = exit_code;
     }
+    if (!overturned.empty()) j["verdict_reason"] = overturned;
     if (startup) j["startup"] = startup->ToJson();
     j["snapshot"] = probe::ToJson(*s);
     PrintJson(j);
@@ -143,6 +151,7 @@ int RunDoctor(const AdmitFlags& f, const GlobalOptions& g) {
   // Verdict first: the one line an operator needs, then why and what to do.
   const Tone tone = canary_failed ? Tone::kFail : VerdictTone(r.verdict);
   std::string o = Paint(verdict, tone) + "\n";
+  if (!overturned.empty()) o += "  because " + overturned + "\n";
   if (canary) o += "  " + runtime::FormatCanaryReport(*canary);
   o += "  policy: " + (m->name.empty() ? m->source : m->name) + " (" + m->source + ")\n";
   if (s->onnxruntime.library.loaded && s->onnxruntime.library.version) {
@@ -161,7 +170,14 @@ int RunDoctor(const AdmitFlags& f, const GlobalOptions& g) {
     }
   }
   if (startup) o += "\n" + startup->Format();
-  o += "\nAll checks:\n" + r.ToText(g.use_color);
+  std::string checks = r.ToText(g.use_color);
+  if (!overturned.empty()) {
+    // Admission's own closing line says ACCELERATED; the node is not, so that line is replaced.
+    if (auto pos = checks.rfind("verdict: "); pos != std::string::npos) checks.erase(pos);
+    checks +=
+        "verdict: " + verdict + " (exit " + std::to_string(exit_code) + "): " + overturned + "\n";
+  }
+  o += "\nAll checks:\n" + checks;
   Print(o);
   return exit_code;
 }

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -380,6 +381,32 @@ Result<std::string> Sha256File(const std::string& path) {
 bool IsRegularFile(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+Result<ScopedTempDir> ScopedTempDir::Create(const std::string& prefix) {
+  std::error_code ec;
+  std::string tmpl = (std::filesystem::temp_directory_path(ec) / (prefix + "-XXXXXX")).string();
+  if (ec) tmpl = "/tmp/" + prefix + "-XXXXXX";
+  if (::mkdtemp(tmpl.data()) == nullptr) {
+    return Status::Unavailable("cannot create a temporary directory " + tmpl + ": " +
+                               std::strerror(errno));
+  }
+  return ScopedTempDir(std::move(tmpl));
+}
+
+ScopedTempDir::~ScopedTempDir() {
+  if (path_.empty()) return;
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);  // best effort: a destructor cannot report
+}
+
+ScopedTempDir& ScopedTempDir::operator=(ScopedTempDir&& other) noexcept {
+  if (this != &other) {
+    ScopedTempDir old(std::move(path_));
+    path_ = std::move(other.path_);
+    other.path_.clear();
+  }
+  return *this;
 }
 
 }  // namespace tg::common

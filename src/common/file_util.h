@@ -66,4 +66,25 @@ std::string Sha256Hex(const void* data, std::size_t size);
 // must be. A directory, device or missing path is false. Never fails.
 bool IsRegularFile(const std::string& path);
 
+// A private temporary directory (mode 0700, under $TMPDIR or /tmp) removed with everything in it
+// when the owner goes out of scope. Create fails with UNAVAILABLE naming the template and errno.
+// Move-only; not thread-safe (one owner).
+class ScopedTempDir {
+ public:
+  static Result<ScopedTempDir> Create(const std::string& prefix);
+  ScopedTempDir() = default;
+  ~ScopedTempDir();
+  ScopedTempDir(ScopedTempDir&& other) noexcept : path_(std::move(other.path_)) {
+    other.path_.clear();
+  }
+  ScopedTempDir& operator=(ScopedTempDir&& other) noexcept;
+  ScopedTempDir(const ScopedTempDir&) = delete;
+  ScopedTempDir& operator=(const ScopedTempDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  explicit ScopedTempDir(std::string path) : path_(std::move(path)) {}
+  std::string path_;
+};
+
 }  // namespace tg::common

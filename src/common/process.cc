@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 
 extern char** environ;
 
@@ -202,6 +203,12 @@ std::string SignalName(int sig) {
     default:
       return "signal " + std::to_string(sig);
   }
+}
+
+std::string SelfExePath() {
+  std::error_code ec;
+  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string("truegreen") : p.string();
 }
 
 }  // namespace tg::common

@@ -44,4 +44,8 @@ ProcessResult RunProcess(const std::vector<std::string>& argv, const ProcessOpti
 // "SIGSEGV", "SIGKILL", ... ("signal N" for unnamed ones).
 std::string SignalName(int sig);
 
+// This executable's absolute path (/proc/self/exe), or "truegreen" when it cannot be read: how a
+// command starts itself as a child (the op canary, the ORT core inspector, `bench --ab`).
+std::string SelfExePath();
+
 }  // namespace tg::common

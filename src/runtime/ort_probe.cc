@@ -138,21 +138,26 @@ std::string Origin(const std::string& core_path, const std::string& provider_fil
 
 }  // namespace
 
-void ProbeOrt(const common::LibraryLoader& loader, probe::OrtInfo* out) {
+common::Status ProbeOrtCore(const common::LibraryLoader& loader, probe::OrtInfo* out) {
   out->library.soname = kOrtLibraryName;
-  const OrtApi* api = nullptr;
   auto ort = LoadOrt(loader);
-  if (ort.ok()) {
-    api = ort->api;
-    out->library.loaded = true;
-    out->library.resolved_path = ort->library_path;
-    out->library.version = ort->version;
-    out->build_info = ort->build_info;
-    out->compiled_providers = ort->providers;
-    out->core_flavor = CoreFlavor(ort->providers);
-  } else {
+  if (!ort.ok()) {
     out->library.error = ort.status().message();
+    return ort.status();
   }
+  out->library.loaded = true;
+  out->library.resolved_path = ort->library_path;
+  out->library.version = ort->version;
+  out->build_info = ort->build_info;
+  out->compiled_providers = ort->providers;
+  out->core_flavor = CoreFlavor(ort->providers);
+  return common::Status::Ok();
+}
+
+void ProbeOrt(const common::LibraryLoader& loader, probe::OrtInfo* out) {
+  const common::Status core = ProbeOrtCore(loader, out);
+  auto ort = LoadOrt(loader);  // loaded once per process: this returns the same OrtLoad
+  const OrtApi* api = core.ok() && ort.ok() ? ort->api : nullptr;
 
   if (out->provider_libraries.empty()) {
     for (const auto& spec : probe::kGpuProviderLibraries) {

@@ -23,6 +23,12 @@ namespace tg::runtime {
 // ELF facts (probe::TakeSnapshot leaves them there).
 void ProbeOrt(const common::LibraryLoader& loader, probe::OrtInfo* out);
 
+// Only the core: loads libonnxruntime.so through `loader` (runtime::LoadOrt) and fills
+// out->library (resolved path, version), build_info, compiled_providers and core_flavor, without
+// touching any provider library. What `audit image` asks of a core extracted from an image.
+// Returns the load error (NOT_FOUND / UNAVAILABLE / UNSUPPORTED) when the core does not load.
+common::Status ProbeOrtCore(const common::LibraryLoader& loader, probe::OrtInfo* out);
+
 // The whole capability snapshot: probe::TakeSnapshot (host, devices, driver, CUDA libraries,
 // provider ELF facts: no ORT), then ProbeOrt. The CUDA libraries are loaded first so the provider
 // libraries bind to the copies the loader chose. Never fails (errors are recorded inside).

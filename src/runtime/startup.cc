@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <set>
 
+#include "common/file_util.h"
 #include "common/log.h"
 #include "policy/matrix.h"
 #include "probe/probe.h"
@@ -150,6 +151,21 @@ Result<std::vector<NamedTensor>> WarmupInputs(const Session& s) {
   return in;
 }
 
+// doctor --matrix M judges the node against M, so the factory attaches M's GPU providers in M's
+// order (and keys engines by M), not the ones the --policy names; a matrix without GPU providers
+// leaves the policy's.
+RuntimePolicy FactoryPolicy(const RuntimePolicy& policy, const StartupOptions& options) {
+  RuntimePolicy p = policy;
+  if (options.matrix == nullptr) return p;
+  std::vector<std::string> gpu;
+  for (const auto& name : options.matrix->onnxruntime.providers) {
+    if (CanonicalProviderName(name).ok()) gpu.push_back(name);
+  }
+  if (!gpu.empty()) p.providers = std::move(gpu);
+  if (common::IsRegularFile(options.matrix->source)) p.matrix_path = options.matrix->source;
+  return p;
+}
+
 }  // namespace
 
 Result<StartupChain> StartupChain::Start(const RuntimePolicy& policy,
@@ -166,7 +182,7 @@ Result<StartupChain> StartupChain::Start(const RuntimePolicy& policy,
   chain.library_files_ = key.library_files;
   if (st.ok()) {
     auto t0 = Clock::now();
-    auto factory = SessionFactory::Create(policy, loader);
+    auto factory = SessionFactory::Create(FactoryPolicy(policy, options), loader);
     // The factory's failure is fatal in dev too: there is nothing to run on.
     st = Record(report, "factory", t0, factory.ok() ? deferred_drift : factory.status(), true);
     if (factory.ok()) chain.factory_ = std::move(factory).value();
