@@ -393,8 +393,9 @@ void Server::HandleKserve(const HttpRequest& req, const std::string& path,
   const bool get = req.method == "GET" || req.method == "HEAD";
   if (path == "/v2") {
     if (!get) return done(Error(405, "use GET"));
-    return done(JsonResponse(
-        200, {{"name", "truegreen"}, {"version", TG_VERSION}, {"extensions", Json::array({"binary_tensor_data"})}}));
+    return done(JsonResponse(200, {{"name", "truegreen"},
+                                   {"version", TG_VERSION},
+                                   {"extensions", Json::array({"binary_tensor_data"})}}));
   }
   static const std::string kPrefix = "/v2/models/";
   if (!path.starts_with(kPrefix)) return done(Error(404, "no such endpoint: " + ctx->path));
@@ -509,7 +510,8 @@ void Server::RunInferJobs(ModelRuntime* mr, std::vector<std::shared_ptr<Job>>& j
     if (!job->request_id.empty()) body["id"] = job->request_id;
     HttpResponse resp = JsonResponse(200, body);
     if (!binary.empty() || job->binary_all || !job->binary_on.empty()) {
-      resp.headers.emplace_back("Inference-Header-Content-Length", std::to_string(resp.body.size()));
+      resp.headers.emplace_back("Inference-Header-Content-Length",
+                                std::to_string(resp.body.size()));
       resp.content_type = "application/octet-stream";
       resp.body += binary;
     }

@@ -39,8 +39,8 @@ std::string_view ModelKindName(ModelKind k);  // "stable_diffusion" | "onnx"
 struct ModelSpec {
   std::string name;  // URL-safe: [A-Za-z0-9._-], 1..64 characters
   ModelKind kind = ModelKind::kOnnx;
-  std::string path;  // the pipeline folder, or the .onnx file
-  int max_batch = 1;       // generic: requests per run; SD: images per UNet batch (default 8)
+  std::string path;   // the pipeline folder, or the .onnx file
+  int max_batch = 1;  // generic: requests per run; SD: images per UNet batch (default 8)
   int batch_delay_ms = 0;
   // Each entry is one warm-up run: input name -> shape (dynamic dims resolved).
   std::vector<std::map<std::string, std::vector<std::int64_t>>> warmup;

@@ -69,8 +69,8 @@ TEST(ModelRepositoryTest, SdPipelineBatchingDefaultsAndConfig) {
   EXPECT_EQ((*r)[0].max_batch, 4);
   EXPECT_EQ((*r)[0].batch_delay_ms, 20);
   EXPECT_EQ((*r)[0].canary_p50_ms.value_or(0), 900);
-  for (const char* bad : {"max_batch: 9\n", "max_batch: 0\n", "batch_delay_ms: -1\n",
-                          "warmup:\n  - {x: [1]}\n"}) {
+  for (const char* bad :
+       {"max_batch: 9\n", "max_batch: 0\n", "batch_delay_ms: -1\n", "warmup:\n  - {x: [1]}\n"}) {
     WriteFile(d / "sd/config.yaml", bad);
     r = LoadModelRepository(d.path());
     ASSERT_FALSE(r.ok()) << bad;

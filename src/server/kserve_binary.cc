@@ -28,7 +28,9 @@ std::string InputName(const Json& in, std::size_t index) {
   if (in.is_object() && in.contains("name") && in["name"].is_string()) {
     return Quote(in["name"].get<std::string>());
   }
-  return "#" + std::to_string(index);
+  std::string r = "#";
+  r += std::to_string(index);
+  return r;
 }
 
 }  // namespace
@@ -37,8 +39,10 @@ Result<InferBodyParts> SplitInferBody(std::string_view body, std::string_view he
   if (header_length.empty()) return InferBodyParts{body, {}};
   if (header_length.size() > kMaxHeaderDigits ||
       header_length.find_first_not_of("0123456789") != std::string_view::npos) {
-    return Status::InvalidArg("header Inference-Header-Content-Length must be a decimal byte "
-                              "count, found " + Quote(header_length));
+    return Status::InvalidArg(
+        "header Inference-Header-Content-Length must be a decimal byte "
+        "count, found " +
+        Quote(header_length));
   }
   std::uint64_t n = 0;
   for (char c : header_length) n = n * 10 + static_cast<std::uint64_t>(c - '0');
@@ -54,10 +58,10 @@ std::optional<std::size_t> KserveElementSize(std::string_view t) {
     const char* name;
     std::size_t size;
   };
-  static constexpr Entry kSizes[] = {
-      {"BOOL", 1},  {"UINT8", 1}, {"UINT16", 2}, {"UINT32", 4}, {"UINT64", 8},
-      {"INT8", 1},  {"INT16", 2}, {"INT32", 4},  {"INT64", 8},  {"FP16", 2},
-      {"BF16", 2},  {"FP32", 4},  {"FP64", 8},   {"BYTES", 0}};
+  static constexpr Entry kSizes[] = {{"BOOL", 1},   {"UINT8", 1}, {"UINT16", 2}, {"UINT32", 4},
+                                     {"UINT64", 8}, {"INT8", 1},  {"INT16", 2},  {"INT32", 4},
+                                     {"INT64", 8},  {"FP16", 2},  {"BF16", 2},   {"FP32", 4},
+                                     {"FP64", 8},   {"BYTES", 0}};
   for (const auto& e : kSizes) {
     if (t == e.name) return e.size;
   }
@@ -80,8 +84,8 @@ Result<std::vector<std::optional<std::string_view>>> AssignBinaryInputs(const Js
     }
     if (!params.contains("binary_data_size")) continue;
     const Json& size = params["binary_data_size"];
-    if (!size.is_number_integer() || (size.is_number_integer() && !size.is_number_unsigned() &&
-                                      size.get<std::int64_t>() < 0)) {
+    if (!size.is_number_integer() ||
+        (size.is_number_integer() && !size.is_number_unsigned() && size.get<std::int64_t>() < 0)) {
       return Status::InvalidArg("input " + InputName(in, i) +
                                 ": parameters.binary_data_size must be an integer >= 0, found " +
                                 size.dump().substr(0, 32));
@@ -117,8 +121,8 @@ Result<std::vector<std::optional<std::string_view>>> AssignBinaryInputs(const Js
 Status CheckBinaryTensor(std::string_view input, std::string_view datatype,
                          std::int64_t element_count, std::string_view bytes) {
   const auto es = KserveElementSize(datatype);
-  if (!es) return Status::InvalidArg("input " + Quote(input) + ": unknown datatype " +
-                                     Quote(datatype));
+  if (!es)
+    return Status::InvalidArg("input " + Quote(input) + ": unknown datatype " + Quote(datatype));
   if (element_count < 0) return Status::InvalidArg("input " + Quote(input) + ": bad shape");
   const auto count = static_cast<std::uint64_t>(element_count);
   if (*es > 0) {
@@ -132,10 +136,9 @@ Status CheckBinaryTensor(std::string_view input, std::string_view datatype,
     if (datatype == "BOOL") {
       for (std::size_t i = 0; i < bytes.size(); ++i) {
         if (bytes[i] != 0 && bytes[i] != 1) {
-          return Status::InvalidArg("input " + Quote(input) + ": BOOL element " +
-                                    std::to_string(i) + " is byte " +
-                                    std::to_string(static_cast<unsigned char>(bytes[i])) +
-                                    "; 0 or 1 is required");
+          return Status::InvalidArg(
+              "input " + Quote(input) + ": BOOL element " + std::to_string(i) + " is byte " +
+              std::to_string(static_cast<unsigned char>(bytes[i])) + "; 0 or 1 is required");
         }
       }
     }

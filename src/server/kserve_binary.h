@@ -50,7 +50,6 @@ std::optional<std::size_t> KserveElementSize(std::string_view datatype);
 // count x element size for fixed-size types (and BOOL bytes 0/1), or exactly `count` well-formed
 // length-prefixed BYTES elements.
 [[nodiscard]] common::Status CheckBinaryTensor(std::string_view input, std::string_view datatype,
-                                               std::int64_t element_count,
-                                               std::string_view bytes);
+                                               std::int64_t element_count, std::string_view bytes);
 
 }  // namespace tg::server
