@@ -287,6 +287,19 @@ std::vector<Bad> BadRequests() {
       {"bad chunk encoding",
        "POST /v1/images/generations HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 400},
   };
+  // The KServe binary tensor extension (more cases in tests/server_batch_test.cc).
+  const std::string bin_in = R"({"inputs":[{"name":"x","datatype":"FP32","shape":[1,8],)"
+                             R"("parameters":{"binary_data_size":32}}]})";
+  auto bin = [&](const std::string& header_length, std::size_t bytes) {
+    return Post("/v2/models/mm/infer", bin_in + std::string(bytes, '\0'),
+                "Inference-Header-Content-Length: " + header_length + "\r\n");
+  };
+  const std::string n = std::to_string(bin_in.size());
+  v.push_back({"binary section short of binary_data_size", bin(n, 31), 400});
+  v.push_back({"binary section longer than binary_data_size", bin(n, 33), 400});
+  v.push_back({"binary header length past the body", bin("99999", 32), 400});
+  v.push_back({"binary header length garbage", bin("0x20", 32), 400});
+  v.push_back({"binary header length huge", bin("99999999999999999999999999", 32), 400});
   return v;
 }
 

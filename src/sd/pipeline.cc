@@ -7,8 +7,11 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
+#include <deque>
 #include <limits>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <system_error>
@@ -21,6 +24,7 @@
 
 #include "common/cpu_features.h"
 #include "sd/infotext.h"
+#include "sd/pipeline_internal.h"
 #include "sd/scheduler.h"
 
 namespace tg::sd {
@@ -168,19 +172,6 @@ void FillTimestep(const UnetPart& u, double value, std::int64_t batch, Tensor* t
   }
 }
 
-Result<Rng> MakeRng(RngMode mode, std::uint64_t seed) {
-  auto rng = Rng::Create(mode, seed);
-  if (!rng.ok()) {
-    return Status::InvalidArg("seed " + std::to_string(seed) + " is not usable with --rng " +
-                              std::string(RngModeName(mode)) + ": " + rng.status().message());
-  }
-  return std::move(rng).value();
-}
-
-std::string Range(int lo, int hi) { return std::to_string(lo) + ".." + std::to_string(hi); }
-
-Status ValidateFields(const SdModel& model, GenerateRequest* r);
-
 }  // namespace
 
 double StageTimings::UnetTotal() const {
@@ -194,107 +185,6 @@ double StageTimings::SchedulerTotal() const {
   for (double v : scheduler_ms) s += v;
   return s;
 }
-
-Status ValidateRequestBasics(const GenerateRequest& req) {
-  GenerateRequest r = req;
-  if (r.width == 0) r.width = kMinSide;
-  if (r.height == 0) r.height = kMinSide;
-  if (!r.guidance) r.guidance = 1.0;
-  SdModel empty;
-  TG_RETURN_IF_ERROR(ValidateFields(empty, &r));
-  if (!r.scheduler.empty()) {
-    // Unknown names are rejected before any model is loaded; config-dependent problems
-    // (unsupported options of the model's scheduler_config) are found by ValidateRequest.
-    auto sched = CreateScheduler(r.scheduler, SchedulerConfig{});
-    if (!sched.ok() && sched.status().code() == common::StatusCode::kInvalidArg) {
-      return sched.status();
-    }
-  }
-  return Status::Ok();
-}
-
-Status CheckSide(std::string_view name, int v) {
-  const std::string rule = "a multiple of 8 in " + Range(kMinSide, kMaxSide) + " is required";
-  if (v < kMinSide || v > kMaxSide) {
-    return Status::InvalidArg(std::string(name) + " " + std::to_string(v) +
-                              " is out of range: " + rule);
-  }
-  if (v % 8 != 0) {
-    return Status::InvalidArg(std::string(name) + " " + std::to_string(v) +
-                              " is not a multiple of 8 (latents are size/8): " + rule);
-  }
-  return Status::Ok();
-}
-
-Status ValidateRequest(const SdModel& model, GenerateRequest* r) {
-  TG_RETURN_IF_ERROR(ValidateFields(model, r));
-  auto sched = CreateScheduler(r->scheduler, model.scheduler_config);
-  if (!sched.ok()) return sched.status();
-  return (*sched)->SetTimesteps(r->steps);
-}
-
-namespace {
-
-Status ValidateFields(const SdModel& model, GenerateRequest* r) {
-  if (r->prompt.size() > kMaxPromptBytes) {
-    return Status::InvalidArg("prompt is " + std::to_string(r->prompt.size()) + " bytes; at most " +
-                              std::to_string(kMaxPromptBytes) +
-                              " bytes are accepted (CLIP reads only the first 75 tokens)");
-  }
-  if (r->negative_prompt.size() > kMaxPromptBytes) {
-    return Status::InvalidArg("negative prompt is " + std::to_string(r->negative_prompt.size()) +
-                              " bytes; at most " + std::to_string(kMaxPromptBytes) +
-                              " bytes are accepted");
-  }
-  if (r->steps < 1 || r->steps > kMaxSteps) {
-    return Status::InvalidArg("steps " + std::to_string(r->steps) + " is out of range " +
-                              Range(1, kMaxSteps));
-  }
-  if (r->width == 0) r->width = model.default_size;
-  if (r->height == 0) r->height = model.default_size;
-  TG_RETURN_IF_ERROR(CheckSide("width", r->width));
-  TG_RETURN_IF_ERROR(CheckSide("height", r->height));
-  std::vector<std::int64_t> ss = model.unet.sample_shape;
-  ss.resize(4, -1);  // no model yet (ValidateRequestBasics): nothing is fixed
-  if ((ss[2] > 0 && ss[2] != r->height / 8) || (ss[3] > 0 && ss[3] != r->width / 8)) {
-    return Status::InvalidArg("size " + std::to_string(r->width) + "x" + std::to_string(r->height) +
-                              " does not fit unet/model.onnx, whose " +
-                              "sample input is fixed at " + runtime::ShapeToString(ss) +
-                              " (latents are size/8)");
-  }
-  if (r->batch < 1 || r->batch > kMaxBatch) {
-    return Status::InvalidArg("batch " + std::to_string(r->batch) + " is out of range " +
-                              Range(1, kMaxBatch));
-  }
-  if (!r->guidance) r->guidance = model.default_guidance;
-  if (!std::isfinite(*r->guidance) || *r->guidance < 0.0 || *r->guidance > 100.0) {
-    return Status::InvalidArg("guidance " + std::to_string(*r->guidance) +
-                              " is out of range 0..100");
-  }
-  if (r->seeds.empty()) {
-    for (int k = 0; k < r->batch; ++k) {
-      if (r->seed > std::numeric_limits<std::uint64_t>::max() - static_cast<std::uint64_t>(k)) {
-        return Status::InvalidArg("seed " + std::to_string(r->seed) + " + image index overflows");
-      }
-      r->seeds.push_back(r->seed + static_cast<std::uint64_t>(k));
-    }
-  } else if (static_cast<int>(r->seeds.size()) != r->batch) {
-    return Status::InvalidArg(std::to_string(r->seeds.size()) + " seeds given for batch " +
-                              std::to_string(r->batch) + "; one seed per image is required");
-  }
-  for (std::uint64_t s : r->seeds) {
-    TG_RETURN_IF_ERROR(MakeRng(r->rng, s).status());
-  }
-  const std::int64_t unet_batch = (*r->guidance > 1.0 ? 2 : 1) * r->batch;
-  if (ss[0] > 0 && ss[0] != unet_batch) {
-    return Status::InvalidArg("unet/model.onnx has a fixed batch of " + std::to_string(ss[0]) +
-                              "; this request needs " + std::to_string(unet_batch) +
-                              " (images x 2 with guidance > 1)");
-  }
-  return Status::Ok();
-}
-
-}  // namespace
 
 Result<std::vector<float>> InitialNoise(RngMode mode, std::uint64_t seed, int latent_h,
                                         int latent_w) {
@@ -593,25 +483,32 @@ Status StepWorkspace::Finish(Scheduler& sched, int step, const Tensor& unet_out,
 
 namespace {
 
-// The shape of one request's work, derived once from the validated request.
+// The shape of one generation's work (one or several requests of equal BatchKey), derived once
+// from the validated requests.
 struct RunPlan {
   bool cfg = false;  // classifier-free guidance: [uncond; cond] in one UNet batch
-  int batch = 1;
+  int batch = 1;     // images of all requests
   std::int64_t unet_batch = 1;
   int lh = 0, lw = 0;  // latent height and width (size / 8)
   std::size_t per_image = 0;
-  std::size_t n = 0;  // latent floats of the whole batch
+  std::size_t n = 0;             // latent floats of the whole batch
+  std::vector<int> first_image;  // per request: index of its first image in the batch
 };
 
-RunPlan MakePlan(const GenerateRequest& req) {
+RunPlan MakePlan(const std::vector<GenerateRequest>& reqs) {
+  const GenerateRequest& req = reqs.front();
   RunPlan p;
   p.cfg = *req.guidance > 1.0;
-  p.batch = req.batch;
-  p.unet_batch = (p.cfg ? 2 : 1) * req.batch;
+  p.batch = 0;
+  for (const auto& r : reqs) {
+    p.first_image.push_back(p.batch);
+    p.batch += r.batch;
+  }
+  p.unet_batch = (p.cfg ? 2 : 1) * p.batch;
   p.lh = req.height / 8;
   p.lw = req.width / 8;
   p.per_image = static_cast<std::size_t>(4) * p.lh * p.lw;
-  p.n = p.per_image * static_cast<std::size_t>(req.batch);
+  p.n = p.per_image * static_cast<std::size_t>(p.batch);
   return p;
 }
 
@@ -652,40 +549,50 @@ Result<PromptIds> TokenizePrompts(const SdModel& m, const GenerateRequest& req, 
   return ids;
 }
 
-// The constant conditioning inputs of the UNet, tiled [uncond x B; cond x B]: context, and for
-// SDXL text_embeds and time_ids.
+// The conditioning of every image of the batch (pointers into EncodeText's cache).
+struct ImageConditioning {
+  std::vector<const Conditioning*> cond, uncond;  // [batch] each; uncond empty without cfg
+};
+
+// The constant conditioning inputs of the UNet, [uncond of each image; cond of each image]:
+// context, and for SDXL text_embeds and time_ids. With one request this is its text tiled per
+// image, as before batching existed.
 Result<std::vector<NamedTensor>> ConditioningInputs(const SdModel& m, const GenerateRequest& req,
-                                                    const RunPlan& p, const Conditioning& cond,
-                                                    const Conditioning& uncond) {
+                                                    const RunPlan& p, const ImageConditioning& ic) {
   const auto& U = m.unet;
   const std::int64_t UB = p.unet_batch;
-  const auto C = static_cast<std::int64_t>(cond.context.size() / kSeqLen);
+  const auto C = static_cast<std::int64_t>(ic.cond.front()->context.size() / kSeqLen);
   if (U.context_size > 0 && C != U.context_size) {
     return Status::InvalidArg("mismatched shapes: the text encoders produced width " +
                               std::to_string(C) + " but unet/model.onnx encoder_hidden_states " +
                               "expects " + std::to_string(U.context_size));
   }
-  const auto tiled = [&](const std::vector<float>& u, const std::vector<float>& c) {
+  // Row b of the UNet batch: the negative text of image b (b < batch with cfg), else the prompt
+  // of image b mod batch.
+  const auto source = [&](std::int64_t b) {
+    return (p.cfg && b < p.batch) ? ic.uncond[b] : ic.cond[b % p.batch];
+  };
+  const auto tiled = [&](std::vector<float> Conditioning::*field) {
     std::vector<float> v;
-    v.reserve(static_cast<std::size_t>(UB) * c.size());
+    v.reserve(static_cast<std::size_t>(UB) * (ic.cond.front()->*field).size());
     for (std::int64_t b = 0; b < UB; ++b) {
-      const auto& src = (p.cfg && b < p.batch) ? u : c;
+      const auto& src = source(b)->*field;
       v.insert(v.end(), src.begin(), src.end());
     }
     return v;
   };
   std::vector<NamedTensor> in(1);
-  const std::vector<float> ctx = tiled(uncond.context, cond.context);
+  const std::vector<float> ctx = tiled(&Conditioning::context);
   in[0].name = U.context_name;
   FillFloatTensor(ctx.data(), ctx.size(), U.context_dtype, {UB, kSeqLen, C}, &in[0].tensor);
   if (U.text_embeds_name.empty()) return in;
-  const auto P = static_cast<std::int64_t>(cond.text_embeds.size());
+  const auto P = static_cast<std::int64_t>(ic.cond.front()->text_embeds.size());
   if (U.text_embeds_size > 0 && P != U.text_embeds_size) {
     return Status::InvalidArg("mismatched shapes: text_encoder_2 text_embeds width " +
                               std::to_string(P) + " but unet/model.onnx text_embeds expects " +
                               std::to_string(U.text_embeds_size));
   }
-  const std::vector<float> te = tiled(uncond.text_embeds, cond.text_embeds);
+  const std::vector<float> te = tiled(&Conditioning::text_embeds);
   // time_ids = original_size + crop top-left + target_size (diffusers' SDXL defaults).
   const auto h = static_cast<float>(req.height), w = static_cast<float>(req.width);
   std::vector<float> ids;
@@ -698,45 +605,88 @@ Result<std::vector<NamedTensor>> ConditioningInputs(const SdModel& m, const Gene
   return in;
 }
 
-// Text encoder runs, once per distinct text; SDXL's empty negative is zeros when configured so.
-Result<std::vector<NamedTensor>> EncodeText(const SdModel& m, const GenerateRequest& req,
-                                            const RunPlan& p, const PromptIds& ids) {
-  TG_ASSIGN_OR_RETURN(Conditioning cond, EncodePrompt(m, ids.pos1, ids.pos2));
-  Conditioning uncond;
-  if (p.cfg) {
-    if (ids.zero_negative) {
-      uncond.context.assign(cond.context.size(), 0.0f);
-      uncond.text_embeds.assign(cond.text_embeds.size(), 0.0f);
-    } else {
-      TG_ASSIGN_OR_RETURN(uncond, EncodePrompt(m, ids.neg1, ids.neg2));
+// Text encoder runs, once per distinct text of the whole batch (each at batch 1, as a request
+// alone would run it); SDXL's empty negative is zeros when configured so.
+Result<std::vector<NamedTensor>> EncodeText(const SdModel& m,
+                                            const std::vector<GenerateRequest>& reqs,
+                                            const RunPlan& p, const std::vector<PromptIds>& ids) {
+  using Key = std::pair<std::vector<std::int64_t>, std::vector<std::int64_t>>;
+  std::map<Key, Conditioning> cache;  // node-based: pointers stay valid
+  std::deque<Conditioning> zeros;
+  auto encode = [&](const std::vector<std::int64_t>& a,
+                    const std::vector<std::int64_t>& b) -> Result<const Conditioning*> {
+    Key key{a, b};
+    if (auto it = cache.find(key); it != cache.end()) return &it->second;
+    TG_ASSIGN_OR_RETURN(Conditioning c, EncodePrompt(m, a, b));
+    return &cache.emplace(std::move(key), std::move(c)).first->second;
+  };
+  ImageConditioning ic;
+  for (std::size_t r = 0; r < reqs.size(); ++r) {
+    TG_ASSIGN_OR_RETURN(const Conditioning* cond, encode(ids[r].pos1, ids[r].pos2));
+    const Conditioning* uncond = nullptr;
+    if (p.cfg && ids[r].zero_negative) {
+      Conditioning& z = zeros.emplace_back();
+      z.context.assign(cond->context.size(), 0.0f);
+      z.text_embeds.assign(cond->text_embeds.size(), 0.0f);
+      uncond = &z;
+    } else if (p.cfg) {
+      TG_ASSIGN_OR_RETURN(uncond, encode(ids[r].neg1, ids[r].neg2));
+    }
+    for (int k = 0; k < reqs[r].batch; ++k) {
+      ic.cond.push_back(cond);
+      if (p.cfg) ic.uncond.push_back(uncond);
     }
   }
-  return ConditioningInputs(m, req, p, cond, uncond);
+  return ConditioningInputs(m, reqs.front(), p, ic);
 }
 
-// One generator per image (kept for ancestral noise) and the initial latents they draw.
-Result<std::vector<Rng>> InitialLatents(const GenerateRequest& req, const RunPlan& p,
+// One generator per image (kept for ancestral noise) and the initial latents they draw; image k
+// of the batch is image k - first_image[r] of request r, with that request's seed.
+Result<std::vector<Rng>> InitialLatents(const std::vector<GenerateRequest>& reqs, const RunPlan& p,
                                         double init_noise_sigma, std::vector<float>* latents) {
   std::vector<Rng> rngs;
   latents->assign(p.n, 0.0f);
   const auto sigma = static_cast<float>(init_noise_sigma);
-  for (int k = 0; k < p.batch; ++k) {
-    TG_ASSIGN_OR_RETURN(Rng rng, MakeRng(req.rng, req.seeds[k]));
-    float* dst = latents->data() + p.per_image * k;
-    rng.FillGaussian(dst, p.per_image);
-    for (std::size_t i = 0; i < p.per_image; ++i) dst[i] *= sigma;
-    rngs.push_back(std::move(rng));
+  int k = 0;
+  for (const GenerateRequest& req : reqs) {
+    for (int i = 0; i < req.batch; ++i, ++k) {
+      TG_ASSIGN_OR_RETURN(Rng rng, MakeRng(req.rng, req.seeds[i]));
+      float* dst = latents->data() + p.per_image * k;
+      rng.FillGaussian(dst, p.per_image);
+      for (std::size_t j = 0; j < p.per_image; ++j) dst[j] *= sigma;
+      rngs.push_back(std::move(rng));
+    }
   }
   return rngs;
 }
 
-// The denoising loop; sets out->cancelled when the flag or the callback stops it.
+// One request of a running batch: its cancellation flag and its output.
+struct Member {
+  const std::atomic<bool>* cancel = nullptr;
+  GenerateOutput* out = nullptr;
+};
+
+// Marks members whose flag is set as cancelled; returns how many still run.
+int CheckCancelled(std::vector<Member>& members) {
+  int alive = 0;
+  for (Member& mb : members) {
+    if (!mb.out->cancelled && mb.cancel != nullptr && mb.cancel->load(std::memory_order_relaxed)) {
+      mb.out->cancelled = true;
+    }
+    alive += mb.out->cancelled ? 0 : 1;
+  }
+  return alive;
+}
+
+// The denoising loop. A member cancelled mid-batch stops counting steps and gets no images, but
+// its rows keep running: the scheduler's state (PNDM/LMS history) spans the whole batch, and the
+// other members' results must not depend on who left. The loop ends early only when every member
+// is cancelled (or the progress callback says stop).
 Status Denoise(const SdModel& m, Scheduler& sched, const RunPlan& p, float guidance,
                std::vector<NamedTensor> conditioning, std::vector<Rng>& rngs,
                std::vector<float>* latents, const ProgressCallback& progress,
-               const std::atomic<bool>* cancel, GenerateOutput* out) {
+               std::vector<Member>& members, StageTimings& tm) {
   const auto& U = m.unet;
-  StageTimings& tm = out->timings;
   const int total = sched.num_steps();
   // Ancestral noise is drawn on the workspace's worker while the UNet runs only when the UNet runs
   // on a GPU: on the CPU (dev profile) ONNX Runtime's intra-op threads already occupy the cores,
@@ -751,10 +701,7 @@ Status Denoise(const SdModel& m, Scheduler& sched, const RunPlan& p, float guida
   // Scheduler buffers are allocated and touched here, outside the timed steps.
   sched.Reserve(latents->size());
   for (int i = 0; i < total; ++i) {
-    if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) {
-      out->cancelled = true;
-      return Status::Ok();
-    }
+    if (CheckCancelled(members) == 0) return Status::Ok();
     const auto h0 = Clock::now();
     ws.Prepare(sched, i, *latents);
     const auto h1 = Clock::now();
@@ -765,10 +712,12 @@ Status Denoise(const SdModel& m, Scheduler& sched, const RunPlan& p, float guida
     const auto h3 = Clock::now();
     tm.unet_ms.push_back(Ms(h1, h2));
     tm.scheduler_ms.push_back(Ms(h0, h1) + Ms(h2, h3));
-    out->steps_done = i + 1;
+    for (Member& mb : members) {
+      if (!mb.out->cancelled) mb.out->steps_done = i + 1;
+    }
     if (progress &&
         !progress(StepProgress{i + 1, total, tm.unet_ms.back(), tm.scheduler_ms.back()})) {
-      out->cancelled = true;
+      for (Member& mb : members) mb.out->cancelled = true;
       return Status::Ok();
     }
   }
@@ -776,15 +725,15 @@ Status Denoise(const SdModel& m, Scheduler& sched, const RunPlan& p, float guida
 }
 
 // VAE decode one image at a time (the legacy pipeline does the same: fp16 VAEs misbehave
-// batched), then the pixel conversion.
+// batched), then the pixel conversion. `latents` points at the request's first image.
 Status DecodeLatents(const SdModel& m, const GenerateRequest& req, const RunPlan& p,
-                     const std::vector<float>& latents, GenerateOutput* out) {
+                     const float* latents, GenerateOutput* out) {
   const auto& V = m.vae;
   const auto inv_scale = static_cast<float>(1.0 / V.scaling_factor);
   std::vector<float> z(p.per_image), rgb(static_cast<std::size_t>(3) * req.width * req.height);
   const std::vector<std::int64_t> vae_out_shape{1, 3, req.height, req.width};
-  for (int k = 0; k < p.batch; ++k) {
-    const float* src = latents.data() + p.per_image * k;
+  for (int k = 0; k < req.batch; ++k) {
+    const float* src = latents + p.per_image * k;
     for (std::size_t j = 0; j < p.per_image; ++j) z[j] = src[j] * inv_scale;
     std::vector<NamedTensor> in(1);
     in[0].name = V.latent_name;
@@ -828,48 +777,79 @@ Status DescribeAndEncode(const GenerateRequest& req, GenerateOutput* out) {
   return Status::Ok();
 }
 
-Result<GenerateOutput> Pipeline::Generate(GenerateRequest req, const ProgressCallback& progress,
+Result<GenerateOutput> Pipeline::Generate(GenerateRequest request, const ProgressCallback& progress,
                                           const std::atomic<bool>* cancel) const {
+  std::vector<GenerateRequest> one;
+  one.push_back(std::move(request));
+  const std::atomic<bool>* cancels[] = {cancel};
+  TG_ASSIGN_OR_RETURN(std::vector<GenerateOutput> outs,
+                      GenerateBatch(std::move(one), progress, cancels));
+  return std::move(outs.front());
+}
+
+Result<std::vector<GenerateOutput>> Pipeline::GenerateBatch(
+    std::vector<GenerateRequest> reqs, const ProgressCallback& progress,
+    std::span<const std::atomic<bool>* const> cancels) const {
   const SdModel& m = model_;
   const auto t_start = Clock::now();
-  TG_RETURN_IF_ERROR(ValidateRequest(m, &req));
+  TG_RETURN_IF_ERROR(ValidateBatch(m, reqs));
+  if (!cancels.empty() && cancels.size() != reqs.size()) {
+    return Status::InvalidArg("GenerateBatch: " + std::to_string(cancels.size()) +
+                              " cancellation flags for " + std::to_string(reqs.size()) +
+                              " requests");
+  }
+  const GenerateRequest& req0 = reqs.front();
   TG_ASSIGN_OR_RETURN(std::unique_ptr<Scheduler> sched,
-                      CreateScheduler(req.scheduler, m.scheduler_config));
-  TG_RETURN_IF_ERROR(sched->SetTimesteps(req.steps));
-  GenerateOutput out;
-  out.scheduler = std::string(sched->name());
-  out.guidance = *req.guidance;
-  out.width = req.width;
-  out.height = req.height;
-  StageTimings& tm = out.timings;
-  const RunPlan plan = MakePlan(req);
+                      CreateScheduler(req0.scheduler, m.scheduler_config));
+  TG_RETURN_IF_ERROR(sched->SetTimesteps(req0.steps));
+  std::vector<GenerateOutput> outs(reqs.size());
+  std::vector<Member> members(reqs.size());
+  for (std::size_t r = 0; r < reqs.size(); ++r) {
+    outs[r].scheduler = std::string(sched->name());
+    outs[r].guidance = *req0.guidance;
+    outs[r].width = req0.width;
+    outs[r].height = req0.height;
+    members[r] = Member{cancels.empty() ? nullptr : cancels[r], &outs[r]};
+  }
+  StageTimings tm;
+  const RunPlan plan = MakePlan(reqs);
 
   auto t0 = Clock::now();
-  TG_ASSIGN_OR_RETURN(PromptIds ids, TokenizePrompts(m, req, plan.cfg, &out.warnings));
+  std::vector<PromptIds> ids;
+  for (std::size_t r = 0; r < reqs.size(); ++r) {
+    TG_ASSIGN_OR_RETURN(PromptIds pi, TokenizePrompts(m, reqs[r], plan.cfg, &outs[r].warnings));
+    ids.push_back(std::move(pi));
+  }
   auto t1 = Clock::now();
-  TG_ASSIGN_OR_RETURN(std::vector<NamedTensor> conditioning, EncodeText(m, req, plan, ids));
+  TG_ASSIGN_OR_RETURN(std::vector<NamedTensor> conditioning, EncodeText(m, reqs, plan, ids));
   auto t2 = Clock::now();
   std::vector<float> latents;
   TG_ASSIGN_OR_RETURN(std::vector<Rng> rngs,
-                      InitialLatents(req, plan, sched->init_noise_sigma(), &latents));
+                      InitialLatents(reqs, plan, sched->init_noise_sigma(), &latents));
   auto t3 = Clock::now();
   tm.tokenize_ms = Ms(t0, t1);
   tm.encode_ms = Ms(t1, t2);
   tm.latents_ms = Ms(t2, t3);
 
-  TG_RETURN_IF_ERROR(Denoise(m, *sched, plan, static_cast<float>(*req.guidance),
-                             std::move(conditioning), rngs, &latents, progress, cancel, &out));
-  if (out.cancelled) {
-    tm.total_ms = Ms(t_start, Clock::now());
-    return out;
+  TG_RETURN_IF_ERROR(Denoise(m, *sched, plan, static_cast<float>(*req0.guidance),
+                             std::move(conditioning), rngs, &latents, progress, members, tm));
+  // Shared stages are reported in full to every request of the batch; decode and PNG are its own.
+  for (std::size_t r = 0; r < reqs.size(); ++r) {
+    GenerateOutput& out = outs[r];
+    out.timings = tm;
+    if (out.cancelled) {
+      out.timings.total_ms = Ms(t_start, Clock::now());
+      continue;
+    }
+    const auto t4 = Clock::now();
+    TG_RETURN_IF_ERROR(DecodeLatents(m, reqs[r], plan,
+                                     latents.data() + plan.per_image * plan.first_image[r], &out));
+    const auto t5 = Clock::now();
+    out.timings.decode_ms = Ms(t4, t5);
+    out.timings.total_ms = Ms(t_start, t5);
+    TG_RETURN_IF_ERROR(DescribeAndEncode(reqs[r], &out));  // adds its own time
   }
-  auto t4 = Clock::now();
-  TG_RETURN_IF_ERROR(DecodeLatents(m, req, plan, latents, &out));
-  auto t5 = Clock::now();
-  tm.decode_ms = Ms(t4, t5);
-  tm.total_ms = Ms(t_start, t5);
-  TG_RETURN_IF_ERROR(DescribeAndEncode(req, &out));  // adds its own time
-  return out;
+  return outs;
 }
 
 }  // namespace tg::sd

@@ -16,10 +16,23 @@
 // the explicit per-image seed list), so it is the same image a batch-1 request with that seed
 // gives. Same seed + settings + provider → bit-identical pixels and PNG bytes.
 //
+// Batching several requests (Pipeline::GenerateBatch, used by the server): requests whose
+// BatchKey is equal (size, steps, scheduler, guidance, rng mode) run as one UNet batch of all
+// their images (at most kMaxBatch), each with its own prompt, negative prompt, seeds and n. Every
+// text is encoded alone at batch 1 and every image decoded alone, and the scheduler update is
+// element-wise with per-image generators, so image k of a request is the image that request gives
+// run alone, as long as the UNet's per-row result does not depend on the batch size (true of ONNX
+// Runtime's CPU kernels, tested in pipeline_test; GPU libraries may pick other kernels for another
+// batch size, which can move low bits).
+//
 // Errors: INVALID_ARG for an out-of-range request field (named, with the accepted range) or an
 // unknown scheduler; errors of the sessions pass through (ORT failures are INTERNAL).
 // Cancellation (the atomic flag or the progress callback returning false) is checked between
-// steps and reported as GenerateOutput::cancelled, not as an error.
+// steps and reported as GenerateOutput::cancelled, not as an error. In a batch each request has
+// its own flag: a cancelled request gets no images (cancelled, steps_done = steps it saw) while
+// the others continue (its rows keep running, since the scheduler state spans the batch); the
+// loop stops early only when every request is cancelled or the callback returns false (that
+// cancels all).
 //
 // Thread safety: Generate is const and may run concurrently on one Pipeline (each call has its
 // own scheduler, Rngs and buffers; sessions are thread-safe). The SdModel must outlive the
@@ -119,6 +132,10 @@ struct GenerateOutput {
 // command can reject bad input before it loads anything. Unset width/height/guidance pass.
 [[nodiscard]] common::Status ValidateRequestBasics(const GenerateRequest& request);
 
+// The key under which validated requests may share one UNet batch: equal keys mean equal size,
+// steps, scheduler (as requested; "" = the model's), guidance and rng mode.
+std::string BatchKey(const GenerateRequest& validated);
+
 // Fills each image's `parameters` (A1111 infotext from `request` and `out`) and, when
 // request.encode_png, its PNG carrying that text as the `parameters` chunk; adds the time to
 // out->timings.png_ms and total_ms. Generate ends with it; a caller that learns the model hash
@@ -187,6 +204,14 @@ class Pipeline {
   [[nodiscard]] common::Result<GenerateOutput> Generate(
       GenerateRequest request, const ProgressCallback& progress = nullptr,
       const std::atomic<bool>* cancel = nullptr) const;
+
+  // Runs `requests` as one UNet batch (see "Batching" above); one output per request, in order.
+  // INVALID_ARG (naming the request index) when one is invalid, when their BatchKeys differ, or
+  // when they hold more than kMaxBatch images together; `cancels` is empty or one flag (or
+  // nullptr) per request. Timings of the shared stages are the batch's, in every output.
+  [[nodiscard]] common::Result<std::vector<GenerateOutput>> GenerateBatch(
+      std::vector<GenerateRequest> requests, const ProgressCallback& progress = nullptr,
+      std::span<const std::atomic<bool>* const> cancels = {}) const;
 
   const SdModel& model() const { return model_; }
 

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 
@@ -469,6 +470,129 @@ TEST(SdBadInputTest, MalformedJsonIsNamed) {
   ExpectError(LoadSdModel(dir, Factory()).status(), StatusCode::kInvalidArg, "scaling_factor");
   tg::testing::WriteFile(dir + "/model_index.json", "{ not json");
   ExpectError(LoadSdModel(dir, Factory()).status(), StatusCode::kInvalidArg, "model_index.json");
+}
+
+// ------------------------------------------------------------------------------------------
+// Several requests in one UNet batch (the server's SD batching).
+
+// Three requests of one batch key: two prompts, its own negative prompt, n and seeds each, and a
+// repeated prompt (encoded once). Each image must be byte-identical to its request run alone.
+std::vector<GenerateRequest> ThreeRequests(const std::string& scheduler) {
+  std::vector<GenerateRequest> v(3, SmallRequest());
+  for (auto& r : v) {
+    r.scheduler = scheduler;
+    r.steps = 3;
+  }
+  v[0].negative_prompt = "blurry";
+  v[0].batch = 2;
+  v[0].seed = 3;
+  v[1].prompt = "a red bicycle leaning on a wall";
+  v[1].seed = 11;
+  v[2].seeds = {3};  // same seed and prompt as v[0]'s first image, other negative prompt
+  return v;
+}
+
+void ExpectBatchEqualsAlone(const std::string& variant, const std::string& scheduler) {
+  SCOPED_TRACE(variant + " " + scheduler);
+  Pipeline p(Model(variant));
+  const std::vector<GenerateRequest> reqs = ThreeRequests(scheduler);
+  auto batch = p.GenerateBatch(reqs);
+  ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+  ASSERT_EQ(batch->size(), reqs.size());
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    auto alone = p.Generate(reqs[i]);
+    ASSERT_TRUE(alone.ok()) << alone.status().ToString();
+    const GenerateOutput& b = (*batch)[i];
+    EXPECT_FALSE(b.cancelled);
+    EXPECT_EQ(b.steps_done, alone->steps_done);
+    ASSERT_EQ(b.images.size(), static_cast<std::size_t>(reqs[i].batch));
+    ASSERT_EQ(alone->images.size(), b.images.size());
+    for (std::size_t k = 0; k < b.images.size(); ++k) {
+      EXPECT_EQ(b.images[k].seed, alone->images[k].seed);
+      EXPECT_TRUE(b.images[k].png == alone->images[k].png)
+          << "request " << i << " image " << k << ": batched PNG differs from the request alone";
+      EXPECT_EQ(b.images[k].parameters, alone->images[k].parameters);
+    }
+  }
+  // The batch is not trivially equal: different prompts/negatives give different images.
+  EXPECT_NE((*batch)[0].images[0].png, (*batch)[2].images[0].png);
+  EXPECT_NE((*batch)[0].images[0].png, (*batch)[1].images[0].png);
+}
+
+TEST(SdBatchTest, BatchedRequestsAreByteIdenticalToEachRunAlone) {
+  ExpectBatchEqualsAlone("sd15-legacy", "");             // PNDM: history across the batch
+  ExpectBatchEqualsAlone("sd21-optimum", "euler_a");     // ancestral noise per image
+  ExpectBatchEqualsAlone("sdxl-optimum", "dpmpp_2m");    // two encoders, zero negative
+  ExpectBatchEqualsAlone("sd15-optimum-fp16", "euler");  // fp16 UNet
+}
+
+TEST(SdBatchTest, KeysSeparateWhatCannotShareAUnetBatch) {
+  const GenerateRequest a = SmallRequest();
+  GenerateRequest b = a;
+  EXPECT_EQ(BatchKey(a), BatchKey(b));
+  b.prompt = "another prompt";
+  b.negative_prompt = "x";
+  b.seed = 99;
+  b.batch = 3;
+  EXPECT_EQ(BatchKey(a), BatchKey(b)) << "prompt, negative prompt, seed and n may differ";
+  for (auto change : std::vector<std::function<void(GenerateRequest&)>>{
+           [](auto& r) { r.steps = 3; }, [](auto& r) { r.width = 320; },
+           [](auto& r) { r.height = 320; }, [](auto& r) { r.scheduler = "euler"; },
+           [](auto& r) { r.guidance = 7.0; }, [](auto& r) { r.rng = RngMode::kPhilox; }}) {
+    GenerateRequest c = a;
+    change(c);
+    EXPECT_NE(BatchKey(a), BatchKey(c));
+  }
+  Pipeline p(Model("sd15-legacy"));
+  GenerateRequest other = a;
+  other.steps = 3;
+  ExpectError(p.GenerateBatch({a, other}).status(), StatusCode::kInvalidArg,
+              "cannot share a UNet batch");
+  GenerateRequest big = a;
+  big.batch = kMaxBatch;
+  ExpectError(p.GenerateBatch({big, a}).status(), StatusCode::kInvalidArg,
+              "at most " + std::to_string(kMaxBatch));
+  GenerateRequest bad = a;
+  bad.steps = 0;
+  ExpectError(p.GenerateBatch({a, bad}).status(), StatusCode::kInvalidArg, "request 1");
+  ExpectError(p.GenerateBatch({}).status(), StatusCode::kInvalidArg, "at least one");
+}
+
+TEST(SdBatchTest, ACancelledRequestLeavesTheOthersUnchanged) {
+  Pipeline p(Model("sd15-legacy"));
+  std::vector<GenerateRequest> reqs = ThreeRequests("");
+  reqs[1].steps = reqs[2].steps = reqs[0].steps = 4;
+  std::atomic<bool> stop1{false};
+  const std::atomic<bool>* flags[] = {nullptr, &stop1, nullptr};
+  auto out = p.GenerateBatch(
+      reqs,
+      [&](const StepProgress& s) {
+        if (s.step == 2) stop1 = true;  // request 1's deadline passes after step 2
+        return true;
+      },
+      flags);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_TRUE((*out)[1].cancelled);
+  EXPECT_EQ((*out)[1].steps_done, 2);
+  EXPECT_TRUE((*out)[1].images.empty());
+  for (std::size_t i : {0u, 2u}) {
+    auto alone = p.Generate(reqs[i]);
+    ASSERT_TRUE(alone.ok());
+    EXPECT_FALSE((*out)[i].cancelled);
+    EXPECT_EQ((*out)[i].steps_done, 5);  // PNDM: steps + 1 UNet calls
+    ASSERT_EQ((*out)[i].images.size(), alone->images.size());
+    EXPECT_EQ((*out)[i].images[0].png, alone->images[0].png);
+  }
+  // Every request cancelled: the loop stops.
+  std::atomic<bool> all{true};
+  const std::atomic<bool>* all_flags[] = {&all, &all, &all};
+  auto none = p.GenerateBatch(reqs, nullptr, all_flags);
+  ASSERT_TRUE(none.ok());
+  for (const auto& o : *none) {
+    EXPECT_TRUE(o.cancelled);
+    EXPECT_EQ(o.steps_done, 0);
+    EXPECT_EQ(o.timings.unet_ms.size(), 0u);
+  }
 }
 
 }  // namespace

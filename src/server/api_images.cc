@@ -158,7 +158,12 @@ void Server::HandleImages(const HttpRequest& req, std::shared_ptr<RequestCtx> ct
   job->respond = respond;
   job->enqueued = Clock::now();
   job->deadline = job->enqueued + std::chrono::milliseconds(config_.limits.deadline_ms);
-  job->batch_key = ctx->id;  // SD requests are not batched (see StartLanes)
+  // Requests share a UNet batch only when size, steps, scheduler, guidance and rng agree; a UNet
+  // exported with a fixed batch runs every request alone.
+  const auto& ss = mr->model->sd->unet.sample_shape;
+  const bool fixed_batch = !ss.empty() && ss[0] > 0;
+  job->batch_key = fixed_batch ? "solo:" + ctx->id : sd::BatchKey(g);
+  job->units = g.batch;  // the lane's max_batch counts images
   if (!lane->Submit(job)) {
     HttpResponse r = Error(
         429, "queue of model " + ctx->model + " (" + lane->name() + " lane) is full: retry later");
@@ -167,47 +172,79 @@ void Server::HandleImages(const HttpRequest& req, std::shared_ptr<RequestCtx> ct
   }
 }
 
+// Runs the lane's batch as one generation (one UNet batch of every request's images). Each
+// request keeps its deadline: when it passes between steps the request is answered 504 at once
+// and cancelled in the pipeline (its rows finish with the others, nobody waits on it); the
+// generation stops early only when every request of the batch has been answered.
 void Server::RunSdJobs(ModelRuntime* mr, std::vector<std::shared_ptr<Job>>& jobs) {
+  std::vector<SdJob*> sd_jobs;
+  std::vector<sd::GenerateRequest> reqs;
+  std::vector<const std::atomic<bool>*> cancels;
   for (auto& j : jobs) {
-    auto* job = static_cast<SdJob*>(j.get());
+    sd_jobs.push_back(static_cast<SdJob*>(j.get()));
+    reqs.push_back(sd_jobs.back()->req);
+    cancels.push_back(&sd_jobs.back()->cancel);
+    sd_jobs.back()->ctx->queue_ms = MsSince(sd_jobs.back()->enqueued);
+  }
+  const std::string model = sd_jobs.front()->ctx->model;
+  const Labels lb = {{"model", model}};
+  std::vector<bool> answered(jobs.size(), false);
+  auto deadline_error = [this](int steps_done) {
+    return Error(504, "deadline of " + std::to_string(config_.limits.deadline_ms) +
+                          " ms passed after " + std::to_string(steps_done) +
+                          " denoising steps; the generation was cancelled");
+  };
+  const auto t0 = Clock::now();
+  auto progress = [&](const sd::StepProgress& p) {
+    metrics_.Observe("truegreen_denoise_step_duration_seconds", lb, p.unet_ms / 1e3);
+    const auto now = Clock::now();
+    bool any_left = false;
+    for (std::size_t i = 0; i < sd_jobs.size(); ++i) {
+      if (answered[i]) continue;
+      if (now >= sd_jobs[i]->deadline) {
+        sd_jobs[i]->cancel.store(true);  // the pipeline drops its images from here on
+        answered[i] = true;
+        sd_jobs[i]->ctx->compute_ms = MsSince(t0);
+        Finish(sd_jobs[i]->ctx, sd_jobs[i]->respond, deadline_error(p.step));
+        continue;
+      }
+      any_left = true;
+    }
+    return any_left;
+  };
+  auto outs = mr->model->pipeline->GenerateBatch(reqs, progress, cancels);
+  const double compute_ms = MsSince(t0);
+  // Triton semantics: one execution per batch; inference count = images of answered requests.
+  metrics_.Add("nv_inference_exec_count", lb);
+  metrics_.Observe("truegreen_batch_size", lb, static_cast<double>(jobs.size()));
+  for (std::size_t i = 0; i < sd_jobs.size(); ++i) {
+    if (answered[i]) continue;
+    SdJob* job = sd_jobs[i];
     RequestCtx& ctx = *job->ctx;
-    ctx.queue_ms = MsSince(job->enqueued);
-    const auto t0 = Clock::now();
-    const Labels lb = {{"model", ctx.model}};
-    auto progress = [&](const sd::StepProgress& p) {
-      metrics_.Observe("truegreen_denoise_step_duration_seconds", lb, p.unet_ms / 1e3);
-      // The deadline cancels between steps.
-      return Clock::now() < job->deadline;
-    };
-    auto out = mr->model->pipeline->Generate(job->req, progress, &job->cancel);
-    ctx.compute_ms = MsSince(t0);
-    metrics_.Add("nv_inference_exec_count", lb);
-    metrics_.Observe("truegreen_batch_size", lb, 1);
-    if (!out.ok()) {
+    ctx.compute_ms = compute_ms;
+    if (!outs.ok()) {
       Finish(job->ctx, job->respond,
-             Error(common::HttpStatusFromStatus(out.status()), out.status().message()));
+             Error(common::HttpStatusFromStatus(outs.status()), outs.status().message()));
       continue;
     }
-    if (out->cancelled) {
-      Finish(job->ctx, job->respond,
-             Error(504, "deadline of " + std::to_string(config_.limits.deadline_ms) +
-                            " ms passed after " + std::to_string(out->steps_done) +
-                            " denoising steps; the generation was cancelled"));
+    const sd::GenerateOutput& out = (*outs)[i];
+    if (out.cancelled) {
+      Finish(job->ctx, job->respond, deadline_error(out.steps_done));
       continue;
     }
     Json data = Json::array();
-    for (const auto& im : out->images) {
+    for (const auto& im : out.images) {
       data.push_back({{"b64_json", Base64(im.png)}, {"seed", im.seed}});
     }
-    ctx.items = static_cast<int>(out->images.size());
+    ctx.items = static_cast<int>(out.images.size());
     metrics_.Add("nv_inference_count", lb, ctx.items);
     metrics_.Add("truegreen_images_generated_total", lb, ctx.items);
     Json body = {{"created", static_cast<std::int64_t>(std::time(nullptr))},
                  {"data", data},
                  {"model", ctx.model},
-                 {"scheduler", out->scheduler},
+                 {"scheduler", out.scheduler},
                  {"steps", job->req.steps},
-                 {"size", std::to_string(out->width) + "x" + std::to_string(out->height)},
+                 {"size", std::to_string(out.width) + "x" + std::to_string(out.height)},
                  {"degraded", mr->model->degraded()}};
     Finish(job->ctx, job->respond, JsonResponse(200, body));
   }

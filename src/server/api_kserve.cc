@@ -1,9 +1,13 @@
-// KServe v2 / Open Inference Protocol REST for generic ONNX models (JSON tensors), dynamic
-// batching of compatible requests, and the generic models' warm-up and canary runs.
+// KServe v2 / Open Inference Protocol REST for generic ONNX models (JSON tensors and the binary
+// tensor data extension, framed by server/kserve_binary.h), dynamic batching of compatible
+// requests, and the generic models' warm-up and canary runs.
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <set>
 
+#include "server/kserve_binary.h"
 #include "server/server_internal.h"
 
 #ifndef TG_VERSION
@@ -21,11 +25,21 @@ using runtime::Tensor;
 
 namespace {
 
+// The extension's tensor bytes are little-endian; tensors are sent and received as host bytes.
+static_assert(std::endian::native == std::endian::little, "binary tensors assume little-endian");
+
 struct InferJob : ServerJob {
   std::string request_id;
   std::vector<NamedTensor> inputs;
   std::vector<std::string> outputs;  // empty = all
   std::int64_t rows = 1;             // dim 0 of the inputs (batching)
+  // Binary extension: outputs answered as raw bytes (binary_data_output, or binary_data per
+  // output, which wins over it).
+  bool binary_all = false;
+  std::set<std::string> binary_on, binary_off;
+  bool Binary(const std::string& output) const {
+    return binary_on.count(output) > 0 || (binary_all && binary_off.count(output) == 0);
+  }
 };
 
 struct KType {
@@ -165,13 +179,17 @@ Json TensorData(const Tensor& t) {
   return a;
 }
 
-Result<NamedTensor> ParseInput(const Json& in, const runtime::TensorInfo& info, std::size_t limit) {
+Result<NamedTensor> ParseInput(const Json& in, const runtime::TensorInfo& info, std::size_t limit,
+                               std::optional<std::string_view> binary) {
   const std::string& name = info.name;
   if (!in.contains("datatype") || !in["datatype"].is_string()) {
     return Status::InvalidArg("input '" + name + "': 'datatype' must be a string");
   }
   const std::string dt = in["datatype"].get<std::string>();
-  if (dt != KName(info.dtype)) {
+  if (binary && !KserveElementSize(dt)) {
+    return Status::InvalidArg("input '" + name + "': unknown datatype '" + dt.substr(0, 16) + "'");
+  }
+  if (dt != KName(info.dtype) && !binary) {
     return Status::InvalidArg("input '" + name + "': datatype " + dt.substr(0, 16) +
                               " given, the model takes " + KName(info.dtype));
   }
@@ -184,6 +202,19 @@ Result<NamedTensor> ParseInput(const Json& in, const runtime::TensorInfo& info, 
       return Status::InvalidArg("input '" + name + "': shape dimensions must be integers >= 0");
     }
     shape.push_back(d.get<std::int64_t>());
+  }
+  if (binary) {
+    // The framing is checked against the request's own datatype and shape first, so malformed
+    // bytes (e.g. a BYTES length prefix past the end) are named as such.
+    const std::int64_t n = runtime::ElementCount(shape);
+    if (n < 0 || static_cast<std::size_t>(n) > limit) {
+      return Status::InvalidArg("input '" + name + "': shape has too many elements");
+    }
+    TG_RETURN_IF_ERROR(CheckBinaryTensor(name, dt, n, *binary));
+    if (dt != KName(info.dtype)) {
+      return Status::InvalidArg("input '" + name + "': datatype " + dt.substr(0, 16) +
+                                " given, the model takes " + KName(info.dtype));
+    }
   }
   if (shape.size() != info.shape.size()) {
     return Status::InvalidArg("input '" + name + "': shape " + runtime::ShapeToString(shape) +
@@ -199,6 +230,11 @@ Result<NamedTensor> ParseInput(const Json& in, const runtime::TensorInfo& info, 
   const std::int64_t count = runtime::ElementCount(shape);
   if (count < 0 || static_cast<std::size_t>(count) > limit) {
     return Status::InvalidArg("input '" + name + "': shape has too many elements");
+  }
+  if (binary) {
+    auto t = Tensor::FromBytes(info.dtype, shape, std::string(*binary));
+    if (!t.ok()) return t.status().WithPrefix("input '" + name + "'");
+    return NamedTensor{name, std::move(t).value()};
   }
   if (!in.contains("data")) return Status::InvalidArg("input '" + name + "': 'data' is missing");
   std::vector<const Json*> values;
@@ -219,11 +255,43 @@ Result<NamedTensor> ParseInput(const Json& in, const runtime::TensorInfo& info, 
   return NamedTensor{name, std::move(t).value()};
 }
 
-// Validates a KServe v2 JSON infer request against the model's inputs and outputs into *job.
-// `limit` bounds element counts (each value takes at least one body byte).
-Status ParseInferBody(const std::string& text, const runtime::Session& session, std::size_t limit,
-                      InferJob* job) {
-  Json body = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+// Reads the binary extension's output choices: parameters.binary_data_output of the request and
+// parameters.binary_data of each requested output.
+Status ParseBinaryOutputs(const Json& body, InferJob* job) {
+  if (body.contains("parameters")) {
+    const Json& p = body["parameters"];
+    if (!p.is_object()) return Status::InvalidArg("'parameters' must be an object");
+    if (p.contains("binary_data_output")) {
+      if (!p["binary_data_output"].is_boolean()) {
+        return Status::InvalidArg("parameters.binary_data_output must be true or false");
+      }
+      job->binary_all = p["binary_data_output"].get<bool>();
+    }
+  }
+  if (!body.contains("outputs") || !body["outputs"].is_array()) return Status::Ok();
+  for (const Json& o : body["outputs"]) {
+    if (!o.is_object() || !o.contains("parameters")) continue;
+    const Json& p = o["parameters"];
+    const std::string n = o.contains("name") && o["name"].is_string() ? o["name"] : "";
+    if (!p.is_object()) {
+      return Status::InvalidArg("output '" + n.substr(0, 64) + "': 'parameters' must be an object");
+    }
+    if (!p.contains("binary_data")) continue;
+    if (!p["binary_data"].is_boolean()) {
+      return Status::InvalidArg("output '" + n.substr(0, 64) +
+                                "': parameters.binary_data must be true or false");
+    }
+    (p["binary_data"].get<bool>() ? job->binary_on : job->binary_off).insert(n);
+  }
+  return Status::Ok();
+}
+
+// Validates a KServe v2 infer request (JSON, or JSON header + binary section) against the model's
+// inputs and outputs into *job. `limit` bounds element counts (each value takes at least one body
+// byte).
+Status ParseInferBody(const InferBodyParts& parts, const runtime::Session& session,
+                      std::size_t limit, InferJob* job) {
+  Json body = Json::parse(parts.json, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded()) return Status::InvalidArg("request body is not valid JSON (UTF-8)");
   if (!body.is_object() || !body.contains("inputs") || !body["inputs"].is_array()) {
     return Status::InvalidArg("request must be an object with an 'inputs' array");
@@ -232,13 +300,19 @@ Status ParseInferBody(const std::string& text, const runtime::Session& session, 
     if (!body["id"].is_string()) return Status::InvalidArg("field 'id' must be a string");
     job->request_id = body["id"].get<std::string>().substr(0, 128);
   }
+  TG_ASSIGN_OR_RETURN(auto binary, AssignBinaryInputs(body["inputs"], parts.binary));
   for (const runtime::TensorInfo& info : session.inputs()) {
     const Json* found = nullptr;
-    for (const Json& in : body["inputs"]) {
-      if (in.is_object() && in.contains("name") && in["name"] == info.name) found = &in;
+    std::optional<std::string_view> bytes;
+    for (std::size_t i = 0; i < body["inputs"].size(); ++i) {
+      const Json& in = body["inputs"][i];
+      if (in.is_object() && in.contains("name") && in["name"] == info.name) {
+        found = &in;
+        bytes = binary[i];
+      }
     }
     if (!found) return Status::InvalidArg("input '" + info.name + "' is missing");
-    auto t = ParseInput(*found, info, limit);
+    auto t = ParseInput(*found, info, limit, bytes);
     if (!t.ok()) return t.status();
     job->inputs.push_back(std::move(t).value());
   }
@@ -247,6 +321,7 @@ Status ParseInferBody(const std::string& text, const runtime::Session& session, 
                               " inputs, the model takes " +
                               std::to_string(session.inputs().size()));
   }
+  TG_RETURN_IF_ERROR(ParseBinaryOutputs(body, job));
   if (!body.contains("outputs")) return Status::Ok();
   if (!body["outputs"].is_array()) return Status::InvalidArg("'outputs' must be an array");
   for (const Json& o : body["outputs"]) {
@@ -318,8 +393,9 @@ void Server::HandleKserve(const HttpRequest& req, const std::string& path,
   const bool get = req.method == "GET" || req.method == "HEAD";
   if (path == "/v2") {
     if (!get) return done(Error(405, "use GET"));
-    return done(JsonResponse(
-        200, {{"name", "truegreen"}, {"version", TG_VERSION}, {"extensions", Json::array()}}));
+    return done(JsonResponse(200, {{"name", "truegreen"},
+                                   {"version", TG_VERSION},
+                                   {"extensions", Json::array({"binary_tensor_data"})}}));
   }
   static const std::string kPrefix = "/v2/models/";
   if (!path.starts_with(kPrefix)) return done(Error(404, "no such endpoint: " + ctx->path));
@@ -346,8 +422,10 @@ void Server::HandleKserve(const HttpRequest& req, const std::string& path,
         400, "model '" + ctx->model + "' is an image model: use POST /v1/images/generations"));
   }
   auto job = std::make_shared<InferJob>();
+  auto parts = SplitInferBody(req.body, req.Header("inference-header-content-length"));
+  if (!parts.ok()) return done(Error(400, parts.status().message()));
   if (Status st =
-          ParseInferBody(req.body, *mr->model->session, config_.limits.max_body_bytes, job.get());
+          ParseInferBody(*parts, *mr->model->session, config_.limits.max_body_bytes, job.get());
       !st.ok()) {
     return done(Error(400, st.message()));
   }
@@ -404,6 +482,7 @@ void Server::RunInferJobs(ModelRuntime* mr, std::vector<std::shared_ptr<Job>>& j
       continue;
     }
     Json outputs = Json::array();
+    std::string binary;  // the binary extension's section, outputs in order
     for (std::size_t k = 0; k < outs.size() && k < names.size(); ++k) {
       Tensor part = outs[k];
       if (jobs.size() > 1) {
@@ -414,17 +493,29 @@ void Server::RunInferJobs(ModelRuntime* mr, std::vector<std::shared_ptr<Job>>& j
                                    outs[k].bytes().substr(row * row_bytes, job->rows * row_bytes));
         if (p.ok()) part = std::move(p).value();
       }
-      outputs.push_back({{"name", names[k]},
-                         {"datatype", KName(part.dtype())},
-                         {"shape", part.shape()},
-                         {"data", TensorData(part)}});
+      Json o = {{"name", names[k]}, {"datatype", KName(part.dtype())}, {"shape", part.shape()}};
+      if (job->Binary(names[k])) {
+        // Tensor bytes are host order; every supported build target is little-endian.
+        o["parameters"] = {{"binary_data_size", part.byte_size()}};
+        binary += part.bytes();
+      } else {
+        o["data"] = TensorData(part);
+      }
+      outputs.push_back(std::move(o));
     }
     row += job->rows;
     job->ctx->items = static_cast<int>(job->rows);
     metrics_.Add("nv_inference_count", lb, static_cast<double>(job->rows));
     Json body = {{"model_name", job->ctx->model}, {"model_version", "1"}, {"outputs", outputs}};
     if (!job->request_id.empty()) body["id"] = job->request_id;
-    Finish(job->ctx, job->respond, JsonResponse(200, body));
+    HttpResponse resp = JsonResponse(200, body);
+    if (!binary.empty() || job->binary_all || !job->binary_on.empty()) {
+      resp.headers.emplace_back("Inference-Header-Content-Length",
+                                std::to_string(resp.body.size()));
+      resp.content_type = "application/octet-stream";
+      resp.body += binary;
+    }
+    Finish(job->ctx, job->respond, std::move(resp));
   }
 }
 

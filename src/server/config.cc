@@ -6,6 +6,7 @@
 
 #include "common/config.h"
 #include "common/file_util.h"
+#include "sd/pipeline.h"
 
 namespace tg::server {
 
@@ -57,14 +58,12 @@ Status ParseWarmup(const YAML::Node& seq, const std::string& source, ModelSpec* 
   return Status::Ok();
 }
 
-Status LoadOnnxConfig(const std::string& path, ModelSpec* spec) {
-  auto doc = common::LoadYamlFile(path);
-  if (!doc.ok()) return doc.status();
-  auto map = common::YamlMap::From(*doc, path, "");
-  if (!map.ok()) return map.status();
+// The keys an SD pipeline's config.yaml and a generic model's share. `max_batch_limit` is 64
+// requests for a generic model, sd::kMaxBatch images for an SD pipeline (one UNet batch).
+Status LoadBatchingAndCanary(common::YamlMap* map, int max_batch_limit, ModelSpec* spec) {
   TG_RETURN_IF_ERROR(map->Get("max_batch", &spec->max_batch));
-  if (spec->max_batch < 1 || spec->max_batch > 64) {
-    return map->FieldError("max_batch", "an integer in 1..64");
+  if (spec->max_batch < 1 || spec->max_batch > max_batch_limit) {
+    return map->FieldError("max_batch", "an integer in 1.." + std::to_string(max_batch_limit));
   }
   TG_RETURN_IF_ERROR(map->Get("batch_delay_ms", &spec->batch_delay_ms));
   if (spec->batch_delay_ms < 0 || spec->batch_delay_ms > 1000) {
@@ -76,6 +75,26 @@ Status LoadOnnxConfig(const std::string& path, ModelSpec* spec) {
     const auto& v = std::string(k) == "canary_p50_ms" ? spec->canary_p50_ms : spec->canary_p95_ms;
     if (v && !(*v > 0.0)) return map->FieldError(k, "a number of milliseconds > 0");
   }
+  return Status::Ok();
+}
+
+// config.yaml of an SD pipeline folder: max_batch (images per UNet batch), batch_delay_ms and the
+// canary ceilings; warm-up shapes do not apply (the canary prompt set warms it up).
+Status LoadSdConfig(const std::string& path, ModelSpec* spec) {
+  auto doc = common::LoadYamlFile(path);
+  if (!doc.ok()) return doc.status();
+  auto map = common::YamlMap::From(*doc, path, "");
+  if (!map.ok()) return map.status();
+  TG_RETURN_IF_ERROR(LoadBatchingAndCanary(&*map, sd::kMaxBatch, spec));
+  return map->Finish();
+}
+
+Status LoadOnnxConfig(const std::string& path, ModelSpec* spec) {
+  auto doc = common::LoadYamlFile(path);
+  if (!doc.ok()) return doc.status();
+  auto map = common::YamlMap::From(*doc, path, "");
+  if (!map.ok()) return map.status();
+  TG_RETURN_IF_ERROR(LoadBatchingAndCanary(&*map, 64, spec));
   auto seq = map->GetSequence("warmup");
   if (!seq.ok()) return seq.status();
   if (seq->IsSequence()) TG_RETURN_IF_ERROR(ParseWarmup(*seq, path, spec));
@@ -93,6 +112,13 @@ Result<ModelSpec> ReadEntry(const fs::directory_entry& e, bool* skip) {
     if (fs::exists(p / "model_index.json", ec)) {
       spec.kind = ModelKind::kStableDiffusion;
       spec.path = p.string();
+      // Batching on by default: with no delay, requests are merged only when they already wait
+      // behind a running generation, which costs none of them latency.
+      spec.max_batch = sd::kMaxBatch;
+      spec.batch_delay_ms = 0;
+      if (fs::exists(p / "config.yaml", ec)) {
+        TG_RETURN_IF_ERROR(LoadSdConfig((p / "config.yaml").string(), &spec));
+      }
     } else if (fs::exists(p / "model.onnx", ec)) {
       spec.path = (p / "model.onnx").string();
       if (fs::exists(p / "config.yaml", ec)) {

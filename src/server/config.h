@@ -1,7 +1,8 @@
 // Configuration of `truegreen serve`: flags/env values (ServeConfig) and the model repository.
 //
 // Model repository (--models DIR), one entry per model, named by the entry:
-//   DIR/<name>/model_index.json     a Stable Diffusion pipeline folder (sd::LoadSdModel layout)
+//   DIR/<name>/model_index.json     a Stable Diffusion pipeline folder (sd::LoadSdModel layout),
+//                                   optional DIR/<name>/config.yaml (below)
 //   DIR/<name>/model.onnx           a generic ONNX model, optional DIR/<name>/config.yaml
 //   DIR/<name>.onnx                 a generic ONNX model, optional DIR/<name>.yaml beside it
 // config.yaml of a generic model (every key optional; unknown keys are errors):
@@ -11,6 +12,12 @@
 //     - {x: [1, 8]}         also the canary's shape
 //   canary_p50_ms: 5        canary latency ceilings of this model (exit 5 above)
 //   canary_p95_ms: 10
+// config.yaml of an SD pipeline folder (every key optional; unknown keys are errors):
+//   max_batch: 8            images of compatible requests in one UNet batch, 1..8 (default 8;
+//                           1 = every request alone); see server/api_images.cc
+//   batch_delay_ms: 0       how long the first request waits for others (default 0: merge only
+//                           requests already queued behind a running generation)
+//   canary_p50_ms / canary_p95_ms   as above
 // Errors: NOT_FOUND for a missing folder, INVALID_ARG naming file, line and field for anything
 // malformed; an empty repository is INVALID_ARG. Plain value types; no shared state.
 #pragma once
@@ -32,8 +39,8 @@ std::string_view ModelKindName(ModelKind k);  // "stable_diffusion" | "onnx"
 struct ModelSpec {
   std::string name;  // URL-safe: [A-Za-z0-9._-], 1..64 characters
   ModelKind kind = ModelKind::kOnnx;
-  std::string path;  // the pipeline folder, or the .onnx file
-  int max_batch = 1;
+  std::string path;   // the pipeline folder, or the .onnx file
+  int max_batch = 1;  // generic: requests per run; SD: images per UNet batch (default 8)
   int batch_delay_ms = 0;
   // Each entry is one warm-up run: input name -> shape (dynamic dims resolved).
   std::vector<std::map<std::string, std::vector<std::int64_t>>> warmup;

@@ -56,6 +56,29 @@ TEST(ModelRepositoryTest, ErrorsNameTheFileLineAndField) {
   EXPECT_NE(r.status().message().find("warmup.x"), std::string::npos) << r.status().message();
 }
 
+TEST(ModelRepositoryTest, SdPipelineBatchingDefaultsAndConfig) {
+  TempDir d;
+  WriteFile(d / "sd/model_index.json", "{}");
+  auto r = LoadModelRepository(d.path());
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ((*r)[0].max_batch, 8);  // images per UNet batch
+  EXPECT_EQ((*r)[0].batch_delay_ms, 0);
+  WriteFile(d / "sd/config.yaml", "max_batch: 4\nbatch_delay_ms: 20\ncanary_p50_ms: 900\n");
+  r = LoadModelRepository(d.path());
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ((*r)[0].max_batch, 4);
+  EXPECT_EQ((*r)[0].batch_delay_ms, 20);
+  EXPECT_EQ((*r)[0].canary_p50_ms.value_or(0), 900);
+  for (const char* bad :
+       {"max_batch: 9\n", "max_batch: 0\n", "batch_delay_ms: -1\n", "warmup:\n  - {x: [1]}\n"}) {
+    WriteFile(d / "sd/config.yaml", bad);
+    r = LoadModelRepository(d.path());
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("config.yaml:1"), std::string::npos)
+        << r.status().message();
+  }
+}
+
 TEST(ModelRepositoryTest, RejectsMissingEmptyAndUnusableFolders) {
   TempDir d;
   EXPECT_EQ(LoadModelRepository(d / "nope").status().code(), common::StatusCode::kNotFound);

@@ -87,14 +87,17 @@ std::vector<std::shared_ptr<Job>> Lane::TakeBatch(std::unique_lock<std::mutex>& 
   std::vector<std::shared_ptr<Job>> batch;
   batch.push_back(queue_.front());
   queue_.pop_front();
-  if (max_batch_ == 1) return batch;
+  int units = std::max(1, batch.front()->units);
+  if (max_batch_ == 1 || units >= max_batch_) return batch;
   const std::string key = batch.front()->batch_key;
   const auto until = Clock::now() + batch_delay_;
-  // Moves queued jobs with the same batch key into the batch, up to max_batch_.
+  // Moves queued jobs with the same batch key into the batch while their units fit in
+  // max_batch_; one that does not fit is left in place for a later batch.
   auto sweep = [&] {
-    for (auto it = queue_.begin();
-         it != queue_.end() && static_cast<int>(batch.size()) < max_batch_;) {
-      if ((*it)->batch_key == key) {
+    for (auto it = queue_.begin(); it != queue_.end() && units < max_batch_;) {
+      const int u = std::max(1, (*it)->units);
+      if ((*it)->batch_key == key && units + u <= max_batch_) {
+        units += u;
         batch.push_back(*it);
         it = queue_.erase(it);
       } else {
@@ -104,7 +107,7 @@ std::vector<std::shared_ptr<Job>> Lane::TakeBatch(std::unique_lock<std::mutex>& 
   };
   while (true) {
     sweep();
-    if (static_cast<int>(batch.size()) >= max_batch_ || stopping_) break;
+    if (units >= max_batch_ || stopping_) break;
     if (cv_.wait_until(lock, until) == std::cv_status::timeout) {
       sweep();  // one last sweep for jobs that arrived with the timeout
       break;

@@ -3,7 +3,10 @@
 // A Lane owns `concurrency` worker threads and a FIFO of at most `capacity` jobs. Submit() never
 // blocks: a full queue is refused (the caller answers 429). A worker takes the oldest job and, when
 // max_batch > 1, waits up to `batch_delay` for more jobs with the same batch_key, then hands the
-// batch to the lane's BatchFn. Jobs whose deadline passed while queued are expired (ExpireFn,
+// batch to the lane's BatchFn. max_batch counts Job::units (1 per request by default; an SD
+// request counts its images), so a batch's units never exceed it, except a single job larger than
+// max_batch, which runs alone; a queued job too large for the batch being filled stays queued, in
+// order, for the next one. Jobs whose deadline passed while queued are expired (ExpireFn,
 // answered 504) instead of being run. Drain() stops accepting, lets the workers finish every
 // queued job, and joins them.
 //
@@ -29,6 +32,7 @@ using Clock = std::chrono::steady_clock;
 struct Job {
   virtual ~Job() = default;
   std::string batch_key;  // jobs are batched together only when keys are equal
+  int units = 1;          // what this job counts against the lane's max_batch (>= 1)
   Clock::time_point enqueued;
   Clock::time_point deadline;
   std::atomic<bool> cancel{false};  // set at the deadline; SD checks it between steps

@@ -4,6 +4,9 @@
 
 #include <atomic>
 #include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace tg::server {
 namespace {
@@ -100,6 +103,48 @@ TEST(LaneTest, QueuedJobIsExpiredAtItsDeadlineWhileTheWorkerIsBusy) {
   gate.store(true);
   lane.Drain();
   EXPECT_EQ(expired.load(), 1);
+}
+
+// SD requests count their images: a batch's units never pass max_batch, keys never mix, and a
+// job that does not fit waits for the next batch instead of being skipped for good.
+TEST(LaneTest, UnitsOfABatchNeverExceedMaxBatch) {
+  std::mutex mu;
+  std::vector<std::vector<std::shared_ptr<Job>>> batches;
+  std::atomic<bool> gate{false};
+  Lane lane(
+      "t", 100, 1, 8, std::chrono::milliseconds(200),
+      [&](std::vector<std::shared_ptr<Job>>& jobs) {
+        while (!gate.load()) std::this_thread::yield();
+        std::lock_guard<std::mutex> l(mu);
+        batches.push_back(jobs);
+      },
+      [](const std::shared_ptr<Job>&) {});
+  // key/units: the first batch can take a4 + a3 (7), not a2 (9 > 8), then a1 (8).
+  const std::vector<std::pair<std::string, int>> spec = {
+      {"a", 4}, {"steps3", 1}, {"a", 3}, {"a", 2}, {"a", 1}, {"big", 12}, {"steps3", 1}};
+  for (const auto& [k, u] : spec) {
+    auto j = MakeJob(k, std::chrono::seconds(60));
+    j->units = u;
+    ASSERT_TRUE(lane.Submit(j));
+  }
+  gate.store(true);
+  lane.Drain();
+  int jobs = 0;
+  for (const auto& b : batches) {
+    int units = 0;
+    for (const auto& j : b) {
+      EXPECT_EQ(j->batch_key, b.front()->batch_key) << "keys never mix";
+      units += j->units;
+    }
+    if (b.size() > 1) {
+      EXPECT_LE(units, 8);
+    }
+    jobs += static_cast<int>(b.size());
+  }
+  EXPECT_EQ(jobs, 7);
+  ASSERT_FALSE(batches.empty());
+  ASSERT_EQ(batches.front().size(), 3u);
+  EXPECT_EQ(batches.front()[0]->units + batches.front()[1]->units + batches.front()[2]->units, 8);
 }
 
 }  // namespace

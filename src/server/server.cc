@@ -579,10 +579,11 @@ void Server::StartLanes(ModelRuntime* mr) {
   };
   if (mr->model->sd) {
     // Two lanes so one large job (big image or many steps) never holds small ones behind it.
-    // SD requests are not batched together (each lane runs one generation at a time per worker).
+    // Each batches compatible requests up to max_batch images (api_images.cc).
     for (const char* lane : {"small", "large"}) {
       mr->lanes.push_back(std::make_unique<Lane>(
-          lane, l.queue_size, l.concurrency, 1, std::chrono::milliseconds(0),
+          lane, l.queue_size, l.concurrency, spec.max_batch,
+          std::chrono::milliseconds(spec.batch_delay_ms),
           [this, mr](std::vector<std::shared_ptr<Job>>& jobs) { RunSdJobs(mr, jobs); }, expire));
     }
   } else {
