@@ -367,10 +367,10 @@ TEST(BenchCliTest, SigintWritesWhatWasMeasured) {
 TEST(BenchCliTest, LocalNvmlFillsInWhenTheServerHasNoMetrics) {
   StubServer server(/*delay_ms=*/2);
   server.set_serve_metrics(false);
-  auto r = RunTruegreen({"--lib-path", testing::FakeGpuDir(), "bench", "--url", server.url(),
-                         "--warmup", "0", "--window", "0.3", "--max-trials", "1",
-                         "--metrics-interval", "0.05", "--json"},
-                        {{"TG_FAKE_NVML_UTIL", "-1"}});
+  auto r = RunTruegreen(
+      {"--lib-path", testing::FakeGpuDir(), "bench", "--url", server.url(), "--warmup", "0",
+       "--window", "0.3", "--max-trials", "1", "--metrics-interval", "0.05", "--json"},
+      {{"TG_FAKE_NVML_UTIL", "-1"}});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto gpu = nlohmann::json::parse(r.out)["points"][0]["gpu"];
   EXPECT_EQ(gpu["source"], "nvml (local)");

@@ -133,8 +133,8 @@ void NvmlReader::ReadProcesses(void* handle, NvmlDeviceSample* s) const {
                  (fn = "nvmlDeviceGetComputeRunningProcesses").c_str())) {
     rc = ReadProcessList(v1, handle, &procs);
   } else {
-    s->unavailable["processes"] = "nvmlDeviceGetComputeRunningProcesses not exported by " +
-                                  lib_.resolved_path();
+    s->unavailable["processes"] =
+        "nvmlDeviceGetComputeRunningProcesses not exported by " + lib_.resolved_path();
     return;
   }
   if (rc == kNvmlSuccess) {
@@ -234,8 +234,8 @@ common::Status NvmlReader::CheckLive() const {
       what = "nvmlDeviceGetMemoryInfo";
     }
     if (rc != kNvmlSuccess) {
-      return common::Status::Unavailable(fmt::format("GPU {} ({}): {} failed with {}", d.index,
-                                                     d.uuid, what, ErrorText(rc)));
+      return common::Status::Unavailable(
+          fmt::format("GPU {} ({}): {} failed with {}", d.index, d.uuid, what, ErrorText(rc)));
     }
   }
   return common::Status::Ok();

@@ -42,7 +42,7 @@ struct NvmlProcess {
 
 struct NvmlDeviceSample {
   unsigned index = 0;
-  std::string uuid;  // "GPU-..." (read once at Open)
+  std::string uuid;                   // "GPU-..." (read once at Open)
   std::optional<double> utilization;  // 0..1
   std::optional<std::uint64_t> memory_total_bytes;
   std::optional<std::uint64_t> memory_used_bytes;
