@@ -26,9 +26,7 @@ Json Optional(const std::optional<double>& v) { return v ? Json(*v) : Json(nullp
 Json SampleJson(const probe::NvmlDeviceSample& s) {
   Json unavailable = Json::object();
   for (const auto& [field, why] : s.unavailable) unavailable[field] = why;
-  auto bytes = [](const std::optional<std::uint64_t>& v) {
-    return v ? Json(static_cast<double>(*v)) : Json(nullptr);
-  };
+  auto bytes = [](const std::optional<std::uint64_t>& v) { return v ? Json(*v) : Json(nullptr); };
   return {{"index", s.index},
           {"uuid", s.uuid},
           {"utilization", Optional(s.utilization)},
@@ -43,7 +41,10 @@ Json SampleJson(const probe::NvmlDeviceSample& s) {
 std::string PidList(const std::vector<unsigned>& pids) {
   if (pids.empty()) return "none";
   std::string s;
-  for (unsigned p : pids) s += (s.empty() ? "" : ",") + std::to_string(p);
+  for (unsigned p : pids) {
+    if (!s.empty()) s += ',';
+    s += std::to_string(p);
+  }
   return s;
 }
 
@@ -61,7 +62,8 @@ bool ProveProcess(const GpuWindow& w, unsigned pid, GpuUseVerdict* v) {
       v->process_proof = "proven";
       return true;
     }
-    lists += (lists.empty() ? "" : "; ") + d.uuid + " lists pid " + PidList(*d.pids);
+    if (!lists.empty()) lists += "; ";
+    lists += d.uuid + " lists pid " + PidList(*d.pids);
   }
   if (!any_read) {
     v->process_proof = "not measured";
