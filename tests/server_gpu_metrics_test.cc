@@ -115,6 +115,29 @@ TEST_F(ServerGpuMetricsTest, FloorFailureKeepsTheServerUpWith503WhenAsked) {
   EXPECT_NE(r.body.find("below the floor 0.50"), std::string::npos) << r.body;
 }
 
+// At runtime the background canary applies the same floor: 503 with the reason, then back.
+TEST_F(ServerGpuMetricsTest, BackgroundCanaryBelowTheFloorFlipsReadinessAndBack) {
+  const std::string util = dir_ / "util";
+  // A huge drift tolerance: only the floor may fail the background canary of this tiny model.
+  auto s = Start({"--canary-min-gpu-utilization", "0.3", "--canary-interval-s", "1",
+                  "--canary-drift-tolerance", "1e9"},
+                 {{"TG_FAKE_NVML_UTIL", "50"},
+                  {"TG_FAKE_NVML_UTIL_FILE", util},
+                  {"TG_FAKE_NVML_PROCS", "self"}});
+  const int port = s->WaitPort();
+  ASSERT_GT(port, 0) << s->Log();
+  ASSERT_TRUE(s->WaitReady()) << s->Log();
+  WriteFile(util, "5\n");
+  HttpResult r;
+  ASSERT_TRUE(WaitReadyz(port, 503, &r)) << s->Log();
+  EXPECT_NE(r.body.find("background canary failed: GPU utilisation 0.05 during the canary is "
+                        "below the floor 0.30"),
+            std::string::npos)
+      << r.body;
+  std::remove(util.c_str());
+  ASSERT_TRUE(WaitReadyz(port, 200, &r)) << s->Log();
+}
+
 TEST_F(ServerGpuMetricsTest, ProcessNotOnTheGpuFailsTheProofWithExit3) {
   // The GPU is busy (90 %), but with someone else's context (pid 1), not this server's.
   auto s = Start({"--canary-min-gpu-utilization", "0.5"},

@@ -180,6 +180,15 @@ TG_FAKE_EXPORT int nvmlDeviceGetUtilizationRates(void* device, tg_nvml_utilizati
   int r = live_check(device);
   if (r != 0 || u == NULL) return r != 0 ? r : 2;
   long long util = tg_fake_int("TG_FAKE_NVML_UTIL", 0);
+  /* TG_FAKE_NVML_UTIL_FILE: while the named file exists, its number overrides TG_FAKE_NVML_UTIL
+   * (a test changes the utilisation of a running process). */
+  const char* f = tg_fake_str("TG_FAKE_NVML_UTIL_FILE", "");
+  FILE* in = *f != '\0' ? fopen(f, "r") : NULL;
+  if (in != NULL) {
+    long long v = 0;
+    if (fscanf(in, "%lld", &v) == 1) util = v;
+    fclose(in);
+  }
   if (util < 0) return 3;
   u->gpu = (unsigned)util;
   u->memory = (unsigned)util / 2;
