@@ -361,14 +361,16 @@ TEST(BenchCliTest, SigintWritesWhatWasMeasured) {
   EXPECT_NE(testing::ReadFile(d / "i.csv").find("\n1,"), std::string::npos);
 }
 
-// Local NVML (the fake one: devices and memory, no utilisation entry point) fills the GPU side
-// when the server exports nothing, and says "not measured" (null) rather than 0 for utilisation.
+// Local NVML (the fake one, utilisation NOT_SUPPORTED through TG_FAKE_NVML_UTIL=-1) fills the GPU
+// side when the server exports nothing, and says "not measured" (null) rather than 0 for
+// utilisation.
 TEST(BenchCliTest, LocalNvmlFillsInWhenTheServerHasNoMetrics) {
   StubServer server(/*delay_ms=*/2);
   server.set_serve_metrics(false);
-  auto r = RunTruegreen({"--lib-path", testing::FakeGpuDir(), "bench", "--url", server.url(),
-                         "--warmup", "0", "--window", "0.3", "--max-trials", "1",
-                         "--metrics-interval", "0.05", "--json"});
+  auto r = RunTruegreen(
+      {"--lib-path", testing::FakeGpuDir(), "bench", "--url", server.url(), "--warmup", "0",
+       "--window", "0.3", "--max-trials", "1", "--metrics-interval", "0.05", "--json"},
+      {{"TG_FAKE_NVML_UTIL", "-1"}});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto gpu = nlohmann::json::parse(r.out)["points"][0]["gpu"];
   EXPECT_EQ(gpu["source"], "nvml (local)");
@@ -376,7 +378,8 @@ TEST(BenchCliTest, LocalNvmlFillsInWhenTheServerHasNoMetrics) {
   EXPECT_EQ(gpu["memory_used_bytes"], 0.0);
   auto slo =
       RunTruegreen({"--lib-path", testing::FakeGpuDir(), "bench", "--url", server.url(), "--warmup",
-                    "0", "--window", "0.3", "--max-trials", "1", "--slo", "gpu_util>0.6"});
+                    "0", "--window", "0.3", "--max-trials", "1", "--slo", "gpu_util>0.6"},
+                   {{"TG_FAKE_NVML_UTIL", "-1"}});
   EXPECT_EQ(slo.exit_code, 5) << "an unmeasured gpu_util never passes";
   EXPECT_NE(slo.out.find("gpu_util>0.6: not measured"), std::string::npos) << slo.out;
 }

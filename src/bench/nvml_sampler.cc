@@ -1,73 +1,44 @@
 #include "bench/nvml_sampler.h"
 
-#include <fmt/format.h>
+#include <algorithm>
 
 namespace tg::bench {
-namespace {
-
-// NVML's C signatures (nvmlReturn_t is an int enum; device handles are opaque pointers).
-struct NvmlUtilization {
-  unsigned gpu, memory;
-};
-struct NvmlMemory {
-  unsigned long long total, free, used;
-};
-using InitFn = int (*)();
-using CountFn = int (*)(unsigned*);
-using HandleFn = int (*)(unsigned, void**);
-using UtilFn = int (*)(void*, NvmlUtilization*);
-using MemFn = int (*)(void*, NvmlMemory*);
-
-}  // namespace
 
 common::Result<std::unique_ptr<NvmlSampler>> NvmlSampler::Open(
     const common::LibraryLoader& loader) {
-  TG_ASSIGN_OR_RETURN(common::DynamicLibrary lib, loader.Load("libnvidia-ml.so.1"));
-  auto init = lib.Function<InitFn>("nvmlInit_v2");
-  auto count = lib.Function<CountFn>("nvmlDeviceGetCount_v2");
-  auto handle = lib.Function<HandleFn>("nvmlDeviceGetHandleByIndex_v2");
-  if (init == nullptr || count == nullptr || handle == nullptr) {
-    return common::Status::Unavailable(lib.resolved_path() + ": NVML entry points missing");
-  }
-  if (int rc = init(); rc != 0) {
-    return common::Status::Unavailable(fmt::format("nvmlInit_v2 failed with code {}", rc));
-  }
-  std::unique_ptr<NvmlSampler> s(new NvmlSampler(std::move(lib)));
-  unsigned n = 0;
-  if (count(&n) != 0 || n == 0) return common::Status::Unavailable("NVML reports no device");
-  for (unsigned i = 0; i < n && i < 64; ++i) {
-    void* h = nullptr;
-    if (handle(i, &h) == 0) s->devices_.push_back(h);
-  }
-  if (s->lib_.Function<UtilFn>("nvmlDeviceGetUtilizationRates") == nullptr) {
-    s->utilization_error_ =
-        "nvmlDeviceGetUtilizationRates not exported by " + s->lib_.resolved_path();
-  }
+  TG_ASSIGN_OR_RETURN(std::unique_ptr<probe::NvmlReader> reader, probe::NvmlReader::Open(loader));
+  std::unique_ptr<NvmlSampler> s(new NvmlSampler(std::move(reader)));
+  s->SampleOnce();  // fills utilization_error() before the first Start
   return s;
 }
 
-NvmlSampler::~NvmlSampler() {
-  Stop();
-  if (auto shutdown = lib_.Function<InitFn>("nvmlShutdown")) shutdown();
+NvmlSampler::~NvmlSampler() { Stop(); }
+
+std::string NvmlSampler::utilization_error() const {
+  std::lock_guard<std::mutex> l(error_mu_);
+  return utilization_error_;
 }
 
 NvmlSample NvmlSampler::SampleOnce() const {
   NvmlSample out;
   out.t = std::chrono::steady_clock::now();
-  auto util = lib_.Function<UtilFn>("nvmlDeviceGetUtilizationRates");
-  auto mem = lib_.Function<MemFn>("nvmlDeviceGetMemoryInfo");
+  probe::NvmlFields fields;
+  fields.pcie = fields.power = fields.processes = false;  // bench plots utilisation and memory
   double sum = 0;
   int n = 0;
-  for (void* d : devices_) {
-    NvmlUtilization u{};
-    if (util != nullptr && util(d, &u) == 0) {
-      sum += u.gpu / 100.0;
+  std::string why;
+  for (const probe::NvmlDeviceSample& d : reader_->SampleAll(fields)) {
+    if (d.utilization) {
+      sum += *d.utilization;
       ++n;
+    } else if (why.empty() && d.unavailable.count("utilization")) {
+      why = d.unavailable.at("utilization");
     }
-    NvmlMemory m{};
-    if (mem != nullptr && mem(d, &m) == 0) out.memory_used_bytes += static_cast<double>(m.used);
+    if (d.memory_used_bytes) out.memory_used_bytes += static_cast<double>(*d.memory_used_bytes);
   }
   if (n > 0) out.utilization = sum / n;
+  std::lock_guard<std::mutex> l(error_mu_);
+  utilization_error_ = n > 0 ? "" : why;
   return out;
 }
 

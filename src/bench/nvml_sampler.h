@@ -1,15 +1,16 @@
 // Local GPU sampling through NVML (libnvidia-ml.so.1, loaded only through common::LibraryLoader),
 // used by `truegreen bench` when the server's /metrics gives no GPU utilisation and the GPU is on
-// this host. Samples utilisation (nvmlDeviceGetUtilizationRates, mean over devices, 0..1) and used
-// memory (nvmlDeviceGetMemoryInfo, summed) on a background thread.
+// this host. Samples utilisation (mean over devices, 0..1) and used memory (summed) on a background
+// thread, through the shared probe::NvmlReader (the same reader `truegreen serve` uses).
 //
-// NvmlSampler owns the library handle, the NVML initialisation (nvmlShutdown in the destructor)
-// and its thread. Start/Stop/Samples from one thread; Samples() after Stop().
+// NvmlSampler owns its NvmlReader (library handle and NVML initialisation) and its thread.
+// Start/Stop/Samples from one thread; Samples() after Stop().
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -18,6 +19,7 @@
 #include "bench/result.h"
 #include "common/dynlib.h"
 #include "common/status.h"
+#include "probe/nvml_reader.h"
 
 namespace tg::bench {
 
@@ -29,7 +31,8 @@ struct NvmlSample {
 
 class NvmlSampler {
  public:
-  // NOT_FOUND when libnvidia-ml is absent, UNAVAILABLE when nvmlInit fails or no device exists.
+  // NOT_FOUND when libnvidia-ml is absent, UNAVAILABLE when nvmlInit fails or no device exists
+  // (probe::NvmlReader::Open).
   static common::Result<std::unique_ptr<NvmlSampler>> Open(const common::LibraryLoader& loader);
   ~NvmlSampler();
   NvmlSampler(const NvmlSampler&) = delete;
@@ -39,14 +42,15 @@ class NvmlSampler {
   void Start(double interval_s);
   void Stop();
   const std::vector<NvmlSample>& Samples() const { return samples_; }
-  // Why utilisation is absent ("" when it was read), e.g. the missing symbol.
-  const std::string& utilization_error() const { return utilization_error_; }
+  // Why utilisation is absent in the latest SampleOnce ("" when it was read), e.g. the NVML error
+  // or the missing symbol.
+  std::string utilization_error() const;
 
  private:
-  explicit NvmlSampler(common::DynamicLibrary lib) : lib_(std::move(lib)) {}
-  common::DynamicLibrary lib_;
-  std::vector<void*> devices_;
-  std::string utilization_error_;
+  explicit NvmlSampler(std::unique_ptr<probe::NvmlReader> reader) : reader_(std::move(reader)) {}
+  std::unique_ptr<probe::NvmlReader> reader_;
+  mutable std::mutex error_mu_;
+  mutable std::string utilization_error_;
   std::atomic<bool> stop_{false};
   std::thread thread_;
   std::vector<NvmlSample> samples_;

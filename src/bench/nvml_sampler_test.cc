@@ -2,10 +2,22 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "tests/support/test_util.h"
 
 namespace tg::bench {
 namespace {
+
+// Sets an environment variable for one test (the fake NVML reads its knobs at call time).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
+  ~ScopedEnv() { unsetenv(name_); }
+
+ private:
+  const char* name_;
+};
 
 TEST(NvmlSamplerTest, AbsentLibraryIsNotFound) {
   common::LibraryLoader loader({testing::SourceDir() + "/no-such-dir"});
@@ -14,15 +26,19 @@ TEST(NvmlSamplerTest, AbsentLibraryIsNotFound) {
   EXPECT_EQ(s.status().code(), common::StatusCode::kNotFound) << s.status().ToString();
 }
 
-// The fake NVML (tests/fakegpu) has devices and memory but no utilisation entry point: memory is
+// The fake NVML (tests/fakegpu) reads its knobs at call time. Utilisation NOT_SUPPORTED: memory is
 // sampled, utilisation is absent with the reason, never reported as 0.
 TEST(NvmlSamplerTest, FakeNvmlSamplesMemoryAndSaysWhyUtilisationIsMissing) {
+  ScopedEnv util("TG_FAKE_NVML_UTIL", "-1");
+  ScopedEnv used("TG_FAKE_NVML_MEM_USED_MB", "3");
   common::LibraryLoader loader({testing::FakeGpuDir()});
   auto s = NvmlSampler::Open(loader);
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   NvmlSample one = (*s)->SampleOnce();
   EXPECT_FALSE(one.utilization.has_value());
+  EXPECT_DOUBLE_EQ(one.memory_used_bytes, 3.0 * (1 << 20));
   EXPECT_NE((*s)->utilization_error().find("nvmlDeviceGetUtilizationRates"), std::string::npos);
+  EXPECT_NE((*s)->utilization_error().find("Not Supported"), std::string::npos);
   (*s)->Start(0.02);
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   (*s)->Stop();
@@ -32,6 +48,17 @@ TEST(NvmlSamplerTest, FakeNvmlSamplesMemoryAndSaysWhyUtilisationIsMissing) {
   EXPECT_EQ(g.source, "nvml (local)");
   EXPECT_FALSE(g.utilization.has_value());
   EXPECT_TRUE(g.memory_used_bytes.has_value());
+}
+
+TEST(NvmlSamplerTest, FakeNvmlUtilisationIsAFraction) {
+  ScopedEnv util("TG_FAKE_NVML_UTIL", "40");
+  common::LibraryLoader loader({testing::FakeGpuDir()});
+  auto s = NvmlSampler::Open(loader);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  NvmlSample one = (*s)->SampleOnce();
+  ASSERT_TRUE(one.utilization.has_value());
+  EXPECT_DOUBLE_EQ(*one.utilization, 0.4);
+  EXPECT_EQ((*s)->utilization_error(), "");
 }
 
 TEST(NvmlSamplerTest, AggregatesOnlyTheMeasuredWindow) {

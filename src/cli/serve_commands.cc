@@ -20,6 +20,7 @@ struct ServeFlags {
   server::ServeConfig c;
   std::string token_file;
   double p50 = 0.0, p95 = 0.0;
+  double min_gpu_util = 0.0;  // 0 = not gated
 };
 
 int RunServe(const GlobalOptions& g, ServeFlags& f) {
@@ -42,6 +43,7 @@ int RunServe(const GlobalOptions& g, ServeFlags& f) {
   };
   if (f.p50 > 0) c.canary.p50_ms = f.p50;
   if (f.p95 > 0) c.canary.p95_ms = f.p95;
+  if (f.min_gpu_util != 0.0) c.canary.min_gpu_utilization = f.min_gpu_util;
   if (f.p50 < 0 || f.p95 < 0)
     return fail(common::Status::InvalidArg("canary ceilings must be > 0"));
   if (!f.token_file.empty()) {
@@ -106,6 +108,10 @@ void RegisterServeCommands(CLI::App& app, GlobalOptions& g, CommandRegistry& r) 
   opt("--canary-size", c.canary.size, "TRUEGREEN_CANARY_SIZE", "Canary image side (0 = 256)");
   opt("--canary-p50-ms", f->p50, "TRUEGREEN_CANARY_P50_MS", "Canary P50 ceiling (0 = not gated)");
   opt("--canary-p95-ms", f->p95, "TRUEGREEN_CANARY_P95_MS", "Canary P95 ceiling (0 = not gated)");
+  opt("--canary-min-gpu-utilization", f->min_gpu_util, "TRUEGREEN_CANARY_MIN_GPU_UTILIZATION",
+      "GPU-utilisation floor (0..1] during the canary, through NVML (0 = not gated)");
+  opt("--gpu-sample-interval-ms", c.gpu_sample_interval_ms, "TRUEGREEN_GPU_SAMPLE_INTERVAL_MS",
+      "NVML metrics and GPU liveness period");
   opt("--canary-interval-s", c.canary.interval_s, "TRUEGREEN_CANARY_INTERVAL_S",
       "Background canary period (0 = off)");
   opt("--canary-drift-tolerance", c.canary.drift_tolerance, "TRUEGREEN_CANARY_DRIFT_TOLERANCE",

@@ -207,6 +207,11 @@ Status ValidateServeConfig(const ServeConfig& c) {
   if (c.canary.drift_tolerance < 1.0) {
     return Status::InvalidArg("--canary-drift-tolerance must be >= 1.0");
   }
+  TG_RETURN_IF_ERROR(range("--gpu-sample-interval-ms", c.gpu_sample_interval_ms, 50, 600000));
+  if (const auto& u = c.canary.min_gpu_utilization; u && !(*u > 0.0 && *u <= 1.0)) {
+    return Status::InvalidArg("--canary-min-gpu-utilization must be in (0, 1], got " +
+                              std::to_string(*u));
+  }
   for (const auto& v : {c.canary.p50_ms, c.canary.p95_ms}) {
     if (v && !(*v > 0.0)) return Status::InvalidArg("canary ceilings must be > 0 ms");
   }

@@ -70,6 +70,9 @@ struct CanaryConfig {
   int size = 0;                  // image side; 0 = 256 (smallest the pipeline accepts)
   std::optional<double> p50_ms;  // ceilings; unset = not gated (the result is still reported)
   std::optional<double> p95_ms;
+  // GPU-utilisation floor (0..1] during the canary, measured through NVML; unset = not gated.
+  // Also makes the canary require proof that this process used the GPU (docs/POLICY.md).
+  std::optional<double> min_gpu_utilization;
   int interval_s = 0;            // background canary period; 0 = off
   double drift_tolerance = 3.0;  // background P50 above tolerance x start-up P50 = drift
 };
@@ -84,8 +87,9 @@ struct ServeConfig {
   bool exit_on_fail = true;
   std::string token;  // "" = no authentication
   int io_threads = 2;
-  std::string access_log = "-";  // "-" = stderr, "off", or a file (appended)
-  std::string fault_file;        // test hook: its content injects a background-canary fault
+  std::string access_log = "-";       // "-" = stderr, "off", or a file (appended)
+  std::string fault_file;             // test hook: its content injects a background-canary fault
+  int gpu_sample_interval_ms = 1000;  // NVML metrics + liveness tick (server/gpu_monitor.h)
   bool json = false;  // --json: a JSON summary (exit code, port, gates) on stdout at exit
   Limits limits;
   CanaryConfig canary;

@@ -101,6 +101,17 @@ TEST(ServeConfigTest, RangesAreChecked) {
   c.port = 0;
   c.canary.drift_tolerance = 0.5;
   EXPECT_FALSE(ValidateServeConfig(c).ok());
+  c.canary.drift_tolerance = 3.0;
+  for (double bad : {0.0, -0.1, 1.5}) {
+    c.canary.min_gpu_utilization = bad;
+    EXPECT_NE(ValidateServeConfig(c).message().find("--canary-min-gpu-utilization"),
+              std::string::npos)
+        << bad;
+  }
+  c.canary.min_gpu_utilization = 1.0;
+  EXPECT_TRUE(ValidateServeConfig(c).ok());
+  c.gpu_sample_interval_ms = 10;
+  EXPECT_NE(ValidateServeConfig(c).message().find("--gpu-sample-interval-ms"), std::string::npos);
 }
 
 TEST(ServeConfigTest, TokenFileFirstLineTrimmed) {

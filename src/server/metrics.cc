@@ -98,6 +98,12 @@ void Metrics::Observe(const std::string& name, const Labels& labels, double valu
   ++s.count;
 }
 
+void Metrics::Remove(const std::string& name, const Labels& labels) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = families_.find(name);
+  if (it != families_.end()) it->second.series.erase(LabelString(labels));
+}
+
 double Metrics::Value(const std::string& name, const Labels& labels) const {
   std::lock_guard<std::mutex> l(mu_);
   auto it = families_.find(name);

@@ -29,6 +29,8 @@ class Metrics {
   // Gauge, or a counter mirrored from a monotonic source (session byte counters).
   void Set(const std::string& name, const Labels& labels, double value);
   void Observe(const std::string& name, const Labels& labels, double value);  // histogram
+  // Drops one series (a gauge whose source stopped answering is absent, never stale).
+  void Remove(const std::string& name, const Labels& labels);
   // Current value of a counter or gauge series (0 when absent); for tests and /readyz.
   double Value(const std::string& name, const Labels& labels) const;
 

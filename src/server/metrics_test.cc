@@ -29,5 +29,18 @@ TEST(MetricsTest, RendersCountersGaugesAndHistogramsInTextFormat) {
   EXPECT_EQ(m.Value("c_total", {{"model", "a\"b\\c\nd"}}), 2);
 }
 
+TEST(MetricsTest, RemovedSeriesIsAbsentAndTheFamilyStays) {
+  Metrics m;
+  m.DeclareGauge("g", "a gauge");
+  m.Set("g", {{"gpu_uuid", "GPU-a"}}, 1);
+  m.Set("g", {{"gpu_uuid", "GPU-b"}}, 2);
+  m.Remove("g", {{"gpu_uuid", "GPU-a"}});
+  m.Remove("undeclared", {});  // ignored
+  const std::string t = m.Render();
+  EXPECT_EQ(t.find("GPU-a"), std::string::npos) << t;
+  EXPECT_NE(t.find("g{gpu_uuid=\"GPU-b\"} 2\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("# TYPE g gauge\n"), std::string::npos) << t;
+}
+
 }  // namespace
 }  // namespace tg::server

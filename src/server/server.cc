@@ -66,6 +66,7 @@ std::string Base64(const std::string& bytes) {
 Server::Server(ServeConfig config, std::vector<ModelSpec> specs, common::LibraryLoader loader)
     : config_(std::move(config)), specs_(std::move(specs)), loader_(std::move(loader)) {
   startup_ = MakeChainStartup(config_, loader_);
+  gpu_ = std::make_unique<GpuMonitor>(loader_, &metrics_, [this](const std::string& l) { Log(l); });
   for (const char* g : {"admit", "sessions", "warmup", "canary"})
     gates_.push_back({g, GateState::kPending, 0.0, ""});
   DeclareMetrics();
@@ -194,7 +195,7 @@ Status Server::GateWarmup() {
   return Status::Ok();
 }
 
-CanaryResult Server::RunCanary(const CanaryResult* baseline) {
+CanaryResult Server::RunTimedCanary(const CanaryResult* baseline) {
   CanaryResult c;
   c.ran = true;
   c.at_unix = static_cast<std::int64_t>(std::time(nullptr));
@@ -346,6 +347,7 @@ std::string Server::NotReadyReason() const {
       return "gate " + g.name + " " + std::string(GateStateName(g.state));
     }
   }
+  if (std::string live = gpu_->LivenessFault(); !live.empty()) return live;
   return bg_fault_;
 }
 
@@ -393,7 +395,8 @@ HttpResponse Server::Capabilities() const {
       models[name] = {{"p50_ms", mc.p50_ms}, {"p95_ms", mc.p95_ms}, {"samples_ms", mc.samples_ms}};
     }
     return Json{{"ran", c.ran},         {"ok", c.ok},           {"slow", c.slow},
-                {"message", c.message}, {"at_unix", c.at_unix}, {"models", models}};
+                {"message", c.message}, {"at_unix", c.at_unix}, {"models", models},
+                {"gpu", c.gpu}};
   };
   j["snapshot"] = admit_.snapshot;
   j["verdict"] = admit_.verdict;
@@ -403,6 +406,7 @@ HttpResponse Server::Capabilities() const {
   j["background_canary"] = canary_json(last_canary_);
   j["degraded"] = degraded_.load();
   j["policy"] = config_.policy;
+  j["gpu"] = gpu_->ToJson();
   return JsonResponse(200, j);
 }
 
@@ -425,6 +429,8 @@ HttpResponse Server::MetricsText() {
     }
   }
   metrics_.Set("truegreen_http_requests_in_flight", {}, in_flight_.load());
+  // Readiness also falls with the GPU liveness check, which has its own thread.
+  metrics_.Set("truegreen_ready", {}, started_.load() && NotReadyReason().empty() ? 1 : 0);
   HttpResponse r;
   r.content_type = "text/plain; version=0.0.4; charset=utf-8";
   r.body = metrics_.Render();
@@ -615,6 +621,7 @@ void Server::Shutdown(bool drain) {
   stop_cv_.notify_all();
   if (gate_thread_.joinable()) gate_thread_.join();
   if (bg_thread_.joinable()) bg_thread_.join();
+  gpu_->Stop();
   for (auto& [name, mr] : models_) {
     for (auto& lane : mr->lanes) lane->Drain();
   }
@@ -648,6 +655,8 @@ int Server::Run() {
     Status s = common::WriteFileAtomic(config_.port_file, std::to_string(*port) + "\n");
     if (!s.ok()) Log("cannot write --port-file: " + s.message());
   }
+  gpu_->Start(config_.gpu_sample_interval_ms);
+  if (!gpu_->present()) Log("nv_gpu_* metrics and GPU liveness off: " + gpu_->absent_reason());
   gate_thread_ = std::thread([this] { RunGates(); });
 
   while (true) {

@@ -14,6 +14,7 @@
 
 #include "common/config.h"
 #include "server/config.h"
+#include "server/gpu_monitor.h"
 #include "server/http.h"
 #include "server/metrics.h"
 #include "server/scheduler.h"
@@ -44,6 +45,7 @@ struct CanaryResult {
   std::string message;  // why it failed ("" when ok), or the latency summary when ok
   std::int64_t at_unix = 0;
   std::map<std::string, ModelCanary> models;
+  common::Json gpu;  // GpuUseVerdict::ToJson of this run (server_gpu.cc)
 };
 
 struct ModelRuntime {
@@ -93,7 +95,7 @@ class Server {
   common::Status GateWarmup();
   common::Status GateCanary(int* exit_code);
   // `baseline`: the start-up result, for the drift check (nullptr at start-up).
-  CanaryResult RunCanary(const CanaryResult* baseline);
+  CanaryResult RunTimedCanary(const CanaryResult* baseline);
   void RecordCanary(const CanaryResult& c);
   void BackgroundCanary();
   void StartLanes(ModelRuntime* mr);
@@ -108,6 +110,10 @@ class Server {
   ModelRuntime* FindModel(const std::string& name) const;
   void Shutdown(bool drain);
   void Log(const std::string& line) const;
+
+  // server_gpu.cc: the timed canary inside an NVML window, judged by EvaluateGpuUse.
+  CanaryResult RunCanary(const CanaryResult* baseline);
+  bool AnyGpuSession() const;
 
   // api_images.cc
   void HandleImages(const HttpRequest& req, std::shared_ptr<RequestCtx> ctx, Responder respond);
@@ -128,6 +134,7 @@ class Server {
   common::LibraryLoader loader_;
   std::unique_ptr<Startup> startup_;
   Metrics metrics_;
+  std::unique_ptr<GpuMonitor> gpu_;  // NVML metrics, liveness, canary window (after metrics_)
 
   mutable std::mutex mu_;  // guards gates_, canary_, admit_, bg_fault_
   std::vector<Gate> gates_;
