@@ -1,22 +1,16 @@
-// skopeo runs with posix_spawn (no shell), stdin from /dev/null and stderr into a temporary file
-// that is read back (at most 64 KiB) for the message. --insecure-policy: the copy is only read by
-// the audit, never run, so signature policy (often absent on CI hosts) does not apply.
+// skopeo runs through the one process runner (no shell; /usr/bin/env finds it on PATH), its stderr
+// captured (at most 64 KiB) for the message. --insecure-policy: the copy is only read by the
+// audit, never run, so signature policy (often absent on CI hosts) does not apply.
 #include "audit/image_ref.h"
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cstdlib>
+#include <chrono>
 #include <filesystem>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "common/file_util.h"
-
-extern char** environ;
+#include "common/process.h"
 
 namespace tg::audit {
 namespace {
@@ -44,39 +38,23 @@ std::string FirstErrorLine(const std::string& text) {
   return "no error output";
 }
 
-Status RunSkopeo(const std::vector<std::string>& args, const std::string& err_path) {
-  std::vector<char*> argv;
-  std::vector<std::string> owned = args;
-  for (auto& a : owned) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  pid_t pid = 0;
-  int rc = posix_spawnp(&pid, "skopeo", &fa, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) {
+Status RunSkopeo(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {"/usr/bin/env", "skopeo"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  common::ProcessOptions po;
+  po.max_output_bytes = 64 << 10;
+  po.timeout = std::chrono::seconds(660);  // skopeo's own --command-timeout is 600 s
+  const common::ProcessResult r = common::RunProcess(argv, po);
+  if (!r.started || r.exit_code == 127) {
     return Status::InvalidArg(
         "docker:// references need skopeo (Debian package 'skopeo'), which could not be run");
   }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return Status::Internal("waitpid(skopeo) failed");
-  }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return Status::Ok();
-  auto err = common::ReadFileLimited(err_path, 64 << 10);
-  return Status::InvalidArg(FirstErrorLine(err.ok() ? *err : std::string(err.status().message())));
+  if (r.exit_code == 0) return Status::Ok();
+  if (r.timed_out) return Status::InvalidArg("skopeo did not finish within 660 s");
+  return Status::InvalidArg(FirstErrorLine(r.err));
 }
 
 }  // namespace
-
-ImageInput::~ImageInput() {
-  if (temp_dir_.empty()) return;
-  std::error_code ec;
-  fs::remove_all(temp_dir_, ec);
-}
 
 Result<std::unique_ptr<ImageInput>> ResolveImageInput(const std::string& ref) {
   std::unique_ptr<ImageInput> in(new ImageInput());
@@ -92,19 +70,12 @@ Result<std::unique_ptr<ImageInput>> ResolveImageInput(const std::string& ref) {
   }
   if (ref.rfind("docker://", 0) == 0) {
     in->transport_ = "docker";
-    const char* tmp = std::getenv("TMPDIR");
-    std::string tmpl =
-        std::string(tmp != nullptr && *tmp ? tmp : "/tmp") + "/truegreen-image-XXXXXX";
-    std::vector<char> buf(tmpl.begin(), tmpl.end());
-    buf.push_back('\0');
-    if (mkdtemp(buf.data()) == nullptr) {
-      return Status::Internal("cannot create a temporary directory for " + ref);
-    }
-    in->temp_dir_ = buf.data();
-    in->path_ = in->temp_dir_ + "/layout";
-    Status s = RunSkopeo({"skopeo", "--command-timeout", "600s", "copy", "--insecure-policy",
-                          "--quiet", ref, "oci:" + in->path_ + ":image"},
-                         in->temp_dir_ + "/skopeo.err");
+    auto dir = common::ScopedTempDir::Create("truegreen-image");
+    if (!dir.ok()) return dir.status().WithPrefix(ref);
+    in->temp_dir_ = std::move(dir).value();
+    in->path_ = in->temp_dir_.path() + "/layout";
+    Status s = RunSkopeo({"--command-timeout", "600s", "copy", "--insecure-policy", "--quiet", ref,
+                          "oci:" + in->path_ + ":image"});
     if (!s.ok()) {
       return Status::InvalidArg(
           fmt::format("{}: cannot copy the image from its registry (offline, unknown image or "

@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 
+#include "common/file_util.h"
 #include "common/status.h"
 
 namespace tg::audit {
@@ -23,7 +24,6 @@ namespace tg::audit {
 // it on destruction.
 class ImageInput {
  public:
-  ~ImageInput();
   ImageInput(const ImageInput&) = delete;
   ImageInput& operator=(const ImageInput&) = delete;
 
@@ -35,7 +35,7 @@ class ImageInput {
   ImageInput() = default;
   std::string path_;
   std::string transport_;
-  std::string temp_dir_;  // removed by the destructor when not empty
+  common::ScopedTempDir temp_dir_;  // the docker:// copy, removed with this object
 };
 
 common::Result<std::unique_ptr<ImageInput>> ResolveImageInput(const std::string& ref);

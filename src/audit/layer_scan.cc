@@ -11,6 +11,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <vector>
+
+#include "common/file_util.h"
 
 namespace tg::audit {
 
@@ -488,8 +491,9 @@ Status ExtractEntry(struct archive* a, const LayerEntry& e, const CaptureSpec& c
     scan->extract_skipped[e.path] = fmt::format("cannot create {}: {}", dir, std::strerror(errno));
     return Status::Ok();
   }
-  const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) {
+  common::UniqueFd fd(
+      ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (fd.get() < 0) {
     scan->extract_skipped[e.path] = fmt::format("cannot create {}: {}", file, std::strerror(errno));
     return Status::Ok();
   }
@@ -499,13 +503,13 @@ Status ExtractEntry(struct archive* a, const LayerEntry& e, const CaptureSpec& c
   while (error.empty()) {
     const la_ssize_t got = archive_read_data(a, buf.data(), buf.size());
     if (got < 0) {
-      ::close(fd);
+      fd.Close();
       ::unlink(file.c_str());
       return fail("cannot read file data");
     }
     if (got == 0) break;
     for (la_ssize_t off = 0; off < got;) {
-      const ssize_t w = ::write(fd, buf.data() + off, static_cast<std::size_t>(got - off));
+      const ssize_t w = ::write(fd.get(), buf.data() + off, static_cast<std::size_t>(got - off));
       if (w < 0 && errno == EINTR) continue;
       if (w <= 0) {
         error = fmt::format("cannot write {}: {}", file, std::strerror(errno));
@@ -515,7 +519,9 @@ Status ExtractEntry(struct archive* a, const LayerEntry& e, const CaptureSpec& c
       written += static_cast<std::uint64_t>(w);
     }
   }
-  ::close(fd);
+  if (fd.Close() != 0 && error.empty()) {
+    error = fmt::format("cannot write {}: {}", file, std::strerror(errno));
+  }
   if (!error.empty() || written != e.size) {
     ::unlink(file.c_str());
     scan->extract_skipped[e.path] =

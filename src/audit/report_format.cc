@@ -96,14 +96,7 @@ Result<Suppressions> LoadSuppressions(const std::string& path) {
   return ParseSuppressions(text, path);
 }
 
-std::string TodayUtc() {
-  std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[16];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
-  return buf;
-}
+std::string TodayUtc() { return common::UtcNow("%Y-%m-%d"); }
 
 void ApplySuppressions(const Suppressions& s, std::string_view today,
                        std::vector<Finding>* findings) {

@@ -31,32 +31,6 @@ struct MdCtxDeleter {
   void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
 };
 
-// Owns one file descriptor.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int get() const { return fd_; }
-  int Release() {
-    int fd = fd_;
-    fd_ = -1;
-    return fd;
-  }
-  // Closes now and reports close()'s error (a late write error on some file systems).
-  int Close() {
-    int rc = fd_ >= 0 ? ::close(fd_) : 0;
-    fd_ = -1;
-    return rc;
-  }
-
- private:
-  int fd_;
-};
-
 // What a non-regular file is, for "found ..." messages.
 std::string KindOf(mode_t mode) {
   if (S_ISDIR(mode)) return "a directory";
@@ -147,7 +121,7 @@ Result<int> OpenForReading(const std::string& path, struct stat* st) {
     if (err == ENXIO) return Status::InvalidArg(path + ": is a socket or device without a reader");
     return Status::InvalidArg(path + ": cannot open for reading: " + std::strerror(err));
   }
-  Fd owner(fd);
+  UniqueFd owner(fd);
   if (::fstat(fd, st) != 0) {
     return Status::InvalidArg(path + ": cannot access: " + std::strerror(errno));
   }
@@ -168,7 +142,7 @@ Result<std::string> ReadFileLimited(const std::string& path, std::uint64_t max_b
   if (path == "-") return ReadStdin(max_bytes);
   struct stat st {};
   TG_ASSIGN_OR_RETURN(int raw, OpenForReading(path, &st));
-  Fd fd(raw);
+  UniqueFd fd(raw);
   if (S_ISREG(st.st_mode) && static_cast<std::uint64_t>(st.st_size) > max_bytes) {
     return Status::InvalidArg(path + ": file is " + std::to_string(st.st_size) +
                               " bytes, larger than the limit of " + std::to_string(max_bytes) +
@@ -303,7 +277,7 @@ Status WriteFileAtomic(const std::string& path, const std::string& data, bool cr
     }
   }
   if (raw < 0) return Status::InvalidArg(path + ": cannot create a temporary file");
-  Fd fd(raw);
+  UniqueFd fd(raw);
   Status st = exists && ::fchmod(fd.get(), mode) != 0
                   ? Status::InvalidArg(path + ": cannot set permissions: " + std::strerror(errno))
                   : WriteAllTo(fd.get(), data, path);
@@ -358,7 +332,7 @@ std::string Sha256Hex(const void* data, std::size_t size) {
 Result<std::string> Sha256File(const std::string& path) {
   struct stat st {};
   TG_ASSIGN_OR_RETURN(int raw, OpenForReading(path, &st));
-  Fd fd(raw);
+  UniqueFd fd(raw);
   if (!S_ISREG(st.st_mode)) {
     return Status::InvalidArg(path + ": is " + KindOf(st.st_mode) + ", expected a regular file");
   }
@@ -407,6 +381,24 @@ ScopedTempDir& ScopedTempDir::operator=(ScopedTempDir&& other) noexcept {
     other.path_.clear();
   }
   return *this;
+}
+
+UniqueFd::~UniqueFd() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+UniqueFd& UniqueFd::operator=(UniqueFd&& other) noexcept {
+  if (this != &other) {
+    UniqueFd old(Release());
+    fd_ = other.Release();
+  }
+  return *this;
+}
+
+int UniqueFd::Close() {
+  const int rc = fd_ >= 0 ? ::close(fd_) : 0;
+  fd_ = -1;
+  return rc;
 }
 
 }  // namespace tg::common

@@ -66,6 +66,28 @@ std::string Sha256Hex(const void* data, std::size_t size);
 // must be. A directory, device or missing path is false. Never fails.
 bool IsRegularFile(const std::string& path);
 
+// Owns one file descriptor (closed by the destructor). Move-only; not thread-safe.
+class UniqueFd {
+ public:
+  explicit UniqueFd(int fd = -1) : fd_(fd) {}
+  ~UniqueFd();
+  UniqueFd(UniqueFd&& other) noexcept : fd_(other.Release()) {}
+  UniqueFd& operator=(UniqueFd&& other) noexcept;
+  UniqueFd(const UniqueFd&) = delete;
+  UniqueFd& operator=(const UniqueFd&) = delete;
+  int get() const { return fd_; }
+  int Release() {
+    const int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
+  // Closes now and returns close()'s result (a late write error on some file systems).
+  int Close();
+
+ private:
+  int fd_;
+};
+
 // A private temporary directory (mode 0700, under $TMPDIR or /tmp) removed with everything in it
 // when the owner goes out of scope. Create fails with UNAVAILABLE naming the template and errno.
 // Move-only; not thread-safe (one owner).

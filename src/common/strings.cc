@@ -1,6 +1,7 @@
 #include "common/strings.h"
 
 #include <algorithm>
+#include <ctime>
 #include <vector>
 
 namespace tg::common {
@@ -89,6 +90,15 @@ std::string XmlEscape(std::string_view s) {
     }
   }
   return out;
+}
+
+std::string UtcNow(const char* strftime_format) {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[64];
+  const std::size_t n = std::strftime(buf, sizeof buf, strftime_format, &tm);
+  return std::string(buf, n);
 }
 
 }  // namespace tg::common

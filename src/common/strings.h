@@ -29,4 +29,8 @@ std::size_t EditDistance(std::string_view a, std::string_view b);
 // cannot carry (all below 0x20 except tab, newline and carriage return).
 std::string XmlEscape(std::string_view s);
 
+// The current UTC time in a strftime format, e.g. "%Y-%m-%dT%H:%M:%SZ" (at most 63 characters
+// of output; "" when the format produces nothing).
+std::string UtcNow(const char* strftime_format);
+
 }  // namespace tg::common

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <utility>
 
+#include "common/file_util.h"
+
 namespace tg::probe {
 namespace {
 
@@ -22,20 +24,6 @@ constexpr std::size_t kMaxDynamicEntries = 1 << 16;
 constexpr std::size_t kMaxStringLength = 4096;
 
 // Owns one file descriptor.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
 class ElfFile {
  public:
   ElfFile(int fd, std::string path, std::uint64_t size)
@@ -211,7 +199,7 @@ Result<ElfDynamicInfo> ResolveDynamicStrings(const ElfFile& f, const std::string
 }  // namespace
 
 Result<ElfDynamicInfo> ReadElfDynamic(const std::string& path) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  common::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) {
     int e = errno;
     std::string msg = path + ": " + std::strerror(e);

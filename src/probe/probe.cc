@@ -2,6 +2,7 @@
 
 #include <ctime>
 
+#include "common/strings.h"
 #include "probe/host_internal.h"
 #include "probe/provider_libs.h"
 
@@ -10,23 +11,12 @@
 #endif
 
 namespace tg::probe {
-namespace {
-
-std::string UtcNow() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 Snapshot TakeSnapshot(const common::LibraryLoader& loader, const ProbeOptions& options) {
   Snapshot s;
   s.tool_version = TG_VERSION;
-  s.taken_at = UtcNow();
+  s.taken_at = common::UtcNow("%Y-%m-%dT%H:%M:%SZ");
   s.lib_search_dirs = loader.search_dirs();
   const std::map<std::string, std::string> env =
       options.env ? *options.env : internal::ProcessEnv();
