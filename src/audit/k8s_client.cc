@@ -170,15 +170,18 @@ Result<K8sApiConfig> ResolveK8sApiConfig(const K8sApiOverrides& o) {
   return c;
 }
 
-Result<K8sResponse> K8sApiRequest(const K8sApiConfig& c, std::string_view method,
-                                  const std::string& path, const std::string& content_type,
-                                  const std::string& body) {
-  const std::string where = fmt::format("{} {}://{}:{}{}", method, c.scheme, c.host, c.port, path);
+namespace {
+
+http::request<http::string_body> BuildRequest(const K8sApiConfig& c, std::string_view method,
+                                              const std::string& path,
+                                              const std::string& content_type,
+                                              const std::string& body) {
   http::request<http::string_body> req;
   req.method(http::string_to_verb(beast::string_view(method.data(), method.size())));
   req.target(path);
   req.version(11);
-  req.set(http::field::host, c.host);
+  const bool v6 = c.host.find(':') != std::string::npos;
+  req.set(http::field::host, (v6 ? "[" + c.host + "]" : c.host) + ":" + c.port);
   req.set(http::field::user_agent, "truegreen");
   req.set(http::field::accept, "application/json");
   req.set(http::field::connection, "close");
@@ -188,6 +191,16 @@ Result<K8sResponse> K8sApiRequest(const K8sApiConfig& c, std::string_view method
     req.body() = body;
   }
   req.prepare_payload();
+  return req;
+}
+
+}  // namespace
+
+Result<K8sResponse> K8sApiRequest(const K8sApiConfig& c, std::string_view method,
+                                  const std::string& path, const std::string& content_type,
+                                  const std::string& body) {
+  const std::string where = fmt::format("{} {}://{}:{}{}", method, c.scheme, c.host, c.port, path);
+  http::request<http::string_body> req = BuildRequest(c, method, path, content_type, body);
   http::response_parser<http::string_body> parser;
   parser.body_limit(kMaxResponseBytes);
   const auto timeout = std::chrono::milliseconds(c.timeout_ms);

@@ -322,6 +322,45 @@ int RunK8sRender(RenderArgs a, const GlobalOptions& g) {
   return kExitOk;
 }
 
+// The flags that shape autoscaling, alerts and the blue-green rollout.
+void AddRolloutFlags(CLI::App* render, RenderArgs& a) {
+  render
+      ->add_option("--models-pvc", a.opts.models_pvc,
+                   "PersistentVolumeClaim holding the model repository, mounted read-only at "
+                   "/models (default <name>-models)")
+      ->type_name("NAME");
+  render->add_option("--min-replicas", a.opts.min_replicas, "HPA minimum replicas (default 1)")
+      ->check(CLI::Range(1, 1000));
+  render->add_option("--max-replicas", a.opts.max_replicas, "HPA maximum replicas (default 4)")
+      ->check(CLI::Range(1, 1000));
+  render
+      ->add_option("--target-queue-depth", a.opts.target_queue_depth,
+                   "HPA target: average queued requests per pod (default 4)")
+      ->check(CLI::Range(1, 100000));
+  render
+      ->add_option("--gpu-util-floor", a.opts.gpu_util_floor,
+                   "Alert when GPU utilisation is below this while requests queue (default 0.5)")
+      ->check(CLI::Range(0.0, 1.0));
+  render
+      ->add_option("--rollout", a.rollout,
+                   "single | blue-green (two colours, a gated promotion Job; docs/DEPLOY.md)")
+      ->check(CLI::IsMember({"single", "blue-green"}));
+  render->add_option("--live", a.opts.live, "blue-green: the colour live now (default blue)")
+      ->check(CLI::IsMember({"blue", "green"}));
+  render
+      ->add_option("--live-image", a.opts.live_image,
+                   "blue-green: the live colour's image (default --image, which the candidate "
+                   "colour runs)")
+      ->type_name("REF");
+  render
+      ->add_option("--bench-file", a.bench_file,
+                   "blue-green: bench file with the SLOs the gate checks (slo: [...])")
+      ->type_name("FILE");
+  render->add_option("--fail-on", a.fail_on,
+                     "blue-green: compare gate against the live baseline (repeatable; default "
+                     "\"p95 +10%\" and \"throughput -10%\")");
+}
+
 }  // namespace
 
 void RegisterAuditConfigCommands(CLI::App& app, CLI::App& audit, GlobalOptions& g,
@@ -372,41 +411,7 @@ void RegisterAuditConfigCommands(CLI::App& app, CLI::App& audit, GlobalOptions& 
       ->check(CLI::Range(1, 65535));
   render->add_option("--cpu", ra->opts.cpu, "CPU request (default 2)");
   render->add_option("--memory", ra->opts.memory, "Memory request and limit (default 8Gi)");
-  render
-      ->add_option("--models-pvc", ra->opts.models_pvc,
-                   "PersistentVolumeClaim holding the model repository, mounted read-only at "
-                   "/models (default <name>-models)")
-      ->type_name("NAME");
-  render->add_option("--min-replicas", ra->opts.min_replicas, "HPA minimum replicas (default 1)")
-      ->check(CLI::Range(1, 1000));
-  render->add_option("--max-replicas", ra->opts.max_replicas, "HPA maximum replicas (default 4)")
-      ->check(CLI::Range(1, 1000));
-  render
-      ->add_option("--target-queue-depth", ra->opts.target_queue_depth,
-                   "HPA target: average queued requests per pod (default 4)")
-      ->check(CLI::Range(1, 100000));
-  render
-      ->add_option("--gpu-util-floor", ra->opts.gpu_util_floor,
-                   "Alert when GPU utilisation is below this while requests queue (default 0.5)")
-      ->check(CLI::Range(0.0, 1.0));
-  render
-      ->add_option("--rollout", ra->rollout,
-                   "single | blue-green (two colours, a gated promotion Job; docs/DEPLOY.md)")
-      ->check(CLI::IsMember({"single", "blue-green"}));
-  render->add_option("--live", ra->opts.live, "blue-green: the colour live now (default blue)")
-      ->check(CLI::IsMember({"blue", "green"}));
-  render
-      ->add_option("--live-image", ra->opts.live_image,
-                   "blue-green: the live colour's image (default --image, which the candidate "
-                   "colour runs)")
-      ->type_name("REF");
-  render
-      ->add_option("--bench-file", ra->bench_file,
-                   "blue-green: bench file with the SLOs the gate checks (slo: [...])")
-      ->type_name("FILE");
-  render->add_option("--fail-on", ra->fail_on,
-                     "blue-green: compare gate against the live baseline (repeatable; default "
-                     "\"p95 +10%\" and \"throughput -10%\")");
+  AddRolloutFlags(render, *ra);
   r.Add(render, [ra, &g] { return RunK8sRender(*ra, g); });
   RegisterK8sApiCommands(*group, g, r);
 }
