@@ -330,17 +330,21 @@ void AddRolloutFlags(CLI::App* render, RenderArgs& a) {
                    "/models (default <name>-models)")
       ->type_name("NAME");
   render->add_option("--min-replicas", a.opts.min_replicas, "HPA minimum replicas (default 1)")
-      ->check(CLI::Range(1, 1000));
+      ->check(CLI::Range(1, 1000))
+      ->type_name("N");
   render->add_option("--max-replicas", a.opts.max_replicas, "HPA maximum replicas (default 4)")
-      ->check(CLI::Range(1, 1000));
+      ->check(CLI::Range(1, 1000))
+      ->type_name("N");
   render
       ->add_option("--target-queue-depth", a.opts.target_queue_depth,
                    "HPA target: average queued requests per pod (default 4)")
-      ->check(CLI::Range(1, 100000));
+      ->check(CLI::Range(1, 100000))
+      ->type_name("N");
   render
       ->add_option("--gpu-util-floor", a.opts.gpu_util_floor,
                    "Alert when GPU utilisation is below this while requests queue (default 0.5)")
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(CLI::Range(0.0, 1.0))
+      ->type_name("FRACTION");
   render
       ->add_option("--rollout", a.rollout,
                    "single | blue-green (two colours, a gated promotion Job; docs/DEPLOY.md)")

@@ -43,7 +43,8 @@ void AddApiFlags(CLI::App* c, ApiFlags& f) {
   c->add_option("--ca-file", f.api.ca_file, "CA bundle file (default: the service account ca.crt)")
       ->type_name("FILE");
   c->add_option("--request-timeout", f.timeout_s, "Seconds per API request (default 30)")
-      ->check(CLI::Range(0.1, 600.0));
+      ->check(CLI::Range(0.1, 600.0))
+      ->type_name("SECONDS");
 }
 
 common::Result<audit::K8sApiConfig> Resolve(const ApiFlags& f) {
@@ -205,9 +206,11 @@ void RegisterK8sApiCommands(CLI::App& group, GlobalOptions& g, CommandRegistry& 
       ->required()
       ->type_name("NAME");
   wait->add_option("--timeout-s", wa->timeout_s, "Give up after this many seconds (default 900)")
-      ->check(CLI::Range(0.0, 86400.0));
+      ->check(CLI::Range(0.0, 86400.0))
+      ->type_name("SECONDS");
   wait->add_option("--interval-s", wa->interval_s, "Seconds between polls (default 5)")
-      ->check(CLI::Range(0.05, 600.0));
+      ->check(CLI::Range(0.05, 600.0))
+      ->type_name("SECONDS");
   AddApiFlags(wait, wa->api);
   r.Add(wait, [wa, &g] { return RunWaitReady(*wa, g); });
 }
