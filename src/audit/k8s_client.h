@@ -29,7 +29,7 @@ struct K8sApiConfig {
   std::string token;           // bearer token; may be empty for a stub without authentication
   std::string ca_file;         // PEM bundle that signs the API server's certificate (https)
   std::string namespace_name;  // namespace of the objects
-  int timeout_ms = 30000;      // per request (connect + TLS + write + read)
+  int timeout_ms = 30000;      // per step of a request (connect, TLS handshake, write, read)
 };
 
 // Flags that override the in-cluster defaults; "" = default.
