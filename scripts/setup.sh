@@ -19,6 +19,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-onnx python3-numpy python3-jsonschema prometheus curl
   umoci skopeo buildah zstd tar gzip file binutils
+  openssl  # certificates for the HTTPS test of `k8s promote` (tests/audit_k8s_tls_test.cc)
   chromium  # headless screenshot test of the bench HTML report (tests/bench_load_test.cc)
 )
 

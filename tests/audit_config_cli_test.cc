@@ -88,10 +88,17 @@ TEST(AuditConfigCli, DeployK8sIsTheRenderOutput) {
                                   Src("deploy/matrix.production.yaml"), "--image", "truegreen"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto docs = nlohmann::json::parse(r.out);
-  ASSERT_EQ(docs.size(), 5u);
-  const char* files[] = {"configmap.yaml", "deployment.yaml", "service.yaml", "podmonitor.yaml",
-                         "node-admission-job.yaml"};
-  for (std::size_t i = 0; i < 5; ++i) {
+  const char* files[] = {"configmap.yaml",
+                         "deployment.yaml",
+                         "service.yaml",
+                         "podmonitor.yaml",
+                         "node-admission-job.yaml",
+                         "hpa.yaml",
+                         "prometheus-adapter-rules.yaml",
+                         "prometheusrule.yaml"};
+  constexpr std::size_t kFiles = sizeof(files) / sizeof(files[0]);
+  ASSERT_EQ(docs.size(), kFiles);
+  for (std::size_t i = 0; i < kFiles; ++i) {
     // Compare through the binary's own YAML reading: render each file back to JSON via audit
     // would lose fields, so compare kind/name and key content instead.
     std::string text = ReadFile(Src(std::string("deploy/k8s/") + files[i]));
@@ -108,7 +115,7 @@ TEST(AuditConfigCli, DeployK8sIsTheRenderOutput) {
       {"k8s", "render", "--matrix", Src("deploy/matrix.production.yaml"), "--image", "truegreen"});
   ASSERT_EQ(y.exit_code, 0);
   std::string joined;
-  for (std::size_t i = 0; i < 5; ++i) {
+  for (std::size_t i = 0; i < kFiles; ++i) {
     std::string text = ReadFile(Src(std::string("deploy/k8s/") + files[i]));
     // Drop the leading comment block of each file.
     std::size_t body = text.find("apiVersion:");

@@ -22,13 +22,7 @@ using ::testing::HasSubstr;
 using testing::ProcessResult;
 using testing::RunTruegreen;
 
-common::Json Tree() {
-  ProcessResult t = RunTruegreen({"__cli-tree"});
-  EXPECT_EQ(t.exit_code, 0) << t.err;
-  auto j = common::ParseJson(t.out, "__cli-tree");
-  EXPECT_TRUE(j.ok()) << t.out;
-  return j.ok() ? *j : common::Json::object();
-}
+common::Json Tree() { return testing::CliTree(); }
 
 void Visible(const common::Json& node, std::vector<const common::Json*>* out) {
   for (const auto& c : node["subcommands"]) {
@@ -38,17 +32,7 @@ void Visible(const common::Json& node, std::vector<const common::Json*>* out) {
   }
 }
 
-std::vector<std::string> Words(const std::string& path) {
-  std::vector<std::string> w;
-  std::size_t start = 0;
-  while (start < path.size()) {
-    std::size_t sp = path.find(' ', start);
-    if (sp == std::string::npos) sp = path.size();
-    w.push_back(path.substr(start, sp - start));
-    start = sp + 1;
-  }
-  return w;
-}
+std::vector<std::string> Words(const std::string& path) { return testing::CliWords(path); }
 
 TEST(CliHelp, EveryCommandHelpShowsGlobalOptionsAndAnExample) {
   common::Json tree = Tree();
@@ -116,68 +100,7 @@ TEST(CliHelp, UnknownCommandSaysSoAndSuggestsTheNearest) {
 
 // --- advice strings and examples name only what exists ----------------------------------------
 
-const common::Json* Child(const common::Json& node, const std::string& name) {
-  for (const auto& c : node["subcommands"]) {
-    if (c["name"] == name) return &c;
-  }
-  return nullptr;
-}
-
-const common::Json* FindOption(const std::vector<const common::Json*>& chain,
-                               const std::string& flag) {
-  for (const common::Json* n : chain) {
-    for (const auto& o : (*n)["options"]) {
-      for (const auto& name : o["names"]) {
-        if (name == flag) return &o;
-      }
-    }
-  }
-  return nullptr;
-}
-
-// Checks one "truegreen w1 w2 --flag value ..." command line against the tree; returns what is
-// wrong, or "".
-std::string CheckCommandLine(const common::Json& tree, const std::string& line) {
-  std::vector<std::string> toks;
-  for (const std::string& w : Words(line)) {
-    if (!w.empty()) toks.push_back(w);
-  }
-  std::vector<const common::Json*> chain = {&tree};
-  bool in_leaf = false;
-  for (std::size_t i = 1; i < toks.size(); ++i) {
-    std::string t = toks[i];
-    if (t == "|" || t == ">" || t == "&&" || t == "...") break;
-    while (!t.empty() && (t.front() == '[' || t.front() == '(')) t.erase(0, 1);
-    while (!t.empty() && (t.back() == ']' || t.back() == ')' || t.back() == ',')) t.pop_back();
-    if (t.empty()) continue;
-    if (t.rfind("--", 0) == 0 || (t.size() == 2 && t[0] == '-')) {
-      const std::string flag = t.substr(0, t.find('='));
-      const common::Json* o = FindOption(chain, flag);
-      if (o == nullptr)
-        return "no flag " + flag + " on `truegreen " + (*chain.back())["path"].get<std::string>() +
-               "`";
-      if ((*o)["takes_value"].get<bool>() && t.find('=') == std::string::npos) ++i;
-      continue;
-    }
-    if (in_leaf || (*chain.back())["subcommands"].empty()) {
-      in_leaf = true;  // positional argument
-      continue;
-    }
-    // Alternatives such as "image|dockerfile|k8s": each must exist.
-    std::size_t start = 0;
-    const common::Json* next = nullptr;
-    while (start <= t.size()) {
-      std::size_t bar = t.find('|', start);
-      if (bar == std::string::npos) bar = t.size();
-      const std::string word = t.substr(start, bar - start);
-      next = Child(*chain.back(), word);
-      if (next == nullptr) return "no command '" + word + "'";
-      start = bar + 1;
-    }
-    chain.push_back(next);
-  }
-  return "";
-}
+using testing::CheckCommandLine;  // tests/support/test_util.h (shared with audit_k8s tests)
 
 TEST(CliHelp, AdviceStringsAndExamplesNameOnlyExistingCommandsAndFlags) {
   common::Json tree = Tree();

@@ -121,6 +121,27 @@ bool IsTruegreen(const Container& c) {
   return false;
 }
 
+// truegreen subcommands that never touch a GPU (load generation, comparison, the API steps of the
+// blue-green gate, audits): such a container may opt out of GPU injection.
+bool TruegreenCommandNeedsNoGpu(const YAML::Node& node) {
+  std::vector<std::string> words;
+  for (const char* key : {"command", "args"}) {
+    YAML::Node seq = Child(node, key);
+    if (!seq.IsDefined() || !seq.IsSequence()) continue;
+    for (const auto& a : seq) words.push_back(Scalar(a));
+  }
+  std::size_t i = 0;
+  if (!words.empty()) {
+    const std::string& w = words[0];
+    if (w.substr(w.rfind('/') == std::string::npos ? 0 : w.rfind('/') + 1) == "truegreen") i = 1;
+  }
+  // A leading flag (a global option) hides the command: stay conservative.
+  if (i >= words.size() || words[i].starts_with("-")) return false;
+  static const std::set<std::string> kNoGpu = {"bench",   "compare", "k8s",      "audit",   "diff",
+                                               "logscan", "help",    "tokenize", "schedule"};
+  return kNoGpu.count(words[i]) != 0;
+}
+
 Container ReadContainer(const YAML::Node& node, const std::string& path, bool init,
                         const std::vector<KustomizeImage>& images) {
   Container c;
@@ -144,11 +165,16 @@ Container ReadContainer(const YAML::Node& node, const std::string& path, bool in
   }
   c.looks_gpu = ImageLooksGpu(c.image);
   YAML::Node env = Child(node, "env");
+  bool no_devices = false;  // NVIDIA_VISIBLE_DEVICES=void: the container runtime injects no GPU
   if (env.IsDefined() && env.IsSequence()) {
     for (const auto& e : env) {
       std::string n = Scalar(Child(e, "name"));
-      if (n.starts_with("NVIDIA_") || n == "CUDA_VISIBLE_DEVICES") c.looks_gpu = true;
       std::string v = Lower(Scalar(Child(e, "value")));
+      if (n == "NVIDIA_VISIBLE_DEVICES" && v == "void") {
+        no_devices = true;
+        continue;
+      }
+      if (n.starts_with("NVIDIA_") || n == "CUDA_VISIBLE_DEVICES") c.looks_gpu = true;
       // Only "all" leaks: "void"/empty/unset means no GPU injection at all (container toolkit).
       if (n == "NVIDIA_VISIBLE_DEVICES" && v == "all") {
         c.visible_all = true;
@@ -170,6 +196,11 @@ Container ReadContainer(const YAML::Node& node, const std::string& path, bool in
   }
   c.truegreen = IsTruegreen(c);
   if (c.truegreen) c.looks_gpu = true;
+  // An explicit opt-out is honoured only where it is true: a truegreen container running a GPU
+  // command (serve, admit, run, ...) with no devices is exactly the fallback this rule catches.
+  if (no_devices && !c.gpu_limit && (!c.truegreen || TruegreenCommandNeedsNoGpu(node))) {
+    c.looks_gpu = false;
+  }
   return c;
 }
 

@@ -7,7 +7,10 @@
 //   k8s.gpu-request          a GPU container (NVIDIA_* env, CUDA/TensorRT/truegreen image or
 //                            arguments) has no nvidia.com/gpu or
 //                            nvidia.com/mig-* in resources.limits, asks for fewer devices than the
-//                            matrix, or contradicts the matrix's MIG expectation
+//                            matrix, or contradicts the matrix's MIG expectation. A container
+//                            with NVIDIA_VISIBLE_DEVICES=void opts out, unless it is a truegreen
+//                            container running a GPU command (only bench, compare, k8s, audit,
+//                            diff, logscan, help, tokenize and schedule run without a GPU)
 //   k8s.visible-devices-all  NVIDIA_VISIBLE_DEVICES=all on a container without a GPU limit (it
 //                            sees every GPU of the node behind the device plugin's back; "void"
 //                            means no GPU injection and is not reported)

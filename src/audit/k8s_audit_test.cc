@@ -116,6 +116,31 @@ TEST(K8sAudit, RuleTable) {
        Replace(cpu_pod, "      resources",
                "      args: [--provider, CUDAExecutionProvider]\n      resources"),
        "k8s.gpu-request", true},
+      // NVIDIA_VISIBLE_DEVICES=void opts out only for commands that need no GPU.
+      {"truegreen bench with void devices",
+       Replace(Replace(cpu_pod, "busybox", "truegreen"), "      resources",
+               "      args: [bench, --url, \"http://tg-green:8000\"]\n"
+               "      env: [{name: NVIDIA_VISIBLE_DEVICES, value: void}]\n      resources"),
+       "k8s.gpu-request", false},
+      {"truegreen k8s promote with void devices",
+       Replace(Replace(cpu_pod, "busybox", "truegreen"), "      resources",
+               "      command: [/usr/bin/truegreen, k8s, promote]\n"
+               "      env: [{name: NVIDIA_VISIBLE_DEVICES, value: void}]\n      resources"),
+       "k8s.gpu-request", false},
+      {"truegreen serve with void devices",
+       Replace(Replace(cpu_pod, "busybox", "truegreen"), "      resources",
+               "      args: [serve, --models, /models]\n"
+               "      env: [{name: NVIDIA_VISIBLE_DEVICES, value: void}]\n      resources"),
+       "k8s.gpu-request", true},
+      {"truegreen bench without the opt-out",
+       Replace(Replace(cpu_pod, "busybox", "truegreen"), "      resources",
+               "      args: [bench]\n      resources"),
+       "k8s.gpu-request", true},
+      {"truegreen global flag first with void devices",
+       Replace(Replace(cpu_pod, "busybox", "truegreen"), "      resources",
+               "      args: [--json, bench]\n"
+               "      env: [{name: NVIDIA_VISIBLE_DEVICES, value: void}]\n      resources"),
+       "k8s.gpu-request", true},
       // k8s.visible-devices-all
       {"visible all without gpu",
        Replace(cpu_pod, "      resources",
@@ -418,9 +443,19 @@ TEST(K8sRender, OutputPassesItsOwnAudit) {
     Result r = Audit(yaml, NodeRequirementsFromMatrix(m));
     ASSERT_TRUE(r.status.ok()) << file << r.Dump() << yaml;
     EXPECT_TRUE(r.report.findings.empty()) << file << r.Dump();
-    EXPECT_EQ(r.report.documents, 5);
+    EXPECT_EQ(r.report.documents, 8);
     EXPECT_EQ(r.report.workloads, 2);  // Deployment + node-admission Job
-    EXPECT_EQ(r.report.skipped.size(), 3u);
+    // ConfigMap, Service, PodMonitor, HPA, adapter ConfigMap, PrometheusRule.
+    EXPECT_EQ(r.report.skipped.size(), 6u);
+    // Blue-green: two colour Deployments, the admission Job and the gate Job (which needs no
+    // GPU and opts out with NVIDIA_VISIBLE_DEVICES=void).
+    o.rollout = Rollout::kBlueGreen;
+    o.bench_text = "slo: [\"p95<8s\"]\n";
+    yaml = JsonToYamlDocuments(RenderK8sObjects(m, o));
+    Result bg = Audit(yaml, NodeRequirementsFromMatrix(m));
+    ASSERT_TRUE(bg.status.ok()) << file << bg.Dump();
+    EXPECT_TRUE(bg.report.findings.empty()) << file << bg.Dump();
+    EXPECT_EQ(bg.report.workloads, 4);
   }
 }
 

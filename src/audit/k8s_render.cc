@@ -7,10 +7,14 @@
 
 #include <regex>
 
+#include "audit/k8s_render_internal.h"
+
 namespace tg::audit {
 namespace {
 
-using Json = RenderJson;
+using render_internal::GpuContainer;
+using render_internal::Json;
+using render_internal::Labels;
 
 Json Expr(const char* key, const char* op, std::vector<std::string> values) {
   Json e = {{"key", key}, {"operator", op}};
@@ -42,16 +46,39 @@ Json PodSpec(const policy::Matrix& matrix, const K8sRenderOptions& o, Json conta
   spec["containers"] = Json::array({std::move(container)});
   spec["volumes"] =
       Json::array({{{"name", "matrix"}, {"configMap", {{"name", o.name + "-matrix"}}}}});
+  if (server) {
+    // The model repository is data the cluster provides (a ReadOnlyMany claim when replicas
+    // spread over nodes); the pod never writes it.
+    spec["volumes"].push_back(
+        {{"name", "models"},
+         {"persistentVolumeClaim", {{"claimName", ModelsClaim(o)}, {"readOnly", true}}}});
+  }
   return spec;
 }
 
-Json Container(const policy::Matrix& matrix, const K8sRenderOptions& o,
-               std::vector<std::string> args) {
+}  // namespace
+
+namespace render_internal {
+
+Json Labels(const K8sRenderOptions& o, const std::string& component) {
+  Json l = {{"app.kubernetes.io/name", o.name}, {"app.kubernetes.io/part-of", "truegreen"}};
+  if (!component.empty()) l["app.kubernetes.io/component"] = component;
+  return l;
+}
+
+std::string ColorName(const K8sRenderOptions& o, const std::string& color) {
+  return o.name + "-" + color;
+}
+std::string BaselineConfigMap(const K8sRenderOptions& o) { return o.name + "-baseline"; }
+std::string BenchConfigMap(const K8sRenderOptions& o) { return o.name + "-bench"; }
+
+Json GpuContainer(const policy::Matrix& matrix, const K8sRenderOptions& o, const std::string& image,
+                  std::vector<std::string> args) {
   GpuNodeRequirements req = NodeRequirementsFromMatrix(matrix);
   int gpus = std::max(1, req.device_count);
   Json c;
   c["name"] = "truegreen";
-  c["image"] = o.image;
+  c["image"] = image;
   c["args"] = std::move(args);
   c["env"] = Json::array(
       {{{"name", "NVIDIA_DRIVER_CAPABILITIES"}, {"value", DriverCapabilities(matrix)}}});
@@ -65,6 +92,10 @@ Json Container(const policy::Matrix& matrix, const K8sRenderOptions& o,
                           {"capabilities", {{"drop", Json::array({"ALL"})}}}};
   return c;
 }
+
+}  // namespace render_internal
+
+namespace {
 
 Json Probe(const char* path, int period, int failures) {
   return {{"httpGet", {{"path", path}, {"port", "http"}}},
@@ -218,66 +249,138 @@ Json RenderNodeAffinity(const GpuNodeRequirements& req) {
   return {{"nodeSelectorTerms", terms}};
 }
 
-std::vector<Json> RenderK8sObjects(const policy::Matrix& matrix, const K8sRenderOptions& o) {
-  std::vector<Json> docs;
-  Json labels = {{"app.kubernetes.io/name", o.name}, {"app.kubernetes.io/part-of", "truegreen"}};
-  Json server_labels = labels;
-  server_labels["app.kubernetes.io/component"] = "server";
-  Json admit_labels = labels;
-  admit_labels["app.kubernetes.io/component"] = "node-admission";
+std::string ModelsClaim(const K8sRenderOptions& o) {
+  return o.models_pvc.empty() ? o.name + "-models" : o.models_pvc;
+}
 
-  docs.push_back({{"apiVersion", "v1"},
-                  {"kind", "ConfigMap"},
-                  {"metadata", {{"name", o.name + "-matrix"}, {"labels", labels}}},
-                  {"data", {{"matrix.yaml", o.matrix_text}}}});
+std::string CandidateColor(const K8sRenderOptions& o) {
+  return o.live == "green" ? "blue" : "green";
+}
 
-  Json server = Container(matrix, o,
-                          // serve binds 127.0.0.1 by default; in a pod the kubelet's probes and the
-                          // Service reach it on the pod's address.
-                          {"serve", "--matrix", "/etc/truegreen/matrix.yaml", "--host", "0.0.0.0",
-                           "--port", std::to_string(o.port)});
+namespace {
+
+// The server Deployment `deploy_name` whose pods carry `labels`.
+Json ServerDeployment(const policy::Matrix& matrix, const K8sRenderOptions& o,
+                      const std::string& deploy_name, const std::string& image,
+                      const Json& labels) {
+  Json server =
+      GpuContainer(matrix, o, image,
+                   // serve binds 127.0.0.1 by default; in a pod the kubelet's probes
+                   // and the Service reach it on the pod's address.
+                   {"serve", "--models", "/models", "--matrix", "/etc/truegreen/matrix.yaml",
+                    "--host", "0.0.0.0", "--port", std::to_string(o.port)});
+  server["volumeMounts"].push_back(
+      {{"name", "models"}, {"mountPath", "/models"}, {"readOnly", true}});
   server["ports"] = Json::array({{{"name", "http"}, {"containerPort", o.port}}});
   // Start-up covers engine builds and warm-up (up to 10 minutes); readiness then flips quickly.
   server["startupProbe"] = Probe("/readyz", 10, 60);
   server["readinessProbe"] = Probe("/readyz", 5, 3);
   server["livenessProbe"] = Probe("/healthz", 10, 3);
-  Json deploy_spec = {{"replicas", 1},
-                      {"selector", {{"matchLabels", server_labels}}},
+  // No `replicas`: the HorizontalPodAutoscaler owns the count (a fixed value here would reset it
+  // on every apply).
+  Json deploy_spec = {{"selector", {{"matchLabels", labels}}},
                       {"template",
-                       {{"metadata", {{"labels", server_labels}}},
+                       {{"metadata", {{"labels", labels}}},
                         {"spec", PodSpec(matrix, o, std::move(server), true)}}}};
-  docs.push_back({{"apiVersion", "apps/v1"},
-                  {"kind", "Deployment"},
-                  {"metadata", {{"name", o.name}, {"labels", server_labels}}},
-                  {"spec", std::move(deploy_spec)}});
+  return {{"apiVersion", "apps/v1"},
+          {"kind", "Deployment"},
+          {"metadata", {{"name", deploy_name}, {"labels", labels}}},
+          {"spec", std::move(deploy_spec)}};
+}
 
-  docs.push_back(
-      {{"apiVersion", "v1"},
-       {"kind", "Service"},
-       {"metadata", {{"name", o.name}, {"labels", server_labels}}},
-       {"spec",
-        {{"selector", server_labels},
-         {"ports", Json::array({{{"name", "http"}, {"port", o.port}, {"targetPort", "http"}}})}}}});
+Json ServiceObject(const K8sRenderOptions& o, const std::string& svc_name, const Json& labels,
+                   const Json& selector) {
+  return {
+      {"apiVersion", "v1"},
+      {"kind", "Service"},
+      {"metadata", {{"name", svc_name}, {"labels", labels}}},
+      {"spec",
+       {{"selector", selector},
+        {"ports", Json::array({{{"name", "http"}, {"port", o.port}, {"targetPort", "http"}}})}}}};
+}
 
-  docs.push_back(
-      {{"apiVersion", "monitoring.coreos.com/v1"},
-       {"kind", "PodMonitor"},
-       {"metadata", {{"name", o.name}, {"labels", server_labels}}},
-       {"spec",
-        {{"selector", {{"matchLabels", server_labels}}},
-         {"podMetricsEndpoints",
-          Json::array({{{"port", "http"}, {"path", "/metrics"}, {"interval", "15s"}}})}}}});
-
-  Json admit = Container(matrix, o, {"admit", "--matrix", "/etc/truegreen/matrix.yaml"});
+Json AdmissionJob(const policy::Matrix& matrix, const K8sRenderOptions& o) {
+  Json admit_labels = Labels(o, "node-admission");
+  Json admit =
+      GpuContainer(matrix, o, o.image, {"admit", "--matrix", "/etc/truegreen/matrix.yaml"});
   Json job_spec = {{"backoffLimit", 0},
                    {"ttlSecondsAfterFinished", 86400},
                    {"template",
                     {{"metadata", {{"labels", admit_labels}}},
                      {"spec", PodSpec(matrix, o, std::move(admit), false)}}}};
-  docs.push_back({{"apiVersion", "batch/v1"},
-                  {"kind", "Job"},
-                  {"metadata", {{"name", o.name + "-node-admission"}, {"labels", admit_labels}}},
-                  {"spec", std::move(job_spec)}});
+  return {{"apiVersion", "batch/v1"},
+          {"kind", "Job"},
+          {"metadata", {{"name", o.name + "-node-admission"}, {"labels", admit_labels}}},
+          {"spec", std::move(job_spec)}};
+}
+
+Json PodMonitor(const K8sRenderOptions& o, const Json& server_labels) {
+  return {{"apiVersion", "monitoring.coreos.com/v1"},
+          {"kind", "PodMonitor"},
+          {"metadata", {{"name", o.name}, {"labels", server_labels}}},
+          {"spec",
+           {{"selector", {{"matchLabels", server_labels}}},
+            {"podMetricsEndpoints",
+             Json::array({{{"port", "http"}, {"path", "/metrics"}, {"interval", "15s"}}})}}}};
+}
+
+Json ConfigMap(const K8sRenderOptions& o, const std::string& cm_name, const std::string& key,
+               const std::string& text) {
+  return {{"apiVersion", "v1"},
+          {"kind", "ConfigMap"},
+          {"metadata", {{"name", cm_name}, {"labels", Labels(o)}}},
+          {"data", {{key, text}}}};
+}
+
+std::vector<Json> RenderBlueGreen(const policy::Matrix& matrix, const K8sRenderOptions& o) {
+  using render_internal::ColorName;
+  const Json server_labels = Labels(o, "server");
+  const std::string live_image = o.live_image.empty() ? o.image : o.live_image;
+  std::vector<Json> docs;
+  docs.push_back(ConfigMap(o, o.name + "-matrix", "matrix.yaml", o.matrix_text));
+  docs.push_back(ConfigMap(o, render_internal::BenchConfigMap(o), "bench.yaml", o.bench_text));
+  for (const char* color : {"blue", "green"}) {
+    Json labels = server_labels;
+    labels[kColorLabel] = color;
+    docs.push_back(ServerDeployment(matrix, o, ColorName(o, color),
+                                    color == o.live ? live_image : o.image, labels));
+  }
+  Json live_selector = server_labels;
+  live_selector[kColorLabel] = o.live;
+  docs.push_back(ServiceObject(o, o.name, server_labels, live_selector));
+  // One Service per colour: the gate benchmarks the candidate before any user traffic reaches it.
+  for (const char* color : {"blue", "green"}) {
+    Json labels = server_labels;
+    labels[kColorLabel] = color;
+    docs.push_back(ServiceObject(o, ColorName(o, color), labels, labels));
+  }
+  docs.push_back(PodMonitor(o, server_labels));
+  docs.push_back(AdmissionJob(matrix, o));
+  for (const char* color : {"blue", "green"}) {
+    Json labels = server_labels;
+    labels[kColorLabel] = color;
+    docs.push_back(render_internal::Hpa(o, ColorName(o, color), labels));
+  }
+  docs.push_back(render_internal::AdapterRulesConfigMap(o));
+  docs.push_back(render_internal::AlertRules(matrix, o));
+  for (Json& d : render_internal::GateObjects(o)) docs.push_back(std::move(d));
+  return docs;
+}
+
+}  // namespace
+
+std::vector<Json> RenderK8sObjects(const policy::Matrix& matrix, const K8sRenderOptions& o) {
+  if (o.rollout == Rollout::kBlueGreen) return RenderBlueGreen(matrix, o);
+  const Json server_labels = Labels(o, "server");
+  std::vector<Json> docs;
+  docs.push_back(ConfigMap(o, o.name + "-matrix", "matrix.yaml", o.matrix_text));
+  docs.push_back(ServerDeployment(matrix, o, o.name, o.image, server_labels));
+  docs.push_back(ServiceObject(o, o.name, server_labels, server_labels));
+  docs.push_back(PodMonitor(o, server_labels));
+  docs.push_back(AdmissionJob(matrix, o));
+  docs.push_back(render_internal::Hpa(o, o.name, server_labels));
+  docs.push_back(render_internal::AdapterRulesConfigMap(o));
+  docs.push_back(render_internal::AlertRules(matrix, o));
   return docs;
 }
 

@@ -14,7 +14,10 @@
 #include "audit/dockerfile_audit.h"
 #include "audit/dockerfile_parser.h"
 #include "audit/k8s_audit.h"
+#include "audit/k8s_client.h"
 #include "audit/k8s_render.h"
+#include "bench/slo.h"
+#include "cli/audit_k8s_commands.h"
 #include "cli/audit_output.h"
 #include "cli/command_areas.h"
 #include "cli/output.h"
@@ -198,8 +201,77 @@ bool IsImageReference(std::string_view ref) {
 
 struct RenderArgs {
   std::string matrix;
+  std::string rollout = "single";
+  std::string bench_file;
+  std::vector<std::string> fail_on;
   audit::K8sRenderOptions opts;
 };
+
+// The bench file the gate Job runs with: a YAML mapping whose `slo` list holds at least one valid
+// threshold (a gate that measures against nothing proves nothing).
+Status CheckGateBenchFile(const std::string& path, const std::string& text) {
+  TG_ASSIGN_OR_RETURN(YAML::Node root, common::ParseYaml(text, path));
+  TG_ASSIGN_OR_RETURN(common::YamlMap map, common::YamlMap::From(root, path, ""));
+  const YAML::Node n = map.Has("slo") ? map.node()["slo"] : YAML::Node();
+  if (!n.IsDefined() || !n.IsSequence() || n.size() == 0) {
+    return Status::InvalidArg(
+        fmt::format("{}: field slo: the blue-green gate needs at least one threshold (e.g. slo: "
+                    "[\"p95<8s\"]), found {}",
+                    path, n.IsDefined() ? common::YamlDescribe(n) : "none"));
+  }
+  std::vector<std::string> slos;
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    if (!n[i].IsScalar()) {
+      return Status::InvalidArg(fmt::format("{}: field slo[{}]: expected a string like \"p95<8s\"",
+                                            common::YamlWhere(n[i], path), i));
+    }
+    slos.push_back(n[i].as<std::string>());
+  }
+  auto parsed = bench::ParseThresholds(slos);
+  if (!parsed.ok()) return Status::InvalidArg(path + ": field slo: " + parsed.status().message());
+  return Status::Ok();
+}
+
+// Options that only matter for, or only make sense with, --rollout blue-green.
+Status CheckRolloutOptions(RenderArgs& a) {
+  if (a.opts.min_replicas > a.opts.max_replicas) {
+    return Status::InvalidArg(fmt::format("--min-replicas {} is above --max-replicas {}",
+                                          a.opts.min_replicas, a.opts.max_replicas));
+  }
+  if (!a.opts.models_pvc.empty() && !audit::IsK8sObjectName(a.opts.models_pvc)) {
+    return Status::InvalidArg(fmt::format("--models-pvc '{}': not a Kubernetes object name",
+                                          a.opts.models_pvc.substr(0, 64)));
+  }
+  for (const auto& g : a.fail_on) {
+    auto gate = bench::ParseGate(g);
+    if (!gate.ok()) return gate.status();
+  }
+  if (!a.fail_on.empty()) a.opts.fail_on = a.fail_on;
+  if (a.rollout != "blue-green") {
+    for (auto [given, flag] : {std::pair{!a.bench_file.empty(), "--bench-file"},
+                               std::pair{!a.opts.live_image.empty(), "--live-image"},
+                               std::pair{!a.fail_on.empty(), "--fail-on"}}) {
+      if (given) {
+        return Status::InvalidArg(fmt::format("{} applies only with --rollout blue-green", flag));
+      }
+    }
+    return Status::Ok();
+  }
+  a.opts.rollout = audit::Rollout::kBlueGreen;
+  if (a.bench_file.empty()) {
+    return Status::InvalidArg(
+        "--rollout blue-green needs --bench-file FILE: the SLOs the gate Job benchmarks the new "
+        "colour against");
+  }
+  TG_ASSIGN_OR_RETURN(a.opts.bench_text,
+                      common::ReadFileLimited(a.bench_file, common::kMaxConfigBytes));
+  TG_RETURN_IF_ERROR(CheckGateBenchFile(a.bench_file, a.opts.bench_text));
+  if (!a.opts.live_image.empty() && !IsImageReference(a.opts.live_image)) {
+    return Status::InvalidArg(
+        "--live-image: expected an image reference (name[:tag][@sha256:digest])");
+  }
+  return Status::Ok();
+}
 
 int RunK8sRender(RenderArgs a, const GlobalOptions& g) {
   auto text = common::ReadFileLimited(a.matrix, common::kMaxConfigBytes);
@@ -236,6 +308,10 @@ int RunK8sRender(RenderArgs a, const GlobalOptions& g) {
                     "k8s.image-digest",
                     a.opts.image));
   }
+  if (Status s = CheckRolloutOptions(a); !s.ok()) return ReportError(s);
+  if (!a.opts.live_image.empty() && !common::IsPinnedByDigest(a.opts.live_image)) {
+    Warn(fmt::format("live image '{}' is not pinned by digest", a.opts.live_image));
+  }
   a.opts.matrix_text = *text;
   std::vector<audit::RenderJson> docs = audit::RenderK8sObjects(*m, a.opts);
   if (g.json) {
@@ -244,6 +320,49 @@ int RunK8sRender(RenderArgs a, const GlobalOptions& g) {
     Print(audit::JsonToYamlDocuments(docs));
   }
   return kExitOk;
+}
+
+// The flags that shape autoscaling, alerts and the blue-green rollout.
+void AddRolloutFlags(CLI::App* render, RenderArgs& a) {
+  render
+      ->add_option("--models-pvc", a.opts.models_pvc,
+                   "PersistentVolumeClaim holding the model repository, mounted read-only at "
+                   "/models (default <name>-models)")
+      ->type_name("NAME");
+  render->add_option("--min-replicas", a.opts.min_replicas, "HPA minimum replicas (default 1)")
+      ->check(CLI::Range(1, 1000))
+      ->type_name("N");
+  render->add_option("--max-replicas", a.opts.max_replicas, "HPA maximum replicas (default 4)")
+      ->check(CLI::Range(1, 1000))
+      ->type_name("N");
+  render
+      ->add_option("--target-queue-depth", a.opts.target_queue_depth,
+                   "HPA target: average queued requests per pod (default 4)")
+      ->check(CLI::Range(1, 100000))
+      ->type_name("N");
+  render
+      ->add_option("--gpu-util-floor", a.opts.gpu_util_floor,
+                   "Alert when GPU utilisation is below this while requests queue (default 0.5)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->type_name("FRACTION");
+  render
+      ->add_option("--rollout", a.rollout,
+                   "single | blue-green (two colours, a gated promotion Job; docs/DEPLOY.md)")
+      ->check(CLI::IsMember({"single", "blue-green"}));
+  render->add_option("--live", a.opts.live, "blue-green: the colour live now (default blue)")
+      ->check(CLI::IsMember({"blue", "green"}));
+  render
+      ->add_option("--live-image", a.opts.live_image,
+                   "blue-green: the live colour's image (default --image, which the candidate "
+                   "colour runs)")
+      ->type_name("REF");
+  render
+      ->add_option("--bench-file", a.bench_file,
+                   "blue-green: bench file with the SLOs the gate checks (slo: [...])")
+      ->type_name("FILE");
+  render->add_option("--fail-on", a.fail_on,
+                     "blue-green: compare gate against the live baseline (repeatable; default "
+                     "\"p95 +10%\" and \"throughput -10%\")");
 }
 
 }  // namespace
@@ -285,8 +404,9 @@ void RegisterAuditConfigCommands(CLI::App& app, CLI::App& audit, GlobalOptions& 
   auto ra = std::make_shared<RenderArgs>();
   CLI::App* render = group->add_subcommand(
       "render",
-      "Print the ConfigMap, Deployment, Service, PodMonitor and node-admission Job "
-      "for a version matrix (YAML; --json for a JSON array)");
+      "Print the Kubernetes objects for a version matrix: Deployment, Service, autoscaling on "
+      "queue depth, monitoring, alerts, node admission; --rollout blue-green adds a gated "
+      "promotion (YAML; --json for a JSON array)");
   render->add_option("--matrix", ra->matrix, "Version matrix file")->required()->type_name("FILE");
   render->add_option("--image", ra->opts.image, "Image reference, pinned: name@sha256:<digest>")
       ->type_name("REF");
@@ -295,7 +415,9 @@ void RegisterAuditConfigCommands(CLI::App& app, CLI::App& audit, GlobalOptions& 
       ->check(CLI::Range(1, 65535));
   render->add_option("--cpu", ra->opts.cpu, "CPU request (default 2)");
   render->add_option("--memory", ra->opts.memory, "Memory request and limit (default 8Gi)");
+  AddRolloutFlags(render, *ra);
   r.Add(render, [ra, &g] { return RunK8sRender(*ra, g); });
+  RegisterK8sApiCommands(*group, g, r);
 }
 
 }  // namespace tg::cli

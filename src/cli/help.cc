@@ -39,6 +39,10 @@ const std::map<std::string, std::string>& Examples() {
       {"k8s render",
        "truegreen k8s render --matrix deploy/matrix.production.yaml --image "
        "registry.example/truegreen@sha256:DIGEST"},
+      {"k8s promote",
+       "truegreen k8s promote --service truegreen --color green --baseline-configmap "
+       "truegreen-baseline --baseline-file /gate/candidate.json"},
+      {"k8s wait-ready", "truegreen k8s wait-ready --deployment truegreen-green --timeout-s 900"},
       {"serve",
        "truegreen serve --models /models --matrix deploy/matrix.production.yaml --host 0.0.0.0 "
        "--port 8000"},

@@ -15,6 +15,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <gtest/gtest.h>
+
 #include "common/process.h"
 
 namespace tg::testing {
@@ -92,5 +94,103 @@ std::string ClipMergesFile() {
 std::string OrtDir() { return std::string(TG_SOURCE_DIR) + "/third_party/onnxruntime"; }
 std::string FakeGpuDir() { return std::string(TG_BINARY_DIR) + "/fakegpu"; }
 std::string SystemPython() { return "/usr/bin/python3"; }
+
+namespace {
+
+const common::Json* CliChild(const common::Json& node, const std::string& name) {
+  for (const auto& c : node["subcommands"]) {
+    if (c["name"] == name) return &c;
+  }
+  return nullptr;
+}
+
+const common::Json* CliOption(const std::vector<const common::Json*>& chain,
+                              const std::string& flag) {
+  for (const common::Json* n : chain) {
+    for (const auto& o : (*n)["options"]) {
+      for (const auto& name : o["names"]) {
+        if (name == flag) return &o;
+      }
+    }
+  }
+  return nullptr;
+}
+
+// `exact`: words as a process receives them (no doc punctuation, no alternatives, no stops).
+std::string CheckWords(const common::Json& tree, const std::vector<std::string>& toks, bool exact) {
+  std::vector<const common::Json*> chain = {&tree};
+  bool in_leaf = false;
+  for (std::size_t i = 1; i < toks.size(); ++i) {
+    std::string t = toks[i];
+    if (!exact) {
+      if (t == "|" || t == ">" || t == "&&" || t == "...") break;
+      while (!t.empty() && (t.front() == '[' || t.front() == '(')) t.erase(0, 1);
+      while (!t.empty() && (t.back() == ']' || t.back() == ')' || t.back() == ',')) t.pop_back();
+      if (t.empty()) continue;
+    }
+    if (t.rfind("--", 0) == 0 || (t.size() == 2 && t[0] == '-')) {
+      const std::string flag = t.substr(0, t.find('='));
+      const common::Json* o = CliOption(chain, flag);
+      if (o == nullptr)
+        return "no flag " + flag + " on `truegreen " + (*chain.back())["path"].get<std::string>() +
+               "`";
+      if ((*o)["takes_value"].get<bool>() && t.find('=') == std::string::npos) {
+        if (exact && i + 1 >= toks.size()) return "flag " + flag + " has no value";
+        ++i;
+      }
+      continue;
+    }
+    if (in_leaf || (*chain.back())["subcommands"].empty()) {
+      in_leaf = true;  // positional argument
+      continue;
+    }
+    // Alternatives such as "image|dockerfile|k8s": each must exist.
+    std::size_t start = 0;
+    const common::Json* next = nullptr;
+    while (start <= t.size()) {
+      std::size_t bar = exact ? t.size() : t.find('|', start);
+      if (bar == std::string::npos) bar = t.size();
+      const std::string word = t.substr(start, bar - start);
+      next = CliChild(*chain.back(), word);
+      if (next == nullptr) return "no command '" + word + "'";
+      start = bar + 1;
+    }
+    chain.push_back(next);
+  }
+  if (exact && !(*chain.back())["subcommands"].empty()) {
+    return "`truegreen " + (*chain.back())["path"].get<std::string>() + "` needs a subcommand";
+  }
+  return "";
+}
+
+}  // namespace
+
+common::Json CliTree() {
+  ProcessResult t = RunTruegreen({"__cli-tree"});
+  EXPECT_EQ(t.exit_code, 0) << t.err;
+  auto j = common::ParseJson(t.out, "__cli-tree");
+  EXPECT_TRUE(j.ok()) << t.out;
+  return j.ok() ? *j : common::Json::object();
+}
+
+std::vector<std::string> CliWords(const std::string& line) {
+  std::vector<std::string> w;
+  std::size_t start = 0;
+  while (start < line.size()) {
+    std::size_t sp = line.find(' ', start);
+    if (sp == std::string::npos) sp = line.size();
+    if (sp > start) w.push_back(line.substr(start, sp - start));
+    start = sp + 1;
+  }
+  return w;
+}
+
+std::string CheckCommandLine(const common::Json& tree, const std::string& line) {
+  return CheckWords(tree, CliWords(line), false);
+}
+
+std::string CheckCommandWords(const common::Json& tree, const std::vector<std::string>& words) {
+  return CheckWords(tree, words, true);
+}
 
 }  // namespace tg::testing

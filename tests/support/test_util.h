@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "common/config.h"
+
 namespace tg::testing {
 
 struct ProcessResult {
@@ -53,5 +55,18 @@ std::string OrtDir();          // third_party/onnxruntime (lib/, gpu/, include/)
 std::string FakeGpuDir();      // directory with the fake GPU libraries built for tests
 // Debian's python3 (which has python3-onnx), not whatever python3 is first on PATH.
 std::string SystemPython();
+
+// The CLI definition as `truegreen __cli-tree` dumps it (an empty object, with a test failure,
+// when that fails).
+common::Json CliTree();
+// "a b  c" -> {"a", "b", "c"} (runs of spaces are one separator).
+std::vector<std::string> CliWords(const std::string& line);
+// Checks a command line against the CLI definition: every subcommand and every flag it names
+// exists, a flag that takes a value is followed by one. Returns what is wrong, or "".
+// CheckCommandLine takes one "truegreen w1 w2 --flag value ..." string as quoted in docs and
+// advice (stops at | > && ...; "a|b" alternatives must each exist); CheckCommandWords takes the
+// words exactly as a process receives them (words[0] is the binary), e.g. a manifest's args.
+std::string CheckCommandLine(const common::Json& tree, const std::string& line);
+std::string CheckCommandWords(const common::Json& tree, const std::vector<std::string>& words);
 
 }  // namespace tg::testing
