@@ -37,15 +37,8 @@ class StubApiServer {
  public:
   explicit StubApiServer(std::function<Reply(const Request&)> handler)
       : handler_(std::move(handler)) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-    socklen_t len = sizeof(a);
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
-    EXPECT_EQ(::listen(fd_, 8), 0);
+    fd_ = testing::ListenLoopback(&port_);
+    EXPECT_GE(fd_, 0);
     thread_ = std::thread([this] { Loop(); });
   }
   ~StubApiServer() {

@@ -43,15 +43,8 @@ class TlsStub {
     ctx_ = SSL_CTX_new(TLS_server_method());
     EXPECT_EQ(SSL_CTX_use_certificate_chain_file(ctx_, cert.c_str()), 1);
     EXPECT_EQ(SSL_CTX_use_PrivateKey_file(ctx_, key.c_str(), SSL_FILETYPE_PEM), 1);
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-    socklen_t len = sizeof(a);
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
-    EXPECT_EQ(::listen(fd_, 8), 0);
+    fd_ = testing::ListenLoopback(&port_);
+    EXPECT_GE(fd_, 0);
     thread_ = std::thread([this] { Loop(); });
   }
   ~TlsStub() {

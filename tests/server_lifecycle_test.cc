@@ -93,16 +93,11 @@ TEST_F(ServerLifecycleTest, BadModelRepositoryExits2) {
 }
 
 TEST_F(ServerLifecycleTest, PortInUseExits2) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-  ASSERT_EQ(listen(fd, 1), 0);
-  socklen_t len = sizeof(a);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ProcessResult r = RunTruegreen({"--policy", "dev", "serve", "--models", Models(), "--port",
-                                  std::to_string(ntohs(a.sin_port))});
+  int port = 0;
+  const int fd = ListenLoopback(&port, 1);
+  ASSERT_GE(fd, 0);
+  ProcessResult r = RunTruegreen(
+      {"--policy", "dev", "serve", "--models", Models(), "--port", std::to_string(port)});
   close(fd);
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("cannot listen"), std::string::npos) << r.err;

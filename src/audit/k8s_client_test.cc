@@ -12,29 +12,7 @@
 namespace tg::audit {
 namespace {
 
-// Sets an environment variable for one scope (the unit-test binary is single-threaded here).
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) {
-      ::setenv(name, value, 1);
-    } else {
-      ::unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      ::setenv(name_, old_->c_str(), 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using testing::ScopedEnv;
 
 void ServiceAccount(const testing::TempDir& d, bool with_namespace = true) {
   testing::WriteFile(d / "token", "abc.def\n");

@@ -9,15 +9,7 @@
 namespace tg::bench {
 namespace {
 
-// Sets an environment variable for one test (the fake NVML reads its knobs at call time).
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
-  ~ScopedEnv() { unsetenv(name_); }
-
- private:
-  const char* name_;
-};
+using testing::ScopedEnv;
 
 TEST(NvmlSamplerTest, AbsentLibraryIsNotFound) {
   common::LibraryLoader loader({testing::SourceDir() + "/no-such-dir"});

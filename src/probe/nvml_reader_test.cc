@@ -11,15 +11,7 @@
 namespace tg::probe {
 namespace {
 
-// Sets an environment variable for one test (the fake NVML reads its knobs at call time).
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
-  ~ScopedEnv() { unsetenv(name_); }
-
- private:
-  const char* name_;
-};
+using testing::ScopedEnv;
 
 std::unique_ptr<NvmlReader> OpenFake() {
   common::LibraryLoader loader({testing::FakeGpuDir()});

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -68,5 +69,23 @@ std::vector<std::string> CliWords(const std::string& line);
 // words exactly as a process receives them (words[0] is the binary), e.g. a manifest's args.
 std::string CheckCommandLine(const common::Json& tree, const std::string& line);
 std::string CheckCommandWords(const common::Json& tree, const std::vector<std::string>& words);
+
+// Sets (value != nullptr) or unsets an environment variable for one scope and restores the old
+// value afterwards. Not thread-safe (environment changes never are): single-threaded tests only.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value);
+  ~ScopedEnv();
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+// A TCP socket listening on 127.0.0.1 at an ephemeral port (stored in *port): the fd, owned by
+// the caller, or -1 when socket/bind/listen fails.
+int ListenLoopback(int* port, int backlog = 8);
 
 }  // namespace tg::testing
