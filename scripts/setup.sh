@@ -20,6 +20,7 @@ PACKAGES=(
   python3 python3-onnx python3-numpy python3-jsonschema prometheus curl
   umoci skopeo buildah zstd tar gzip file binutils
   chromium  # headless screenshot test of the bench HTML report (tests/bench_load_test.cc)
+  nginx-light wrk time  # make bench: the generator and the server against nginx under wrk
 )
 
 log() { printf '[setup] %s\n' "$*" >&2; }

@@ -518,9 +518,11 @@ bool SleepUntil(Clock::time_point t, const std::atomic<bool>* stop) {
 std::vector<std::string> SerializeRequests(const LoadOptions& o) {
   std::vector<std::string> out;
   for (const HttpRequest& r : o.requests) {
+    std::string path = o.target.base + r.path;
+    if (path.empty()) path = "/";
     std::string raw =
-        fmt::format("{} {}{} HTTP/1.1\r\nHost: {}:{}\r\nUser-Agent: truegreen-bench\r\n", r.method,
-                    o.target.base, r.path, o.target.host, o.target.port);
+        fmt::format("{} {} HTTP/1.1\r\nHost: {}:{}\r\nUser-Agent: truegreen-bench\r\n", r.method,
+                    path, o.target.host, o.target.port);
     if (!r.body.empty() || r.method != "GET") {
       raw += fmt::format("Content-Type: application/json\r\nContent-Length: {}\r\n", r.body.size());
     }
