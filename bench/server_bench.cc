@@ -277,7 +277,7 @@ tg::common::Result<bench::PointResult> OverHttp(const Args& a, int concurrency, 
 }
 
 int Run(const Args& a, const InProcess& local) {
-  std::vector<double> c1_ratio, c16_ratio, c16_same;
+  std::vector<double> c1_ratio, c1_extra, c16_ratio, c16_same;
   std::printf("%5s %6s | %12s %12s %8s | %14s %14s %12s %8s\n", "round", "load1", "c1 in-proc",
               "c1 HTTP", "overhead", "best in-proc", "(threads)", "c16 HTTP", "ratio");
   for (int r = 1; r <= a.rounds; ++r) {
@@ -303,6 +303,9 @@ int Run(const Args& a, const InProcess& local) {
     }
     double http_ips = c16->Throughput();
     c1_ratio.push_back(c1->overhead);
+    // What the HTTP path adds around the server's own generation (same process, same compute):
+    // free of the compute-time difference between the two processes.
+    if (c1->server_compute > 0) c1_extra.push_back(c1->http_mean / c1->server_compute - 1);
     c16_ratio.push_back(http_ips / best);
     c16_same.push_back(http_ips / same);
     std::printf("%5d %6.2f | %9.1f ms %9.1f ms %7.2f%% | %10.2f i/s %14d %8.2f i/s %8.3f\n", r,
@@ -310,13 +313,20 @@ int Run(const Args& a, const InProcess& local) {
                 http_ips, c16_ratio.back());
     std::printf(
         "      c1 means: in-process %.1f ms; server compute %.1f, queue %.1f, end-to-end %.1f ms; "
-        "client round trip %.1f ms\n",
-        c1->local_mean, c1->server_compute, c1->server_queue, c1->server_e2e, c1->http_mean);
+        "client round trip %.1f ms (+%.2f %% over the server's compute)\n",
+        c1->local_mean, c1->server_compute, c1->server_queue, c1->server_e2e, c1->http_mean,
+        c1_extra.empty() ? 0.0 : 100 * c1_extra.back());
     std::fflush(stdout);
   }
-  double o = Median(c1_ratio), t = Median(c16_ratio);
-  std::printf("c1 (%s, %d steps): median HTTP overhead %.2f %% (target <= 1 %%): %s\n",
-              a.size.c_str(), a.steps, 100 * o, o <= 0.01 ? "MET" : "NOT MET");
+  // Conservative: met only when HTTP adds <= 1 % both against in-process generation and around
+  // the server's own compute (the first alone is blurred by the two processes' compute times).
+  double o = Median(c1_ratio), x = Median(c1_extra), t = Median(c16_ratio);
+  bool c1_met = o <= 0.01 && !c1_extra.empty() && x <= 0.01;
+  std::printf(
+      "c1 (%s, %d steps): median HTTP overhead %.2f %% over in-process, %.2f %% over the "
+      "server's own compute (target <= 1 %%, both): %s\n",
+      a.size.c_str(), a.steps, 100 * o, c1_extra.empty() ? 0.0 : 100 * x,
+      c1_met ? "MET" : "NOT MET");
   std::printf(
       "c16: median images/s ratio server/best in-process %.3f (target >= 0.95): %s; against "
       "one in-process thread %.3f\n",
