@@ -18,7 +18,7 @@ if [ "${BENCH_ONLY:-}" != speed ]; then
 fi
 if command -v wrk >/dev/null 2>&1 && { command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ]; }; then
   echo "== machine: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg) =="
-  bash bench/loadgen_vs_wrk.sh 16 3 5 1
+  bash bench/loadgen_vs_wrk.sh 16 5 5 1
   bash bench/server_vs_inprocess.sh
   echo "== machine after: load average $(cut -d' ' -f1-3 /proc/loadavg) =="
 else
