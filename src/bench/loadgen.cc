@@ -180,7 +180,10 @@ class Worker {
   void Run() {
     for (auto& c : conns_) {
       c->seq = static_cast<std::size_t>(c->index);
-      c->next_intended = shared_.start + Seconds(c->index / std::max(shared_.opt->rate, 1e-9));
+      // Open loop: connection k starts k/rate late, so the schedule is staggered.
+      if (shared_.OpenLoop()) {
+        c->next_intended = shared_.start + Seconds(c->index / shared_.opt->rate);
+      }
       Next(*c);
     }
     std::vector<epoll_event> events(256);
