@@ -238,6 +238,22 @@ TEST(BenchLoadTest, FramesEveryResponseKindAndReconnectsAfterClose) {
   }
 }
 
+// Open loop over two threads and 16 connections keeps the total schedule: about rate x window
+// requests complete (loose bounds: this checks the schedule, not the machine's speed), each
+// thread's timer serving its own connections.
+TEST(BenchLoadTest, OpenLoopKeepsTheRateAcrossThreads) {
+  RawServer server("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", false);
+  bench::LoadOptions o = GetOptions(server.port(), 16, 1.0);
+  o.rate = 400;
+  auto r = bench::RunLoad(o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->point.open_loop);
+  EXPECT_TRUE(r->point.errors.empty());
+  EXPECT_GT(r->point.ok, 200u);
+  EXPECT_LT(r->point.ok, 600u) << "an open loop must not send faster than its schedule";
+  EXPECT_LE(server.accepted(), 16);
+}
+
 // A server that accepts but never answers: every connection's request times out and is counted
 // as "timeout" (the deadline sweep), and the run still ends on time with its window.
 TEST(BenchLoadTest, SilentServerTimesOut) {
