@@ -1,16 +1,26 @@
 #!/usr/bin/env bash
-# Runs every Google Benchmark binary of the release build (see docs/PERFORMANCE.md for targets).
+# make bench: every benchmark of the release build, with the targets and figures in
+# docs/PERFORMANCE.md. The Google Benchmark binaries first, then the side-by-side scripts:
+#   bench/loadgen_vs_wrk.sh       truegreen bench's generator vs wrk on nginx (issue 13)
+#   bench/server_vs_inprocess.sh  truegreen serve vs nginx under wrk, and vs in-process
+#                                 generation (issue 11; runs build/bin/server_bench)
+# BENCH_ONLY=speed runs just the two scripts (about 3 minutes: the lead's one command for
+# re-measuring the speed targets on a quiet machine).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-for b in build/bin/*_bench; do
-  echo "== ${b} =="
-  "${b}" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
-done
-bash scripts/logscan_bench.sh
-# truegreen bench's generator against wrk on nginx `return 200` (needs nginx-light and wrk).
+if [ "${BENCH_ONLY:-}" != speed ]; then
+  for b in build/bin/*_bench; do
+    [ "${b}" = build/bin/server_bench ] && continue  # needs a server: run by its script below
+    echo "== ${b} =="
+    "${b}" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
+  done
+  bash scripts/logscan_bench.sh
+fi
 if command -v wrk >/dev/null 2>&1 && { command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ]; }; then
-  echo "== bench/loadgen_vs_wrk.sh =="
-  bash bench/loadgen_vs_wrk.sh 16 5
+  echo "== machine: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg) =="
+  bash bench/loadgen_vs_wrk.sh 16 5 5 1
+  bash bench/server_vs_inprocess.sh
+  echo "== machine after: load average $(cut -d' ' -f1-3 /proc/loadavg) =="
 else
-  echo "== bench/loadgen_vs_wrk.sh skipped: Debian packages nginx-light and wrk not installed =="
+  echo "== speed scripts skipped: Debian packages nginx-light and wrk not installed (scripts/setup.sh) =="
 fi

@@ -21,6 +21,7 @@ PACKAGES=(
   umoci skopeo buildah zstd tar gzip file binutils
   openssl  # certificates for the HTTPS test of `k8s promote` (tests/audit_k8s_tls_test.cc)
   chromium  # headless screenshot test of the bench HTML report (tests/bench_load_test.cc)
+  nginx-light wrk time  # make bench: the generator and the server against nginx under wrk
 )
 
 log() { printf '[setup] %s\n' "$*" >&2; }

@@ -1,14 +1,22 @@
 // Integration tests of the load generator and of `truegreen bench` / `truegreen compare` against
 // a stub server on an ephemeral loopback port (tests/bench_stub_server.h).
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <map>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include <optional>
 
@@ -103,6 +111,169 @@ TEST(BenchLoadTest, ConnectionErrorsAreCountedNotFatal) {
   o.max_trials = 1;
   auto r = bench::RunLoad(o);
   ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->point.ok, 0u);
+  EXPECT_GT(r->point.errors["connection"], 0u);
+}
+
+// A raw loopback server answering every request with `reply` (verbatim bytes), closing the
+// connection after each reply when `close_after`, or never answering when `reply` is empty. One
+// poll() thread serves every connection; the destructor stops and joins it.
+class RawServer {
+ public:
+  RawServer(std::string reply, bool close_after)
+      : reply_(std::move(reply)), close_after_(close_after) {
+    listen_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    EXPECT_EQ(::bind(listen_, reinterpret_cast<sockaddr*>(&a), len), 0);
+    EXPECT_EQ(::listen(listen_, 64), 0);
+    ::getsockname(listen_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] { Loop(); });
+  }
+  ~RawServer() {
+    stop_ = true;
+    thread_.join();
+    for (auto& [fd, in] : conns_) ::close(fd);
+    ::close(listen_);
+  }
+  int port() const { return port_; }
+  int accepted() const { return accepted_; }
+
+ private:
+  void Loop() {
+    while (!stop_) {
+      std::vector<pollfd> fds{{listen_, POLLIN, 0}};
+      for (auto& [fd, in] : conns_) fds.push_back({fd, POLLIN, 0});
+      if (::poll(fds.data(), fds.size(), 20) <= 0) continue;
+      if ((fds[0].revents & POLLIN) != 0) {
+        int fd = ::accept4(listen_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd >= 0) {
+          ++accepted_;
+          conns_[fd];
+        }
+      }
+      for (std::size_t i = 1; i < fds.size(); ++i) {
+        if (fds[i].revents != 0 && !Serve(fds[i].fd)) {
+          ::close(fds[i].fd);
+          conns_.erase(fds[i].fd);
+        }
+      }
+    }
+  }
+  // False when the connection is done (peer closed, or closed after the reply).
+  bool Serve(int fd) {
+    char buf[4096];
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) return n < 0 && errno == EAGAIN;
+    std::string& in = conns_[fd];
+    in.append(buf, static_cast<std::size_t>(n));
+    for (std::size_t end; (end = in.find("\r\n\r\n")) != std::string::npos;) {
+      in.erase(0, end + 4);          // GET requests: no body
+      if (reply_.empty()) continue;  // a server that never answers
+      if (::send(fd, reply_.data(), reply_.size(), MSG_NOSIGNAL) < 0 || close_after_) return false;
+    }
+    return true;
+  }
+
+  std::string reply_;
+  bool close_after_;
+  int listen_ = -1, port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> accepted_{0};
+  std::map<int, std::string> conns_;  // fd -> bytes received, owned by the loop thread
+  std::thread thread_;
+};
+
+bench::LoadOptions GetOptions(int port, int connections, double window_s) {
+  bench::LoadOptions o;
+  o.target = {"127.0.0.1", std::to_string(port), ""};
+  o.requests = {{"GET", "", ""}};
+  o.connections = connections;
+  o.threads = 2;
+  o.warmup_s = 0.1;
+  o.window_s = window_s;
+  o.max_trials = 1;
+  return o;
+}
+
+// The generator frames chunked bodies, close-delimited bodies and `Connection: close` replies
+// (reconnecting each time), and counts a non-2xx status as an error of its kind.
+TEST(BenchLoadTest, FramesEveryResponseKindAndReconnectsAfterClose) {
+  struct Case {
+    const char* name;
+    std::string reply;
+    bool close_after;
+    const char* error_kind;  // nullptr: every response is a success
+  };
+  const Case cases[] = {
+      {"chunked keep-alive",
+       "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n", false,
+       nullptr},
+      {"Connection: close", "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
+       true, nullptr},
+      {"body until close", "HTTP/1.1 200 OK\r\n\r\nuntil the end", true, nullptr},
+      {"503 keep-alive", "HTTP/1.1 503 Busy\r\nContent-Length: 0\r\n\r\n", false, "http_503"},
+  };
+  for (const Case& c : cases) {
+    RawServer server(c.reply, c.close_after);
+    auto r = bench::RunLoad(GetOptions(server.port(), 4, 0.4));
+    ASSERT_TRUE(r.ok()) << c.name << ": " << r.status().ToString();
+    const auto& p = r->point;
+    if (c.error_kind == nullptr) {
+      EXPECT_GT(p.ok, 20u) << c.name;
+      EXPECT_TRUE(p.errors.empty()) << c.name << ": " << p.errors.begin()->first;
+    } else {
+      EXPECT_EQ(p.ok, 0u) << c.name;
+      EXPECT_GT(p.errors.at(c.error_kind), 20u) << c.name;
+    }
+    if (c.close_after) {
+      EXPECT_GT(server.accepted(), 20) << c.name << ": one connection per request";
+    } else {
+      EXPECT_LE(server.accepted(), 4) << c.name << ": keep-alive connections are reused";
+    }
+    EXPECT_GT(p.client_cpu_us_per_request, 0) << c.name;
+  }
+}
+
+// Open loop over two threads and 16 connections keeps the total schedule: about rate x window
+// requests complete (loose bounds: this checks the schedule, not the machine's speed), each
+// thread's timer serving its own connections.
+TEST(BenchLoadTest, OpenLoopKeepsTheRateAcrossThreads) {
+  RawServer server("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", false);
+  bench::LoadOptions o = GetOptions(server.port(), 16, 1.0);
+  o.rate = 400;
+  auto r = bench::RunLoad(o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->point.open_loop);
+  EXPECT_TRUE(r->point.errors.empty());
+  EXPECT_GT(r->point.ok, 200u);
+  EXPECT_LT(r->point.ok, 600u) << "an open loop must not send faster than its schedule";
+  EXPECT_LE(server.accepted(), 16);
+}
+
+// A server that accepts but never answers: every connection's request times out and is counted
+// as "timeout" (the deadline sweep), and the run still ends on time with its window.
+TEST(BenchLoadTest, SilentServerTimesOut) {
+  RawServer server("", false);
+  bench::LoadOptions o = GetOptions(server.port(), 3, 1.0);
+  o.timeout_s = 0.2;
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = bench::RunLoad(o);
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->point.ok, 0u);
+  EXPECT_GE(r->point.errors["timeout"], 3u);
+  EXPECT_LT(took, 10.0) << "the run must end even though no response ever came";
+}
+
+// A malformed response is a connection error, not a crash or a hang.
+TEST(BenchLoadTest, MalformedResponsesAreConnectionErrors) {
+  RawServer server("HTTP/1.1 2x0 NOPE\r\n\r\n", false);
+  auto r = bench::RunLoad(GetOptions(server.port(), 2, 0.3));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->point.ok, 0u);
   EXPECT_GT(r->point.errors["connection"], 0u);
 }

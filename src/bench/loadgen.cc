@@ -1,33 +1,98 @@
 #include "bench/loadgen.h"
 
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
 #include <algorithm>
-#include <boost/asio/connect.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/write.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <optional>
+#include <queue>
 #include <thread>
+#include <utility>
 
 #include <fmt/format.h>
+
+#include "bench/loadgen_http.h"
 
 namespace tg::bench {
 namespace {
 
-namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
-using tcp = asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 using common::Status;
 
-constexpr std::uint64_t kMaxResponseBytes = 512ULL << 20;  // base64 images at large batch
+constexpr std::uint64_t kMaxResponseBytes = 512ULL << 20;    // base64 images at large batch
+constexpr std::uint64_t kTimerKey = ~0ULL;                   // epoll key of the thread's timerfd
+constexpr auto kSweepEvery = std::chrono::milliseconds(50);  // deadline checks and stop polling
+constexpr auto kRefusedPause = std::chrono::milliseconds(10);
+
+// The one owner of a file descriptor (sockets, epoll, timerfd).
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() { Reset(); }
+  Fd(Fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+  Fd& operator=(Fd&& o) noexcept {
+    if (this != &o) {
+      Reset();
+      fd_ = std::exchange(o.fd_, -1);
+    }
+    return *this;
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  explicit operator bool() const { return fd_ >= 0; }
+  void Reset() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+struct Endpoint {
+  sockaddr_storage addr{};
+  socklen_t len = 0;
+  int family = AF_INET;
+};
+
+common::Result<std::vector<Endpoint>> Resolve(const Target& t) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  int rc = ::getaddrinfo(t.host.c_str(), t.port.c_str(), &hints, &res);
+  if (rc != 0) {
+    return Status::Unavailable(
+        fmt::format("cannot resolve {}:{}: {}", t.host, t.port, ::gai_strerror(rc)));
+  }
+  std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> owner(res, ::freeaddrinfo);
+  std::vector<Endpoint> out;
+  for (addrinfo* p = res; p != nullptr; p = p->ai_next) {
+    if (p->ai_addrlen > sizeof(sockaddr_storage)) continue;
+    Endpoint e;
+    std::memcpy(&e.addr, p->ai_addr, p->ai_addrlen);
+    e.len = p->ai_addrlen;
+    e.family = p->ai_family;
+    out.push_back(e);
+  }
+  if (out.empty()) {
+    return Status::Unavailable(fmt::format("cannot resolve {}:{}: no address", t.host, t.port));
+  }
+  return out;
+}
 
 struct WindowData {
   Histogram latency, service;
@@ -44,12 +109,14 @@ struct Shard {
 
 struct Shared {
   const LoadOptions* opt;
-  tcp::resolver::results_type endpoints;
+  std::vector<Endpoint> endpoints;
   Clock::time_point start, measure_start;
+  Clock::duration interval{}, timeout{};
   std::atomic<bool> done{false};
   // Every request serialized once (HTTP/1.1, keep-alive): the hot path only writes bytes.
   std::vector<std::string> raw_requests;
 
+  bool OpenLoop() const { return opt->rate > 0; }
   // Window of a completion time; -1 during the warm-up.
   int WindowOf(Clock::time_point t) const {
     if (t < measure_start) return -1;
@@ -62,147 +129,349 @@ std::int64_t Micros(Clock::duration d) {
   return std::chrono::duration_cast<std::chrono::microseconds>(d).count();
 }
 
-class Connection : public std::enable_shared_from_this<Connection> {
+Clock::duration Seconds(double s) {
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+}
+
+enum class ConnState { kIdle, kWaiting, kConnecting, kWriting, kReading };
+
+struct Conn {
+  Conn(std::uint64_t slot, int index) : slot(slot), index(index), reader(kMaxResponseBytes) {}
+  std::uint64_t slot;  // position in the worker's table (the epoll key)
+  int index;           // global connection number (staggers the open-loop schedule)
+  Fd fd;
+  ConnState state = ConnState::kIdle;
+  std::size_t endpoint = 0;
+  bool want_out = false;   // EPOLLOUT registered (connecting, or a partial write)
+  bool wake_next = false;  // at `wake`: schedule the next request (else send the current one)
+  Clock::time_point next_intended, intended, sent, deadline, wake;
+  std::size_t seq = 0;
+  const std::string* request = nullptr;
+  std::size_t written = 0;
+  ResponseReader reader;
+};
+
+// One thread's event loop, as wrk runs one per thread: its own epoll set, a timerfd for the
+// open-loop schedule, and its share of the connections. Per request on a kept-alive connection
+// the hot path is one send(), usually one recv() and a share of one epoll_wait(); the response
+// is framed without copying its body, and deadlines are checked by a sweep every 50 ms rather
+// than a timer per operation. Not thread-safe: everything runs on the thread that calls Run().
+class Worker {
  public:
-  Connection(asio::io_context& ioc, Shared& shared, Shard& shard, int index)
-      : shared_(shared), shard_(shard), stream_(ioc), timer_(ioc), index_(index) {
-    const LoadOptions& o = *shared.opt;
-    if (o.rate > 0) {
-      interval_ = std::chrono::duration_cast<Clock::duration>(
-          std::chrono::duration<double>(o.connections / o.rate));
-      next_intended_ = shared.start + std::chrono::duration_cast<Clock::duration>(
-                                          std::chrono::duration<double>(index / o.rate));
+  Worker(Shared& shared, Shard& shard) : shared_(shared), shard_(shard), buf_(64 * 1024) {}
+
+  void Add(int index) { conns_.push_back(std::make_unique<Conn>(conns_.size(), index)); }
+
+  Status Init() {
+    epoll_ = Fd(::epoll_create1(EPOLL_CLOEXEC));
+    timer_ = Fd(::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
+    if (!epoll_ || !timer_) {
+      return Status::Unavailable(fmt::format("load: epoll/timerfd: {}", std::strerror(errno)));
     }
-    seq_ = static_cast<std::size_t>(index);
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = kTimerKey;
+    if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, timer_.get(), &ev) != 0) {
+      return Status::Unavailable(fmt::format("load: epoll_ctl: {}", std::strerror(errno)));
+    }
+    return Status::Ok();
   }
 
-  void Start() { Next(); }
+  void Run() {
+    for (auto& c : conns_) {
+      c->seq = static_cast<std::size_t>(c->index);
+      // Open loop: connection k starts k/rate late, so the schedule is staggered.
+      if (shared_.OpenLoop()) {
+        c->next_intended = shared_.start + Seconds(c->index / shared_.opt->rate);
+      }
+      Next(*c);
+    }
+    std::vector<epoll_event> events(256);
+    Clock::time_point next_sweep = Clock::now() + kSweepEvery;
+    while (!shared_.done.load(std::memory_order_relaxed)) {
+      ArmTimer();
+      int n = ::epoll_wait(epoll_.get(), events.data(), static_cast<int>(events.size()),
+                           static_cast<int>(kSweepEvery.count()));
+      for (int i = 0; i < n; ++i) {
+        if (events[i].data.u64 == kTimerKey) {
+          std::uint64_t expirations;
+          [[maybe_unused]] ssize_t r = ::read(timer_.get(), &expirations, sizeof expirations);
+          armed_ = Clock::time_point::max();
+        } else {
+          OnEvent(*conns_[events[i].data.u64], events[i].events);
+        }
+      }
+      Clock::time_point now = Clock::now();
+      FireTimers(now);
+      if (now >= next_sweep) {
+        SweepDeadlines(now);
+        next_sweep = now + kSweepEvery;
+      }
+    }
+  }
 
  private:
-  bool OpenLoop() const { return shared_.opt->rate > 0; }
-
-  void Next() {
+  void Next(Conn& c) {
     if (shared_.done.load(std::memory_order_relaxed)) return;
-    if (!OpenLoop()) {
-      Send();
-      return;
-    }
-    intended_ = next_intended_;
-    next_intended_ += interval_;
-    if (intended_ <= Clock::now()) {
-      Send();  // late: the backlog is sent at once, and its latency counts from intended_
-      return;
-    }
-    timer_.expires_at(intended_);
-    timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
-      if (!ec) self->Send();
-    });
+    if (!shared_.OpenLoop()) return Send(c);
+    c.intended = c.next_intended;
+    c.next_intended += shared_.interval;
+    // Late: the backlog is sent at once, and its latency counts from the intended time.
+    if (c.intended <= Clock::now()) return Send(c);
+    WaitUntil(c, c.intended, false);
   }
 
-  void Send() {
+  void WaitUntil(Conn& c, Clock::time_point t, bool next) {
+    c.state = ConnState::kWaiting;
+    c.wake = t;
+    c.wake_next = next;
+    wakes_.emplace(t, c.slot);
+  }
+
+  bool Valid(const std::pair<Clock::time_point, std::uint64_t>& w) const {
+    const Conn& c = *conns_[w.second];
+    return c.state == ConnState::kWaiting && c.wake == w.first;
+  }
+
+  void FireTimers(Clock::time_point now) {
+    while (!wakes_.empty() && wakes_.top().first <= now) {
+      auto w = wakes_.top();
+      wakes_.pop();
+      if (!Valid(w)) continue;
+      Conn& c = *conns_[w.second];
+      c.state = ConnState::kIdle;
+      if (c.wake_next) {
+        Next(c);
+      } else {
+        Send(c);
+      }
+    }
+  }
+
+  // Points the timerfd at the earliest pending wake-up (absolute CLOCK_MONOTONIC, which is
+  // steady_clock's clock on Linux), re-arming only when that moves earlier.
+  void ArmTimer() {
+    while (!wakes_.empty() && !Valid(wakes_.top())) wakes_.pop();
+    if (wakes_.empty()) return;
+    Clock::time_point t = wakes_.top().first;
+    if (t >= armed_) return;
+    auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+    itimerspec its{};
+    its.it_value.tv_sec = static_cast<time_t>(ns / 1000000000);
+    its.it_value.tv_nsec = static_cast<long>(ns % 1000000000);  // NOLINT(runtime/int)
+    if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0) its.it_value.tv_nsec = 1;
+    ::timerfd_settime(timer_.get(), TFD_TIMER_ABSTIME, &its, nullptr);
+    armed_ = t;
+  }
+
+  void SweepDeadlines(Clock::time_point now) {
+    for (auto& c : conns_) {
+      bool busy = c->state == ConnState::kConnecting || c->state == ConnState::kWriting ||
+                  c->state == ConnState::kReading;
+      if (busy && now >= c->deadline) Fail(*c, "timeout", c->state == ConnState::kConnecting);
+    }
+  }
+
+  void Send(Conn& c) {
     if (shared_.done.load(std::memory_order_relaxed)) return;
-    if (connected_) {
-      Write();
-      return;
+    if (!c.fd) return Connect(c);
+    StartWrite(c);
+  }
+
+  bool SetEvents(Conn& c, bool out) {
+    epoll_event ev{};
+    ev.events = EPOLLIN | (out ? EPOLLOUT : 0u);
+    ev.data.u64 = c.slot;
+    c.want_out = out;
+    return ::epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, c.fd.get(), &ev) == 0;
+  }
+
+  void Connect(Conn& c) {
+    const Endpoint& ep = shared_.endpoints[c.endpoint];
+    c.fd = Fd(::socket(ep.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    if (!c.fd) return Fail(c, "connection", true);
+    int one = 1;
+    ::setsockopt(c.fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLOUT;
+    ev.data.u64 = c.slot;
+    if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, c.fd.get(), &ev) != 0) {
+      return Fail(c, "connection", true);
     }
-    SetDeadline();
-    stream_.async_connect(shared_.endpoints,
-                          [self = shared_from_this()](beast::error_code ec, const tcp::endpoint&) {
-                            if (ec) return self->Fail(ec, true);
-                            self->connected_ = true;
-                            self->Write();
-                          });
+    c.want_out = true;
+    c.state = ConnState::kConnecting;
+    c.deadline = Clock::now() + shared_.timeout;
+    if (::connect(c.fd.get(), reinterpret_cast<const sockaddr*>(&ep.addr), ep.len) == 0) {
+      return Connected(c);
+    }
+    if (errno != EINPROGRESS) ConnectFailed(c);
   }
 
-  void SetDeadline() {
-    stream_.expires_after(std::chrono::duration_cast<Clock::duration>(
-        std::chrono::duration<double>(shared_.opt->timeout_s)));
+  void ConnectFailed(Conn& c) {
+    Close(c);
+    if (c.endpoint + 1 < shared_.endpoints.size()) {
+      ++c.endpoint;  // e.g. "localhost": ::1 refused, 127.0.0.1 next
+      return Connect(c);
+    }
+    c.endpoint = 0;
+    Fail(c, "connection", true);
   }
 
-  void Write() {
+  void Connected(Conn& c) {
+    if (!SetEvents(c, false)) return Fail(c, "connection", true);
+    StartWrite(c);
+  }
+
+  void StartWrite(Conn& c) {
     const std::vector<std::string>& raw = shared_.raw_requests;
-    const std::string& bytes = raw[seq_++ % raw.size()];
-    sent_ = Clock::now();
-    if (!OpenLoop()) intended_ = sent_;
-    SetDeadline();
-    asio::async_write(stream_, asio::buffer(bytes),
-                      [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                        if (ec) return self->Fail(ec, false);
-                        self->Read();
-                      });
+    c.request = &raw[c.seq++ % raw.size()];
+    c.written = 0;
+    c.sent = Clock::now();
+    if (!shared_.OpenLoop()) c.intended = c.sent;
+    c.deadline = c.sent + shared_.timeout;
+    c.reader.Reset();
+    c.state = ConnState::kWriting;
+    Write(c);
   }
 
-  void Read() {
-    parser_.emplace();
-    parser_->body_limit(kMaxResponseBytes);
-    http::async_read(stream_, buffer_, *parser_,
-                     [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                       if (ec) return self->Fail(ec, false);
-                       self->Done();
-                     });
+  void Write(Conn& c) {
+    const std::string& r = *c.request;
+    while (c.written < r.size()) {
+      ssize_t k = ::send(c.fd.get(), r.data() + c.written, r.size() - c.written, MSG_NOSIGNAL);
+      if (k > 0) {
+        c.written += static_cast<std::size_t>(k);
+      } else if (k < 0 && errno == EINTR) {
+        continue;
+      } else if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        if (!c.want_out && !SetEvents(c, true)) Fail(c, "connection", false);
+        return;
+      } else {
+        return Fail(c, "connection", false);
+      }
+    }
+    if (c.want_out && !SetEvents(c, false)) return Fail(c, "connection", false);
+    c.state = ConnState::kReading;
   }
 
-  void Done() {
+  void OnEvent(Conn& c, std::uint32_t events) {
+    switch (c.state) {
+      case ConnState::kConnecting: {
+        int err = 0;
+        socklen_t len = sizeof err;
+        ::getsockopt(c.fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
+        if (err != 0 || (events & (EPOLLERR | EPOLLHUP)) != 0) return ConnectFailed(c);
+        if ((events & EPOLLOUT) != 0) Connected(c);
+        return;
+      }
+      case ConnState::kWriting:
+        if ((events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) != 0) Write(c);
+        // A server may answer (413, then close) before it has read the whole request.
+        if (c.state == ConnState::kWriting && (events & EPOLLIN) != 0) Read(c);
+        return;
+      case ConnState::kReading:
+        return Read(c);
+      default:
+        // An idle keep-alive connection became readable: the server closed it (or sent bytes
+        // nobody asked for). Drop it; the next request reconnects.
+        Close(c);
+        return;
+    }
+  }
+
+  void Read(Conn& c) {
+    for (;;) {
+      ssize_t k = ::recv(c.fd.get(), buf_.data(), buf_.size(), 0);
+      if (k > 0) {
+        std::size_t used = 0;
+        auto n = static_cast<std::size_t>(k);
+        ResponseReader::State s = c.reader.Feed(buf_.data(), n, &used);
+        if (s == ResponseReader::State::kDone) return Complete(c, used < n);
+        if (s == ResponseReader::State::kError) return Fail(c, "connection", false);
+        // Level-triggered: a short read means the socket is drained; epoll reports the rest.
+        if (n < buf_.size()) return;
+      } else if (k == 0) {
+        if (c.reader.Eof() == ResponseReader::State::kDone) return Complete(c, false);
+        return Fail(c, "connection", false);
+      } else if (errno == EINTR) {
+        continue;
+      } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        return;
+      } else {
+        return Fail(c, "connection", false);
+      }
+    }
+  }
+
+  // Caller holds shard_.mu. Map nodes never move, so the pointer stays valid.
+  WindowData& WindowAt(int w) {
+    if (w != cached_window_) {
+      cached_ = &shard_.windows[w];
+      cached_window_ = w;
+    }
+    return *cached_;
+  }
+
+  void Complete(Conn& c, bool extra_bytes) {
     Clock::time_point now = Clock::now();
-    const auto& res = parser_->get();
-    unsigned code = res.result_int();
+    int code = c.reader.status();
     int w = shared_.WindowOf(now);
     if (w >= 0) {
       std::lock_guard<std::mutex> lock(shard_.mu);
-      WindowData& d = shard_.windows[w];
+      WindowData& d = WindowAt(w);
       if (code >= 200 && code < 300) {
-        std::int64_t lat = Micros(now - intended_);
+        std::int64_t lat = Micros(now - c.intended);
         d.latency.Record(lat);
-        d.service.Record(Micros(now - sent_));
+        d.service.Record(Micros(now - c.sent));
         d.latency_sum_us += static_cast<double>(lat);
         ++d.ok;
       } else {
         ++d.errors[fmt::format("http_{}", code)];
       }
     }
-    if (!res.keep_alive()) Close();
-    Next();
+    // Reuse only a connection whose state is known: keep-alive, request fully written, and no
+    // bytes beyond the response.
+    bool reuse = c.reader.keep_alive() && !extra_bytes && c.written == c.request->size();
+    c.state = ConnState::kIdle;
+    if (!reuse) Close(c);
+    Next(c);
   }
 
-  void Fail(beast::error_code ec, bool connecting) {
-    Clock::time_point now = Clock::now();
+  void Fail(Conn& c, const char* kind, bool connecting) {
     if (shared_.done.load(std::memory_order_relaxed)) return;
+    Clock::time_point now = Clock::now();
     int w = shared_.WindowOf(now);
     if (w >= 0) {
       std::lock_guard<std::mutex> lock(shard_.mu);
-      ++shard_.windows[w].errors[ec == beast::error::timeout ? "timeout" : "connection"];
+      ++WindowAt(w).errors[kind];
     }
-    Close();
-    if (!connecting || OpenLoop()) {
-      Next();
-      return;
+    Close(c);
+    if (shared_.OpenLoop()) {
+      // Deferred to the loop, so a server refusing every connection cannot recurse here.
+      WaitUntil(c, now, true);
+    } else if (connecting) {
+      // A refused connection in closed loop would otherwise spin; retry after a short pause.
+      WaitUntil(c, now + kRefusedPause, true);
+    } else {
+      Next(c);
     }
-    // A refused connection in closed loop would otherwise spin; retry after a short pause.
-    timer_.expires_after(std::chrono::milliseconds(10));
-    timer_.async_wait([self = shared_from_this()](beast::error_code e) {
-      if (!e) self->Next();
-    });
   }
 
-  void Close() {
-    beast::error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
-    stream_.socket().close(ignored);
-    buffer_.clear();
-    connected_ = false;
+  void Close(Conn& c) {
+    c.fd.Reset();  // closing also removes it from the epoll set
+    c.want_out = false;
+    c.state = ConnState::kIdle;
   }
 
   Shared& shared_;
   Shard& shard_;
-  beast::tcp_stream stream_;
-  asio::steady_timer timer_;
-  [[maybe_unused]] int index_;
-  beast::flat_buffer buffer_;
-  std::optional<http::response_parser<http::string_body>> parser_;
-  Clock::duration interval_{};
-  Clock::time_point next_intended_, intended_, sent_;
-  std::size_t seq_ = 0;
-  bool connected_ = false;
+  Fd epoll_, timer_;
+  std::vector<std::unique_ptr<Conn>> conns_;
+  using Wake = std::pair<Clock::time_point, std::uint64_t>;
+  std::priority_queue<Wake, std::vector<Wake>, std::greater<>> wakes_;
+  Clock::time_point armed_ = Clock::time_point::max();
+  std::vector<char> buf_;  // read buffer shared by this thread's connections
+  int cached_window_ = -1;
+  WindowData* cached_ = nullptr;
 };
 
 WindowStat MergeWindow(std::vector<std::unique_ptr<Shard>>& shards, int w, double seconds,
@@ -228,6 +497,16 @@ WindowStat MergeWindow(std::vector<std::unique_ptr<Shard>>& shards, int w, doubl
   return st;
 }
 
+// User + system CPU of the whole process (all generator threads), in seconds.
+double ProcessCpuSeconds() {
+  rusage ru{};
+  ::getrusage(RUSAGE_SELF, &ru);
+  auto sec = [](const timeval& tv) {
+    return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) / 1e6;
+  };
+  return sec(ru.ru_utime) + sec(ru.ru_stime);
+}
+
 // Sleeps until `t` in short steps so SIGINT is noticed quickly; false when stopped.
 bool SleepUntil(Clock::time_point t, const std::atomic<bool>* stop) {
   while (Clock::now() < t) {
@@ -242,9 +521,11 @@ bool SleepUntil(Clock::time_point t, const std::atomic<bool>* stop) {
 std::vector<std::string> SerializeRequests(const LoadOptions& o) {
   std::vector<std::string> out;
   for (const HttpRequest& r : o.requests) {
+    std::string path = o.target.base + r.path;
+    if (path.empty()) path = "/";
     std::string raw =
-        fmt::format("{} {}{} HTTP/1.1\r\nHost: {}:{}\r\nUser-Agent: truegreen-bench\r\n", r.method,
-                    o.target.base, r.path, o.target.host, o.target.port);
+        fmt::format("{} {} HTTP/1.1\r\nHost: {}:{}\r\nUser-Agent: truegreen-bench\r\n", r.method,
+                    path, o.target.host, o.target.port);
     if (!r.body.empty() || r.method != "GET") {
       raw += fmt::format("Content-Type: application/json\r\nContent-Length: {}\r\n", r.body.size());
     }
@@ -297,38 +578,29 @@ common::Result<LoadResult> RunLoad(const LoadOptions& o) {
   }
   Shared shared;
   shared.opt = &o;
-  {
-    asio::io_context ioc;
-    tcp::resolver resolver(ioc);
-    beast::error_code ec;
-    shared.endpoints = resolver.resolve(o.target.host, o.target.port, ec);
-    if (ec) {
-      return Status::Unavailable(
-          fmt::format("cannot resolve {}:{}: {}", o.target.host, o.target.port, ec.message()));
-    }
-  }
+  TG_ASSIGN_OR_RETURN(shared.endpoints, Resolve(o.target));
   shared.raw_requests = SerializeRequests(o);
+  shared.timeout = Seconds(o.timeout_s);
+  if (o.rate > 0) shared.interval = Seconds(o.connections / o.rate);
   int threads = std::min(o.threads, o.connections);
   std::vector<std::unique_ptr<Shard>> shards;
-  std::vector<std::unique_ptr<asio::io_context>> iocs;
+  std::vector<std::unique_ptr<Worker>> workers;
   for (int t = 0; t < threads; ++t) {
     shards.push_back(std::make_unique<Shard>());
-    iocs.push_back(std::make_unique<asio::io_context>(1));
+    workers.push_back(std::make_unique<Worker>(shared, *shards.back()));
+    TG_RETURN_IF_ERROR(workers.back()->Init());
   }
+  for (int c = 0; c < o.connections; ++c) workers[c % threads]->Add(c);
   shared.start = Clock::now();
-  shared.measure_start = shared.start + std::chrono::duration_cast<Clock::duration>(
-                                            std::chrono::duration<double>(o.warmup_s));
-  for (int c = 0; c < o.connections; ++c) {
-    int t = c % threads;
-    std::make_shared<Connection>(*iocs[t], shared, *shards[t], c)->Start();
-  }
-  std::vector<std::thread> workers;
-  for (int t = 0; t < threads; ++t) workers.emplace_back([&, t] { iocs[t]->run(); });
+  shared.measure_start = shared.start + Seconds(o.warmup_s);
+  std::vector<std::thread> running;
+  for (auto& w : workers) running.emplace_back([wp = w.get()] { wp->Run(); });
 
   LoadResult out;
-  auto window =
-      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.window_s));
+  Clock::duration window = Seconds(o.window_s);
+  std::vector<double> cpu;  // process CPU at the measure start and at the end of each window
   bool interrupted = !SleepUntil(shared.measure_start, o.stop);
+  cpu.push_back(ProcessCpuSeconds());
   Clock::time_point partial_end = Clock::now();
   int complete = 0;
   while (!interrupted) {
@@ -338,6 +610,7 @@ common::Result<LoadResult> RunLoad(const LoadOptions& o) {
       partial_end = Clock::now();
       break;
     }
+    cpu.push_back(ProcessCpuSeconds());
     out.point.windows.push_back(MergeWindow(shards, complete, o.window_s, nullptr));
     ++complete;
     out.point.stable = IsStable(out.point.windows, o.stable_windows, o.stability);
@@ -345,8 +618,7 @@ common::Result<LoadResult> RunLoad(const LoadOptions& o) {
     if (out.point.stable || complete >= o.max_trials) break;
   }
   shared.done = true;
-  for (auto& ioc : iocs) ioc->stop();
-  for (auto& w : workers) w.join();
+  for (auto& t : running) t.join();
 
   out.interrupted = interrupted;
   out.point.trials = complete;
@@ -363,6 +635,12 @@ common::Result<LoadResult> RunLoad(const LoadOptions& o) {
     out.measured_end = partial_end;
     out.point.measured_s =
         std::chrono::duration<double>(partial_end - shared.measure_start).count();
+  }
+  std::uint64_t requests = merged.ok;
+  for (const auto& [kind, n] : merged.errors) requests += n;
+  if (complete > 0 && requests > 0) {
+    out.cpu_s = cpu[static_cast<std::size_t>(complete)] - cpu[static_cast<std::size_t>(first)];
+    out.point.client_cpu_us_per_request = out.cpu_s * 1e6 / static_cast<double>(requests);
   }
   out.point.latency = std::move(merged.latency);
   out.point.service = std::move(merged.service);

@@ -1,5 +1,9 @@
-// The load generator: HTTP/1.1 keep-alive connections on Boost.Beast/Asio, asynchronous, in one
-// process (one io_context per thread, connections split between threads).
+// The load generator: HTTP/1.1 keep-alive connections, asynchronous, in one process. Like wrk,
+// each of `threads` threads runs its own epoll loop over its share of the connections
+// (non-blocking sockets, requests serialized once, responses framed by ResponseReader in
+// loadgen_http.h without copying bodies), to keep the generator's own CPU per request low; that
+// CPU is reported per point (client_cpu_us_per_request). Request deadlines (`timeout_s`) are
+// checked every 50 ms.
 //
 // Closed loop: each connection sends its next request when the previous response arrived (the
 // classic "concurrency" mode; it hides stalls, see coordinated omission). Open loop: each
@@ -14,7 +18,8 @@
 // complete windows. Error kinds: "http_<status>", "timeout", "connection".
 //
 // RunLoad blocks the calling thread and owns every socket it opens; thread-safe with respect to
-// other RunLoad calls. Failure to resolve or connect at all is UNAVAILABLE.
+// other RunLoad calls. Failure to resolve the target, or to create a thread's epoll set or timer,
+// is UNAVAILABLE; refused or broken connections are counted as errors, not returned.
 #pragma once
 
 #include <atomic>
@@ -63,6 +68,7 @@ struct LoadResult {
   // Measured interval (the merged windows), for aggregating server-side metrics.
   std::chrono::steady_clock::time_point measured_begin, measured_end;
   bool interrupted = false;
+  double cpu_s = 0;  // this process's user+sys CPU over the measured windows
 };
 
 common::Result<LoadResult> RunLoad(const LoadOptions& options);

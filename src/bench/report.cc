@@ -106,6 +106,10 @@ std::string RunToText(const RunResult& r) {
         s.p50 / 1e3, s.p95 / 1e3, s.p99 / 1e3, s.max / 1e3, p.ErrorCount(),
         Opt(p.gpu.utilization, "{:.2f}").empty() ? "-" : Opt(p.gpu.utilization, "{:.2f}"), verdict);
     for (const auto& f : p.slo_failures) out += "    SLO failed: " + f + "\n";
+    if (p.client_cpu_us_per_request > 0) {
+      out += fmt::format("    generator CPU: {:.2f} us per request (user+sys, measured windows)\n",
+                         p.client_cpu_us_per_request);
+    }
   }
   return out;
 }

@@ -37,6 +37,7 @@ Json PointToJson(const PointResult& p) {
       {"errors", errors},
       {"error_rate", p.ErrorRate()},
       {"measured_s", p.measured_s},
+      {"client_cpu_us_per_request", p.client_cpu_us_per_request},
       {"throughput_rps", p.Throughput()},
       {"images_per_min", p.ImagesPerMin()},
       {"latency_summary", PercentilesToJson(Summarize(p.latency))},
@@ -73,6 +74,7 @@ common::Result<PointResult> PointFromJson(const Json& j, const std::string& wher
     p.ok = j.at("ok").get<std::uint64_t>();
     for (const auto& [k, v] : j.at("errors").items()) p.errors[k] = v.get<std::uint64_t>();
     p.measured_s = j.at("measured_s").get<double>();
+    p.client_cpu_us_per_request = j.value("client_cpu_us_per_request", 0.0);
     for (const auto& w : j.value("windows", Json::array())) {
       p.windows.push_back(
           {w.at("throughput").get<double>(), w.at("latency_mean_us").get<double>()});

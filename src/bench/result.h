@@ -50,6 +50,9 @@ struct PointResult {
   std::uint64_t ok = 0;
   std::map<std::string, std::uint64_t> errors;  // "http_503", "timeout", "connection"
   double measured_s = 0;
+  // The generator's own cost: its process's user+sys CPU over the measured windows divided by the
+  // requests completed in them (0 when not measured, e.g. an interrupted first window).
+  double client_cpu_us_per_request = 0;
   std::vector<WindowStat> windows;
   bool stable = false;
   int trials = 0;

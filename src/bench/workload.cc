@@ -122,9 +122,10 @@ common::Result<std::vector<HttpRequest>> BuildRequests(const std::string& api,
           {"parameters",
            params}}.dump();
     } else if (api == "get") {
-      // Plain GET of the URL itself: the generator's raw HTTP rate, compared with wrk.
+      // Plain GET of the URL itself (e.g. http://H:P/v2/health/ready): the generator's raw HTTP
+      // rate, compared with wrk. The loader sends "/" when the URL has no path.
       r.method = "GET";
-      r.path = "/";
+      r.path = "";
     } else {
       return Status::InvalidArg(fmt::format("--api \"{}\": expected openai, kserve or get", api));
     }
