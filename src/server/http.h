@@ -7,11 +7,17 @@
 // does not deliver its header or body in time (slowloris) is closed.
 //
 // A Handler is called on an I/O thread for each complete request and must call its Responder
-// exactly once, from any thread (the response is posted back to the connection). Handlers must
-// not block for long: inference is handed to scheduler lanes.
+// exactly once, from any thread. Called on the I/O thread before the handler returns (health,
+// errors), the response is written right after it returns, with no hop; called from another thread
+// (a lane worker), it is posted back to the connection's I/O thread. Handlers must not block for
+// long: inference is handed to scheduler lanes.
 //
-// Thread safety: Start/StopAccepting/Stop may be called from any thread; Run blocks the calling
-// thread as one of the I/O threads.
+// Speed (issue 11): each I/O thread runs its own io_context and owns the connections it accepted,
+// so a connection needs no strand; the response head is serialized by hand into a per-connection
+// buffer and written with the body (never copied) as one two-buffer write; TCP_NODELAY is set.
+//
+// Thread safety: Start/StopAccepting/Stop may be called from any thread; Start runs `threads`
+// I/O threads.
 #pragma once
 
 #include <atomic>
@@ -38,6 +44,9 @@ struct HttpResponse {
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
+  // When set, sent instead of `body`: an immutable body shared between responses (pre-rendered
+  // health answers), so answering costs no copy. The transport holds a reference until written.
+  std::shared_ptr<const std::string> shared_body;
   std::vector<std::pair<std::string, std::string>> headers;
   bool close = false;  // close the connection after writing
 };

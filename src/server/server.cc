@@ -54,12 +54,18 @@ std::string_view GateStateName(GateState s) {
   return "unknown";
 }
 
-std::string Base64(const std::string& bytes) {
-  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+void AppendBase64(const std::string& bytes, std::string* out) {
+  const std::size_t at = out->size();
+  out->resize(at + 4 * ((bytes.size() + 2) / 3) + 1);
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out->data() + at),
                                 reinterpret_cast<const unsigned char*>(bytes.data()),
                                 static_cast<int>(bytes.size()));
-  out.resize(static_cast<std::size_t>(n));
+  out->resize(at + static_cast<std::size_t>(n));
+}
+
+std::string Base64(const std::string& bytes) {
+  std::string out;
+  AppendBase64(bytes, &out);
   return out;
 }
 
@@ -114,6 +120,7 @@ bool Server::RunGate(std::size_t index, const std::function<Status()>& step, int
   {
     std::lock_guard<std::mutex> l(mu_);
     gates_[index].state = GateState::kRunning;
+    ++gates_version_;
   }
   Log("gate " + gates_[index].name + ": running");
   const auto t0 = Clock::now();
@@ -124,6 +131,7 @@ bool Server::RunGate(std::size_t index, const std::function<Status()>& step, int
     gates_[index].duration_ms = ms;
     gates_[index].state = s.ok() ? GateState::kPassed : GateState::kFailed;
     gates_[index].message = s.message();
+    ++gates_version_;
   }
   metrics_.Set("truegreen_gate_status", {{"gate", gates_[index].name}}, s.ok() ? 1 : 0);
   char buf[64];
@@ -338,9 +346,10 @@ void Server::BackgroundCanary() {
 
 // ---- health and introspection ---------------------------------------------------------------
 
-std::string Server::NotReadyReason() const {
-  if (draining_.load()) return "draining: shutting down";
+std::string Server::NotReadyReason(std::uint64_t* gates_version) const {
   std::lock_guard<std::mutex> l(mu_);
+  if (gates_version) *gates_version = gates_version_;
+  if (draining_.load()) return "draining: shutting down";
   for (const Gate& g : gates_) {
     if (g.state == GateState::kFailed) return "gate " + g.name + " failed: " + g.message;
     if (g.state != GateState::kPassed) {
@@ -364,15 +373,37 @@ Json Server::GatesJsonLocked() const {
 }
 
 HttpResponse Server::Readyz() const {
-  const std::string reason = NotReadyReason();
+  std::uint64_t version = 0;
+  const std::string reason = NotReadyReason(&version);
+  HttpResponse r;
+  r.status = reason.empty() ? 200 : 503;
+  {
+    // The body changes only with the gates (version) or the reason; a probe while both hold
+    // shares the rendered body.
+    std::lock_guard<std::mutex> l(ready_mu_);
+    if (ready_cache_.body && ready_cache_.gates_version == version &&
+        ready_cache_.reason == reason) {
+      r.shared_body = ready_cache_.body;
+      return r;
+    }
+  }
   Json gates;
+  std::uint64_t rendered_version = 0;
   {
     std::lock_guard<std::mutex> l(mu_);
     gates = GatesJsonLocked();
+    rendered_version = gates_version_;
   }
   Json body = {{"ready", reason.empty()}, {"gates", gates}, {"degraded", degraded_.load()}};
   if (!reason.empty()) body["reason"] = reason;
-  return JsonResponse(reason.empty() ? 200 : 503, body);
+  r.shared_body = std::make_shared<const std::string>(
+      body.dump(-1, ' ', false, Json::error_handler_t::replace));
+  // Cached only when the gates did not move between the reason and the rendering.
+  if (rendered_version == version) {
+    std::lock_guard<std::mutex> l(ready_mu_);
+    ready_cache_ = {version, reason, r.shared_body};
+  }
+  return r;
 }
 
 HttpResponse Server::Capabilities() const {
@@ -429,6 +460,13 @@ HttpResponse Server::MetricsText() {
     }
   }
   metrics_.Set("truegreen_http_requests_in_flight", {}, in_flight_.load());
+  for (int code = 0; code < kMaxStatus; ++code) {
+    const std::uint64_t n = status_counts_[code].load(std::memory_order_relaxed);
+    if (n != 0) {
+      metrics_.Set("truegreen_http_requests_total", {{"code", std::to_string(code)}},
+                   static_cast<double>(n));
+    }
+  }
   // Readiness also falls with the GPU liveness check, which has its own thread.
   metrics_.Set("truegreen_ready", {}, started_.load() && NotReadyReason().empty() ? 1 : 0);
   HttpResponse r;
@@ -498,7 +536,9 @@ ModelRuntime* Server::FindModel(const std::string& name) const {
 void Server::Finish(const std::shared_ptr<RequestCtx>& ctx, const Responder& respond,
                     HttpResponse r) {
   const double total_ms = MsSince(ctx->start);
-  metrics_.Add("truegreen_http_requests_total", {{"code", std::to_string(r.status)}});
+  if (r.status >= 0 && r.status < kMaxStatus) {
+    status_counts_[r.status].fetch_add(1, std::memory_order_relaxed);
+  }
   if (!ctx->model.empty()) {
     Labels lb = {{"model", ctx->model}};
     if (r.status == 200) {
@@ -552,7 +592,11 @@ void Server::Handle(HttpRequest req, Responder respond) {
   auto done = [&](HttpResponse r) { Finish(ctx, respond, std::move(r)); };
 
   if (path == "/healthz" || path == "/v2/health/live") {
-    return done(get ? JsonResponse(200, {{"live", true}}) : Error(405, "use GET"));
+    if (!get) return done(Error(405, "use GET"));
+    static const auto kLive = std::make_shared<const std::string>(R"({"live":true})");
+    HttpResponse r;
+    r.shared_body = kLive;
+    return done(std::move(r));
   }
   if (path == "/readyz" || path == "/v2/health/ready") {
     return done(get ? Readyz() : Error(405, "use GET"));

@@ -2,6 +2,7 @@
 // routing, health, metrics), api_images.cc (OpenAI images) and api_kserve.cc (KServe v2).
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
@@ -99,7 +100,8 @@ class Server {
   void RecordCanary(const CanaryResult& c);
   void BackgroundCanary();
   void StartLanes(ModelRuntime* mr);
-  std::string NotReadyReason() const;
+  // "" when ready; `gates_version` (optional) receives gates_version_ read under the same lock.
+  std::string NotReadyReason(std::uint64_t* gates_version = nullptr) const;
   HttpResponse Readyz() const;
   common::Json GatesJsonLocked() const;  // mu_ held
   HttpResponse Capabilities() const;
@@ -138,9 +140,10 @@ class Server {
 
   mutable std::mutex mu_;  // guards gates_, canary_, admit_, bg_fault_
   std::vector<Gate> gates_;
-  CanaryResult canary_;       // start-up canary
-  CanaryResult last_canary_;  // latest background canary
-  std::string bg_fault_;      // background canary / liveness failure ("" = holding)
+  CanaryResult canary_;              // start-up canary
+  CanaryResult last_canary_;         // latest background canary
+  std::string bg_fault_;             // background canary / liveness failure ("" = holding)
+  std::uint64_t gates_version_ = 0;  // bumped whenever gates_ change (mu_)
   AdmitOutcome admit_;
   std::map<std::string, std::unique_ptr<ModelRuntime>> models_;  // filled by the sessions gate
   std::atomic<bool> models_open_{false};                         // models_ complete and immutable
@@ -155,6 +158,20 @@ class Server {
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;
   bool stop_ = false;
+
+  // /readyz's last rendered body, reused while the gates and the reason are unchanged: a health
+  // probe costs no JSON (issue 11 "Speed").
+  struct ReadyCache {
+    std::uint64_t gates_version = 0;
+    std::string reason;
+    std::shared_ptr<const std::string> body;  // null until first rendered
+  };
+  mutable std::mutex ready_mu_;
+  mutable ReadyCache ready_cache_;
+  // Responses per HTTP status code, lock-free on the request path; folded into
+  // truegreen_http_requests_total when /metrics renders.
+  static constexpr int kMaxStatus = 600;
+  std::array<std::atomic<std::uint64_t>, kMaxStatus> status_counts_{};
 
   FILE* access_log_ = nullptr;
   bool own_access_log_ = false;
@@ -171,5 +188,7 @@ inline double MsSince(Clock::time_point t) {
 
 // Base64 (standard alphabet, padded).
 std::string Base64(const std::string& bytes);
+// The same, appended to *out in place (no intermediate copy of a large image).
+void AppendBase64(const std::string& bytes, std::string* out);
 
 }  // namespace tg::server
