@@ -5,7 +5,9 @@
 //   c1:  N pairs, alternately one warm in-process generation (batch 1, PNG encoded as the server
 //        does) and the same request over HTTP on one keep-alive connection (OpenAI API,
 //        b64_json; same prompt, seed, size and steps), so both sides of a pair see the same
-//        machine load; the round's figure is the median of the per-pair ratios.
+//        machine load; the round's figure is the median of the per-pair ratios. Each side starts
+//        after --settle-ms (50) of idle, so neither pays for the other's ONNX Runtime threads
+//        still spinning after its run.
 //        Target: HTTP adds <= 1 %.
 //   c16: in-process images/s with T threads calling Pipeline::Generate in a loop, T in
 //        1..--inproc-threads, the best taken, against images/s of the server at concurrency 16
@@ -52,7 +54,7 @@ namespace http = beast::http;
 
 struct Args {
   std::string url, model = "sd15", model_dir, size = "512x512";
-  int steps = 20, rounds = 3, c1_images = 6, max_threads = 2;
+  int steps = 20, rounds = 3, c1_images = 6, max_threads = 2, settle_ms = 50;
   double c16_seconds = 8;
 };
 
@@ -77,11 +79,13 @@ bool ParseArgs(int argc, char** argv, Args* a) {
       a->max_threads = std::atoi(v.c_str());
     else if (k == "--c16-seconds")
       a->c16_seconds = std::atof(v.c_str());
+    else if (k == "--settle-ms")
+      a->settle_ms = std::atoi(v.c_str());
     else
       return false;
   }
   return !a->url.empty() && !a->model_dir.empty() && a->steps > 0 && a->rounds > 0 &&
-         a->c1_images > 0 && a->max_threads > 0 && a->c16_seconds > 0;
+         a->c1_images > 0 && a->max_threads > 0 && a->c16_seconds > 0 && a->settle_ms >= 0;
 }
 
 double Median(std::vector<double> v) {
@@ -232,7 +236,14 @@ tg::common::Result<PairedC1> MeasureC1(const Args& a, const InProcess& local, in
     std::vector<double> ratios, l, h;
     for (int i = 0; i < pairs; ++i) {
       auto k = static_cast<std::size_t>(i);
-      double lm = local.Once(k), hm = client.Post(requests[k % requests.size()]);
+      // Each side starts on a settled machine: ONNX Runtime's pool threads spin for a while after
+      // a run, so without the pause the HTTP request (sent right after the in-process generation)
+      // would wait for CPU behind this process's spinning threads, and vice versa.
+      const auto settle = std::chrono::milliseconds(a.settle_ms);
+      std::this_thread::sleep_for(settle);
+      const double lm = local.Once(k);
+      std::this_thread::sleep_for(settle);
+      const double hm = client.Post(requests[k % requests.size()]);
       if (lm < 0 || hm < 0) return tg::common::Status::Unavailable("c1 request failed");
       ratios.push_back(hm / lm - 1);
       l.push_back(lm);
@@ -342,7 +353,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: server_bench --url http://HOST:PORT --model-dir PIPELINE_DIR [--model "
                  "NAME] [--size WxH] [--steps N] [--rounds N] [--c1-images N] "
-                 "[--inproc-threads N] [--c16-seconds S]\n(run by bench/server_vs_inprocess.sh)\n");
+                 "[--inproc-threads N] [--c16-seconds S] [--settle-ms MS]\n(run by "
+                 "bench/server_vs_inprocess.sh)\n");
     return 2;
   }
   auto factory = tg::runtime::SessionFactory::Create(tg::runtime::DevPolicy(),

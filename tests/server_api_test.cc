@@ -55,6 +55,11 @@ TEST_F(ServerApiTest, OpenAiImageIsAPngWithTheRequestedSize) {
   EXPECT_EQ(j["size"], "256x256");
   EXPECT_EQ(j["scheduler"], "euler");
   EXPECT_TRUE(j["degraded"].get<bool>());
+  EXPECT_EQ(j["steps"], 3);
+  EXPECT_FALSE(j["model"].get<std::string>().empty());
+  EXPECT_TRUE(j["created"].is_number_integer());
+  // The body is written by hand (Base64 in place); it must be exactly the JSON serializer's.
+  EXPECT_EQ(j.dump(), r.body);
   EXPECT_FALSE(r.Header("x-request-id").empty());
   // Same seed, same settings: the same image.
   auto again = Request(port_, "POST", "/v1/images/generations",
@@ -376,6 +381,71 @@ TEST_F(ServerApiTest, KeepAliveServesSeveralRequestsOnOneConnection) {
     EXPECT_EQ(ReadResponse(fd).status, 200) << i;
   }
   close(fd);
+}
+
+// The hand-serialized response head: HTTP/1.0 and 1.1, keep-alive and close, pipelined requests,
+// and the cached /readyz body shared between responses.
+TEST_F(ServerApiTest, ResponsesAreFramedForHttp10And11AndPipelining) {
+  // HTTP/1.0 without keep-alive: 1.0 status line, no Connection header needed, then closed.
+  int fd = Connect(port_, 10);
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(SendAll(fd, "GET /healthz HTTP/1.0\r\n\r\n"));
+  std::string all = ReadUntilClosed(fd);
+  close(fd);
+  EXPECT_EQ(all.rfind("HTTP/1.0 200 OK\r\n", 0), 0u) << all;
+  EXPECT_NE(all.find("\r\nContent-Length: 13\r\n"), std::string::npos) << all;
+  EXPECT_NE(all.find("\r\nContent-Type: application/json\r\n"), std::string::npos) << all;
+  EXPECT_EQ(all.substr(all.size() - 17), "\r\n\r\n{\"live\":true}") << all;
+
+  // HTTP/1.0 keep-alive: said so in the answer, and the connection serves a second request.
+  fd = Connect(port_, 10);
+  ASSERT_GE(fd, 0);
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(SendAll(fd, "GET /v2/health/live HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"));
+    HttpResult r = ReadResponse(fd);
+    EXPECT_EQ(r.status, 200) << i;
+    EXPECT_EQ(r.Header("connection"), "keep-alive") << r.head;
+    EXPECT_EQ(r.body, R"({"live":true})");
+  }
+  close(fd);
+
+  // HTTP/1.1, three requests pipelined in one send: three answers in order, the last closing.
+  fd = Connect(port_, 10);
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(SendAll(fd,
+                      "GET /v2/health/ready HTTP/1.1\r\nHost: x\r\nX-Request-Id: a1\r\n\r\n"
+                      "GET /readyz HTTP/1.1\r\nHost: x\r\nX-Request-Id: a2\r\n\r\n"
+                      "GET /v2/health/ready HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+  // Read to the close (ReadResponse would drop bytes of the next answer), then split by length.
+  std::string rest = ReadUntilClosed(fd);
+  close(fd);
+  std::vector<HttpResult> got;
+  while (!rest.empty() && got.size() < 4) {
+    const std::size_t end = rest.find("\r\n\r\n");
+    ASSERT_NE(end, std::string::npos) << rest;
+    HttpResult r;
+    r.head = rest.substr(0, end);
+    r.status = std::atoi(r.head.substr(9, 3).c_str());
+    const std::size_t len = std::stoul(r.Header("content-length"));
+    ASSERT_GE(rest.size(), end + 4 + len) << rest;
+    r.body = rest.substr(end + 4, len);
+    rest.erase(0, end + 4 + len);
+    got.push_back(r);
+  }
+  ASSERT_EQ(got.size(), 3u);  // and nothing after the third: the connection closed
+  const HttpResult &r1 = got[0], &r2 = got[1], &r3 = got[2];
+  for (const HttpResult* r : {&r1, &r2, &r3}) {
+    EXPECT_EQ(r->status, 200) << r->head;
+    EXPECT_EQ(r->Header("server"), "truegreen");
+    Json j = Json::parse(r->body);
+    EXPECT_TRUE(j["ready"].get<bool>()) << r->body;
+    EXPECT_EQ(j["gates"].size(), 4u);
+  }
+  EXPECT_EQ(r1.Header("x-request-id"), "a1");
+  EXPECT_EQ(r2.Header("x-request-id"), "a2");
+  EXPECT_EQ(r1.Header("connection"), "");
+  EXPECT_EQ(r3.Header("connection"), "close");
+  EXPECT_EQ(r1.body, r3.body);
 }
 
 }  // namespace
