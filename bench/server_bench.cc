@@ -217,6 +217,21 @@ tg::common::Result<ServerCounters> ReadCounters(const bench::Target& t) {
       get("nv_inference_queue_duration_us"), get("nv_inference_compute_infer_duration_us")};
 }
 
+// Waits until the server answers no request (its own gauge; the HTTP request doing the asking
+// counts itself): the closed-loop c16 window leaves up to 16 queued generations behind it, which
+// would otherwise run during the next round's c1 pairs and load their counters.
+tg::common::Status WaitIdle(const bench::Target& t) {
+  const auto until = Clock::now() + std::chrono::minutes(5);
+  while (Clock::now() < until) {
+    TG_ASSIGN_OR_RETURN(bench::HttpResponse r, bench::HttpGet(t, "/metrics", 10));
+    bench::MetricValues v = bench::ParsePrometheus(r.body);
+    auto it = v.sum.find("truegreen_http_requests_in_flight");
+    if (it != v.sum.end() && it->second <= 1) return tg::common::Status::Ok();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return tg::common::Status::Unavailable("the server stayed busy for 5 minutes");
+}
+
 double Mean(const std::vector<double>& v) {
   double s = 0;
   for (double x : v) s += x;
@@ -227,6 +242,7 @@ tg::common::Result<PairedC1> MeasureC1(const Args& a, const InProcess& local, in
   TG_ASSIGN_OR_RETURN(auto requests,
                       bench::BuildRequests("openai", a.model, pc, bench::BuiltinPromptSet()));
   TG_ASSIGN_OR_RETURN(bench::Target target, bench::ParseUrl(a.url));
+  TG_RETURN_IF_ERROR(WaitIdle(target));
   try {
     KeepAliveClient client(target);
     if (client.Post(requests[0]) < 0 || local.Once(0) < 0) {  // warm-up, both sides
