@@ -13,7 +13,8 @@
 //        1..--inproc-threads, the best taken, against images/s of the server at concurrency 16
 //        (closed loop, `truegreen bench`'s generator). Target: >= 0.95x the best in-process
 //        figure. The script starts the server with --concurrency equal to --inproc-threads.
-// The server batches no SD requests (docs/SERVER.md), so both sides generate batch 1.
+// Both sides generate batch 1: the script gives the server `max_batch: 1` (by default it merges
+// queued compatible SD requests into one UNet batch, docs/SERVER.md).
 // Medians over the rounds are printed with a verdict per target. Exit 0 when everything ran
 // (whatever the verdicts), 1 when something failed, 2 on a usage error.
 // Not a Google Benchmark: scripts/bench.sh runs it through the script, not with the others.

@@ -21,7 +21,7 @@ IO_THREADS=${IO_THREADS:-2}
 GEN_THREADS=${GEN_THREADS:-2}  # server --concurrency = in-process threads tried (1..GEN_THREADS)
 SIZE=${SIZE:-512x512}
 STEPS=${STEPS:-20}
-TG=build/bin/truegreen
+TG=${TG:-build/bin/truegreen}  # TG=/path/to/other/truegreen compares another build
 SB=build/bin/server_bench
 MODEL_DIR="$(pwd)/build/models/sd-tiny/sd15-legacy"
 NGINX="$(command -v nginx || echo /usr/sbin/nginx)"
@@ -59,8 +59,12 @@ CONF
 NGINX_PID=$!
 PIDS+=("${NGINX_PID}")
 
-mkdir -p "${WORK}/models"
-ln -s "${MODEL_DIR}" "${WORK}/models/sd15"
+# The pipeline's parts linked into a folder of our own, with `max_batch: 1`: the in-process side
+# generates batch 1, so the server must not merge queued requests into larger UNet batches (its
+# default for SD), or c16 would compare different work.
+mkdir -p "${WORK}/models/sd15"
+for part in "${MODEL_DIR}"/*; do ln -s "${part}" "${WORK}/models/sd15/"; done
+printf 'max_batch: 1\n' > "${WORK}/models/sd15/config.yaml"
 "${TG}" --policy dev serve --models "${WORK}/models" --port 0 --port-file "${WORK}/port" \
   --io-threads "${IO_THREADS}" --concurrency "${GEN_THREADS}" --queue-size 64 --access-log off --canary-interval-s 0 \
   2> "${WORK}/serve.log" &
