@@ -227,7 +227,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
     const std::array<asio::const_buffer, 2> bufs = {
         asio::buffer(h), head_ ? asio::const_buffer() : asio::buffer(body)};
     stream_.expires_after(std::chrono::milliseconds(srv_->limits.body_timeout_ms));
-    asio::async_write(stream_, bufs,
+    // Asio's default completion condition caps each send at 64 KiB; a ~1 MB image then took 16+
+    // sendmsg calls. Offer the kernel everything left (it takes what its send buffer holds).
+    auto all_left = [](const beast::error_code& ec, std::size_t) -> std::size_t {
+      return ec ? 0 : std::size_t{1} << 30;
+    };
+    asio::async_write(stream_, bufs, all_left,
                       [self = shared_from_this()](beast::error_code ec, std::size_t) {
                         // Large bodies (images) are released now, not at the next response.
                         self->response_ = HttpResponse();
