@@ -446,6 +446,14 @@ TEST_F(ServerApiTest, ResponsesAreFramedForHttp10And11AndPipelining) {
   EXPECT_EQ(r1.Header("connection"), "");
   EXPECT_EQ(r3.Header("connection"), "close");
   EXPECT_EQ(r1.body, r3.body);
+
+  // An echoed header value never starts a line of its own (obs-fold in the request).
+  HttpResult folded =
+      RawRequest(port_,
+                 "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Request-Id: ab\r\n Injected: yes\r\n"
+                 "Connection: close\r\n\r\n");
+  EXPECT_EQ(folded.status, 200);
+  EXPECT_EQ(folded.head.find("\r\nInjected"), std::string::npos) << folded.head;
 }
 
 }  // namespace

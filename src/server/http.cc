@@ -215,7 +215,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     for (const auto& [k, v] : response_.headers) {
       h += k;
       h += ": ";
-      h += v;
+      // A value can echo the client (X-Request-Id): a CR or LF must never start a new line.
+      for (char c : v) h += (c == '\r' || c == '\n') ? ' ' : c;
       h += "\r\n";
     }
     // What Beast's keep_alive() wrote: only the non-default of each version is spelled out.
