@@ -375,14 +375,15 @@ Json Server::GatesJsonLocked() const {
 HttpResponse Server::Readyz() const {
   std::uint64_t version = 0;
   const std::string reason = NotReadyReason(&version);
+  const bool degraded = degraded_.load();
   HttpResponse r;
   r.status = reason.empty() ? 200 : 503;
   {
-    // The body changes only with the gates (version) or the reason; a probe while both hold
-    // shares the rendered body.
+    // The body changes only with the gates (version), the degraded flag or the reason; a probe
+    // while they hold shares the rendered body.
     std::lock_guard<std::mutex> l(ready_mu_);
     if (ready_cache_.body && ready_cache_.gates_version == version &&
-        ready_cache_.reason == reason) {
+        ready_cache_.degraded == degraded && ready_cache_.reason == reason) {
       r.shared_body = ready_cache_.body;
       return r;
     }
@@ -394,14 +395,14 @@ HttpResponse Server::Readyz() const {
     gates = GatesJsonLocked();
     rendered_version = gates_version_;
   }
-  Json body = {{"ready", reason.empty()}, {"gates", gates}, {"degraded", degraded_.load()}};
+  Json body = {{"ready", reason.empty()}, {"gates", gates}, {"degraded", degraded}};
   if (!reason.empty()) body["reason"] = reason;
   r.shared_body = std::make_shared<const std::string>(
       body.dump(-1, ' ', false, Json::error_handler_t::replace));
   // Cached only when the gates did not move between the reason and the rendering.
   if (rendered_version == version) {
     std::lock_guard<std::mutex> l(ready_mu_);
-    ready_cache_ = {version, reason, r.shared_body};
+    ready_cache_ = {version, degraded, reason, r.shared_body};
   }
   return r;
 }

@@ -159,10 +159,11 @@ class Server {
   std::condition_variable stop_cv_;
   bool stop_ = false;
 
-  // /readyz's last rendered body, reused while the gates and the reason are unchanged: a health
-  // probe costs no JSON (issue 11 "Speed").
+  // /readyz's last rendered body, reused while the gates, the degraded flag and the reason are
+  // unchanged: a health probe costs no JSON (issue 11 "Speed").
   struct ReadyCache {
     std::uint64_t gates_version = 0;
+    bool degraded = false;
     std::string reason;
     std::shared_ptr<const std::string> body;  // null until first rendered
   };
