@@ -384,6 +384,8 @@ TEST(BenchCliTest, RunWritesOutputsSloFailureExitsFiveAndCompareGates) {
   EXPECT_GT(p0["ok"].get<int>(), 10);
   EXPECT_NEAR(p0["gpu"]["utilization"].get<double>(), 0.5, 1e-9);  // mean of 0.75 and 0.25
   EXPECT_NEAR(p0["gpu"]["queue_us_per_request"].get<double>(), 100, 1e-9);
+  EXPECT_NEAR(p0["gpu"]["pcie_tx_bytes_per_s"].get<double>(), 4000, 1e-9);  // summed over GPUs
+  EXPECT_NEAR(p0["gpu"]["pcie_rx_bytes_per_s"].get<double>(), 500, 1e-9);
   EXPECT_EQ(p0["gpu"]["gates_ok"], true);
   std::string csv = testing::ReadFile(d / "a.csv");
   EXPECT_EQ(csv.rfind("Concurrency,Inferences/Second,Client Send,Network+Server Send/Recv,", 0),

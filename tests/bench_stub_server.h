@@ -85,6 +85,9 @@ class StubServer {
       return "# TYPE nv_gpu_utilization gauge\nnv_gpu_utilization{gpu_uuid=\"GPU-0\"} 0.75\n"
              "nv_gpu_utilization{gpu_uuid=\"GPU-1\"} 0.25\n"
              "nv_gpu_memory_used_bytes{gpu_uuid=\"GPU-0\"} 1000\n"
+             "truegreen_gpu_pcie_tx_bytes_per_second{gpu_uuid=\"GPU-0\"} 3000\n"
+             "truegreen_gpu_pcie_tx_bytes_per_second{gpu_uuid=\"GPU-1\"} 1000\n"
+             "truegreen_gpu_pcie_rx_bytes_per_second{gpu_uuid=\"GPU-0\"} 500\n"
              "nv_inference_count{model=\"m\"} " +
              std::to_string(n) +
              "\n"

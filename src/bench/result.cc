@@ -52,6 +52,8 @@ Json PointToJson(const PointResult& p) {
        {{"source", p.gpu.source},
         {"utilization", OptionalToJson(p.gpu.utilization)},
         {"memory_used_bytes", OptionalToJson(p.gpu.memory_used_bytes)},
+        {"pcie_tx_bytes_per_s", OptionalToJson(p.gpu.pcie_tx_bytes_per_s)},
+        {"pcie_rx_bytes_per_s", OptionalToJson(p.gpu.pcie_rx_bytes_per_s)},
         {"queue_us_per_request", OptionalToJson(p.gpu.queue_us_per_req)},
         {"compute_us_per_request", OptionalToJson(p.gpu.compute_us_per_req)},
         {"gates_ok", p.gpu.gates_ok ? Json(*p.gpu.gates_ok) : Json(nullptr)},
@@ -85,6 +87,8 @@ common::Result<PointResult> PointFromJson(const Json& j, const std::string& wher
     p.gpu.source = g.value("source", "");
     p.gpu.utilization = OptionalFromJson(g, "utilization");
     p.gpu.memory_used_bytes = OptionalFromJson(g, "memory_used_bytes");
+    p.gpu.pcie_tx_bytes_per_s = OptionalFromJson(g, "pcie_tx_bytes_per_s");
+    p.gpu.pcie_rx_bytes_per_s = OptionalFromJson(g, "pcie_rx_bytes_per_s");
     p.gpu.queue_us_per_req = OptionalFromJson(g, "queue_us_per_request");
     p.gpu.compute_us_per_req = OptionalFromJson(g, "compute_us_per_request");
     if (g.contains("gates_ok") && g["gates_ok"].is_boolean())

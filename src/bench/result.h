@@ -33,8 +33,12 @@ struct WindowStat {
 
 // GPU-side aggregates over the measured window only (absent when not measured).
 struct GpuSide {
-  std::optional<double> utilization;         // mean of nv_gpu_utilization samples, 0..1
-  std::optional<double> memory_used_bytes;   // max of nv_gpu_memory_used_bytes
+  std::optional<double> utilization;        // mean of nv_gpu_utilization samples, 0..1
+  std::optional<double> memory_used_bytes;  // max of nv_gpu_memory_used_bytes
+  // Mean over the samples of truegreen_gpu_pcie_{tx,rx}_bytes_per_second summed over GPUs
+  // (host<->device traffic as NVML's 20 ms windows saw it).
+  std::optional<double> pcie_tx_bytes_per_s;
+  std::optional<double> pcie_rx_bytes_per_s;
   std::optional<double> queue_us_per_req;    // delta nv_inference_queue_duration_us / delta count
   std::optional<double> compute_us_per_req;  // delta nv_inference_compute_infer_duration_us / count
   std::optional<bool> gates_ok;              // every truegreen_gate_status sample was 1

@@ -99,6 +99,8 @@ GpuSide AggregateGpu(const std::vector<MetricsSample>& samples, Clock::time_poin
   const MetricsSample* last = nullptr;
   double util_sum = 0;
   int util_n = 0;
+  double tx_sum = 0, rx_sum = 0;
+  int tx_n = 0, rx_n = 0;
   for (const auto& s : samples) {
     if (s.t < begin) {
       baseline = &s;
@@ -115,6 +117,14 @@ GpuSide AggregateGpu(const std::vector<MetricsSample>& samples, Clock::time_poin
     if (auto m = Get(s.v, "nv_gpu_memory_used_bytes")) {
       g.memory_used_bytes = std::max(g.memory_used_bytes.value_or(0), *m);
     }
+    if (auto tx = Get(s.v, "truegreen_gpu_pcie_tx_bytes_per_second")) {
+      tx_sum += *tx;
+      ++tx_n;
+    }
+    if (auto rx = Get(s.v, "truegreen_gpu_pcie_rx_bytes_per_second")) {
+      rx_sum += *rx;
+      ++rx_n;
+    }
     if (s.v.min.count("truegreen_gate_status") != 0) {
       bool ok = s.v.min.at("truegreen_gate_status") >= 1;
       g.gates_ok = g.gates_ok.value_or(true) && ok;
@@ -123,6 +133,8 @@ GpuSide AggregateGpu(const std::vector<MetricsSample>& samples, Clock::time_poin
   if (last == nullptr) return g;
   g.source = "server /metrics";
   if (util_n > 0) g.utilization = util_sum / util_n;
+  if (tx_n > 0) g.pcie_tx_bytes_per_s = tx_sum / tx_n;
+  if (rx_n > 0) g.pcie_rx_bytes_per_s = rx_sum / rx_n;
   if (baseline != nullptr) {
     auto count0 = Get(baseline->v, "nv_inference_count"),
          count1 = Get(last->v, "nv_inference_count");

@@ -4,6 +4,7 @@
 //
 // Metric names (Triton's where the meaning matches, truegreen's server otherwise):
 // nv_gpu_utilization (0..1, averaged over GPUs), nv_gpu_memory_used_bytes (summed over GPUs),
+// truegreen_gpu_pcie_{tx,rx}_bytes_per_second (summed over GPUs, averaged over the window),
 // nv_inference_queue_duration_us and nv_inference_compute_infer_duration_us (cumulative, divided
 // by the delta of nv_inference_count), truegreen_gate_status (1/0 per gate).
 //
