@@ -1,7 +1,7 @@
 // Issue 11 "Speed": `truegreen serve` against in-process generation of the same SD model, side by
 // side in one run. bench/server_vs_inprocess.sh starts the server (dev policy, the tiny SD 1.5
 // pipeline) and runs this binary against it; this binary loads the same pipeline in-process
-// (same policy and session options) and, for ROUNDS rounds, measures:
+// (same policy and session options: --policy, the server's) and, for ROUNDS rounds, measures:
 //   c1:  N pairs, alternately one warm in-process generation (batch 1, PNG encoded as the server
 //        does) and the same request over HTTP on one keep-alive connection (OpenAI API,
 //        b64_json; same prompt, seed, size and steps), so both sides of a pair see the same
@@ -55,6 +55,7 @@ namespace http = beast::http;
 
 struct Args {
   std::string url, model = "sd15", model_dir, size = "512x512";
+  std::string policy = "dev";  // the server's --policy: both sides must run the same one
   int steps = 20, rounds = 3, c1_images = 6, max_threads = 2, settle_ms = 50;
   double c16_seconds = 8;
 };
@@ -82,6 +83,8 @@ bool ParseArgs(int argc, char** argv, Args* a) {
       a->c16_seconds = std::atof(v.c_str());
     else if (k == "--settle-ms")
       a->settle_ms = std::atoi(v.c_str());
+    else if (k == "--policy")
+      a->policy = v;
     else
       return false;
   }
@@ -370,12 +373,20 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: server_bench --url http://HOST:PORT --model-dir PIPELINE_DIR [--model "
                  "NAME] [--size WxH] [--steps N] [--rounds N] [--c1-images N] "
-                 "[--inproc-threads N] [--c16-seconds S] [--settle-ms MS]\n(run by "
+                 "[--inproc-threads N] [--c16-seconds S] [--settle-ms MS] [--policy dev|FILE]\n"
+                 "(run by "
                  "bench/server_vs_inprocess.sh)\n");
     return 2;
   }
-  auto factory = tg::runtime::SessionFactory::Create(tg::runtime::DevPolicy(),
-                                                     tg::common::LibraryLoader::WithDefaults({}));
+  auto policy = tg::runtime::LoadRuntimePolicy(a.policy);
+  if (!policy.ok()) {
+    std::fprintf(stderr, "server_bench: %s\n", policy.status().ToString().c_str());
+    return 2;
+  }
+  std::fprintf(stderr, "server_bench: in-process policy %s (allow_spinning %s)\n",
+               policy->source.c_str(), policy->session.allow_spinning ? "true" : "false");
+  auto factory =
+      tg::runtime::SessionFactory::Create(*policy, tg::common::LibraryLoader::WithDefaults({}));
   if (!factory.ok()) {
     std::fprintf(stderr, "server_bench: %s\n", factory.status().ToString().c_str());
     return 1;

@@ -9,10 +9,12 @@
 #   2. build/bin/server_bench (bench/server_bench.cc) against the same server: HTTP overhead at
 #      concurrency 1 over in-process generation (<= 1 %), and images/s at concurrency 16 against
 #      the best in-process throughput (>= 0.95x), on the tiny SD 1.5 pipeline at SIZE / STEPS.
-# The server runs with the dev policy (this machine has no GPU), `--access-log off`, a queue of
-# 64 and the background canary off, on an ephemeral port; everything is stopped at exit.
+# The server runs with POLICY (default the dev profile: this machine has no GPU; server_bench's
+# in-process side loads the same one), `--access-log off`, a queue of 64 and the background canary
+# off, on an ephemeral port; everything is stopped at exit.
 # Usage: bench/server_vs_inprocess.sh
-#   env: ROUNDS=3 SECS=5 IO_THREADS=2 GEN_THREADS=2 SIZE=512x512 STEPS=20
+#   env: ROUNDS=3 SECS=5 IO_THREADS=2 GEN_THREADS=2 SIZE=512x512 STEPS=20 POLICY=dev
+#        (POLICY=bench/policy.dev-nospin.yaml: ONNX Runtime's threads do not spin after a run)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROUNDS=${ROUNDS:-3}
@@ -21,6 +23,7 @@ IO_THREADS=${IO_THREADS:-2}
 GEN_THREADS=${GEN_THREADS:-2}  # server --concurrency = in-process threads tried (1..GEN_THREADS)
 SIZE=${SIZE:-512x512}
 STEPS=${STEPS:-20}
+POLICY=${POLICY:-dev}  # "dev" or a policy file; both sides use it
 TG=${TG:-build/bin/truegreen}  # TG=/path/to/other/truegreen compares another build
 SB=build/bin/server_bench
 MODEL_DIR="$(pwd)/build/models/sd-tiny/sd15-legacy"
@@ -31,6 +34,10 @@ for tool in "${NGINX}" wrk "${TG}" "${SB}" curl python3; do
     exit 2
   fi
 done
+if [ "${POLICY}" != dev ] && [ ! -f "${POLICY}" ]; then
+  echo "server_vs_inprocess: POLICY=${POLICY}: no such file (dev or a policy YAML)" >&2
+  exit 2
+fi
 [ -d "${MODEL_DIR}" ] || { echo "server_vs_inprocess: ${MODEL_DIR} missing (make build)" >&2; exit 2; }
 WORK="$(mktemp -d)"
 PIDS=()
@@ -65,7 +72,7 @@ PIDS+=("${NGINX_PID}")
 mkdir -p "${WORK}/models/sd15"
 for part in "${MODEL_DIR}"/*; do ln -s "${part}" "${WORK}/models/sd15/"; done
 printf 'max_batch: 1\n' > "${WORK}/models/sd15/config.yaml"
-"${TG}" --policy dev serve --models "${WORK}/models" --port 0 --port-file "${WORK}/port" \
+"${TG}" --policy "${POLICY}" serve --models "${WORK}/models" --port 0 --port-file "${WORK}/port" \
   --io-threads "${IO_THREADS}" --concurrency "${GEN_THREADS}" --queue-size 64 --access-log off --canary-interval-s 0 \
   2> "${WORK}/serve.log" &
 SERVER_PID=$!
@@ -137,6 +144,6 @@ print(f"median CPU per request (user+sys of the serving processes): nginx "
       f"{statistics.median(ncpu):.2f} us, server {statistics.median(scpu):.2f} us")
 PY
 
-echo "== generation: server vs in-process, tiny SD 1.5 (sd15-legacy), ${SIZE}, ${STEPS} steps, ${ROUNDS} rounds =="
+echo "== generation: server vs in-process, tiny SD 1.5 (sd15-legacy), ${SIZE}, ${STEPS} steps, ${ROUNDS} rounds, policy ${POLICY} =="
 "${SB}" --url "http://127.0.0.1:${SPORT}" --model sd15 --model-dir "${MODEL_DIR}" --size "${SIZE}" \
-  --steps "${STEPS}" --rounds "${ROUNDS}" --inproc-threads "${GEN_THREADS}"
+  --steps "${STEPS}" --rounds "${ROUNDS}" --inproc-threads "${GEN_THREADS}" --policy "${POLICY}"

@@ -198,7 +198,7 @@ void ParseTensorRt(YamlMap& m, TensorRtOptions* t, Errors* e) {
 void ParseSession(YamlMap& m, SessionTuning* t, Errors* e) {
   CheckKeys(m,
             {"intra_op_threads", "inter_op_threads", "graph_optimization_level", "io_binding",
-             "sequential_execution"},
+             "sequential_execution", "allow_spinning"},
             e);
   for (auto [key, out] : {std::pair<const char*, int*>{"intra_op_threads", &t->intra_op_threads},
                           {"inter_op_threads", &t->inter_op_threads}}) {
@@ -216,9 +216,17 @@ void ParseSession(YamlMap& m, SessionTuning* t, Errors* e) {
   }
   e->Add(m.Get("io_binding", &t->io_binding));
   e->Add(m.Get("sequential_execution", &t->sequential_execution));
+  e->Add(m.Get("allow_spinning", &t->allow_spinning));
 }
 
 }  // namespace
+
+std::map<std::string, std::string> SessionTuning::ToSessionConfigEntries() const {
+  // Both pools: with sequential execution only the intra-op pool runs kernels, but a policy that
+  // turns spinning off means "no pool thread of this session spins", whatever the execution mode.
+  const std::string v = allow_spinning ? "1" : "0";
+  return {{"session.intra_op.allow_spinning", v}, {"session.inter_op.allow_spinning", v}};
+}
 
 std::string_view ProfileName(Profile p) { return p == Profile::kDev ? "dev" : "production"; }
 

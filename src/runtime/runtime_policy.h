@@ -96,6 +96,13 @@ struct SessionTuning {
   std::string graph_optimization_level = "all";  // disable | basic | extended | layout | all
   bool io_binding = true;                        // Session::Run uses the IO binding path
   bool sequential_execution = true;
+  // ORT's intra-/inter-op pool threads spin-wait for work after a run (ORT's default, true).
+  // false stops them burning a core between runs, which on a host with few cores leaves the CPU
+  // to other threads (the server's I/O threads writing the response); docs/POLICY.md.
+  bool allow_spinning = true;
+  // The ORT session config entries (key -> value) these settings imply, as passed to
+  // AddConfigEntry: session.intra_op.allow_spinning and session.inter_op.allow_spinning ("0"/"1").
+  std::map<std::string, std::string> ToSessionConfigEntries() const;
 };
 
 struct RuntimePolicy {

@@ -141,6 +141,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"tensorrt:\n  trt_fp16_enable: true\n", "tensorrt.trt_fp16_enable"},
         BadCase{"session:\n  intra_op_threads: -1\n", "session.intra_op_threads"},
         BadCase{"session:\n  graph_optimization_level: max\n", "session.graph_optimization_level"},
+        BadCase{"session:\n  allow_spinning: sometimes\n", "session.allow_spinning"},
+        BadCase{"session:\n  allow_spining: false\n", "session.allow_spining"},
         BadCase{"placement:\n  max_cpu_node_share: 1.5\n", "placement.max_cpu_node_share"},
         BadCase{"placement:\n  max_memcpy_nodes: many\n", "placement.max_memcpy_nodes"},
         BadCase{"placement:\n  gpu_required_ops: MatMul\n", "placement.gpu_required_ops"},
@@ -155,6 +157,36 @@ TEST(RuntimePolicyTest, ReportsEveryProblemAtOnce) {
   EXPECT_NE(m.find("cuda.bogus"), std::string::npos) << m;
   EXPECT_NE(m.find("tensorrt.fp16"), std::string::npos) << m;
   EXPECT_NE(m.find("m.yaml:2:"), std::string::npos) << m;  // line of device_id
+}
+
+TEST(RuntimePolicyTest, AllowSpinningDefaultsToOrtAndReachesTheConfigEntries) {
+  // Default (no session: key) = ORT's default: both pools may spin.
+  auto d = ParseRuntimePolicy("profile: dev\n", "d.yaml");
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_TRUE(d->session.allow_spinning);
+  EXPECT_TRUE(ProductionPolicy().session.allow_spinning);
+  EXPECT_TRUE(DevPolicy().session.allow_spinning);
+  auto on = d->session.ToSessionConfigEntries();
+  EXPECT_EQ(on["session.intra_op.allow_spinning"], "1");
+  EXPECT_EQ(on["session.inter_op.allow_spinning"], "1");
+
+  auto p = ParseRuntimePolicy("profile: dev\nsession: {allow_spinning: false}\n", "s.yaml");
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_FALSE(p->session.allow_spinning);
+  auto off = p->session.ToSessionConfigEntries();
+  EXPECT_EQ(off.size(), 2u);
+  EXPECT_EQ(off["session.intra_op.allow_spinning"], "0");
+  EXPECT_EQ(off["session.inter_op.allow_spinning"], "0");
+}
+
+TEST(RuntimePolicyTest, AllowSpinningOfTheWrongTypeIsNamedWithLineAndColumn) {
+  auto p = ParseRuntimePolicy("session:\n  intra_op_threads: 2\n  allow_spinning: 0.5\n", "x.yaml");
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), common::StatusCode::kInvalidArg);
+  const std::string& m = p.status().message();
+  EXPECT_NE(m.find("x.yaml:3:"), std::string::npos) << m;
+  EXPECT_NE(m.find("session.allow_spinning"), std::string::npos) << m;
+  EXPECT_NE(m.find("0.5"), std::string::npos) << m;  // what was found
 }
 
 TEST(RuntimePolicyTest, MissingFileIsNotFound) {

@@ -227,7 +227,8 @@ Result<Session> SessionFactory::Open(const std::string& model_path,
 
 namespace {
 
-// Step 1 of Open: session options from the policy (threads, graph level, placement recording).
+// Step 1 of Open: session options from the policy (threads, spinning, graph level, placement
+// recording).
 Status ApplySessionOptions(const RuntimePolicy& pol, const OpenOptions& options,
                            const std::string& logid, Ort::SessionOptions* so) {
   try {
@@ -236,6 +237,9 @@ Status ApplySessionOptions(const RuntimePolicy& pol, const OpenOptions& options,
     so->SetGraphOptimizationLevel(OptLevel(pol.session.graph_optimization_level));
     so->SetExecutionMode(pol.session.sequential_execution ? ORT_SEQUENTIAL : ORT_PARALLEL);
     so->SetLogId(logid.c_str());
+    for (const auto& [key, value] : pol.session.ToSessionConfigEntries()) {
+      so->AddConfigEntry(key.c_str(), value.c_str());
+    }
     if (options.placement_proof) {
       so->AddConfigEntry(kOrtSessionOptionsRecordEpGraphAssignmentInfo, "1");
     }
