@@ -34,15 +34,7 @@ for tool in "${NGINX}" wrk "${TG}" /usr/bin/time python3 curl; do
     exit 2
   fi
 done
-WORK="$(mktemp -d)"
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "${p}" 2>/dev/null || true; done
-  for p in "${PIDS[@]}"; do wait "${p}" 2>/dev/null || true; done
-  rm -rf "${WORK}"
-}
-trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+source bench/nginx_lib.sh
 wait_port() {
   for _ in $(seq 1 100); do
     curl -s -o /dev/null "http://127.0.0.1:$1/" && return 0
@@ -52,20 +44,7 @@ wait_port() {
   exit 1
 }
 PORT=$(free_port)
-cat > "${WORK}/nginx.conf" <<CONF
-worker_processes 1;
-daemon off;
-pid ${WORK}/nginx.pid;
-error_log ${WORK}/error.log;
-events { worker_connections 1024; }
-http {
-  access_log off;
-  client_body_temp_path ${WORK};
-  server { listen 127.0.0.1:${PORT}; location / { return 200; } }
-}
-CONF
-"${NGINX}" -c "${WORK}/nginx.conf" -p "${WORK}" &
-PIDS+=($!)
+start_nginx "${PORT}" 1
 wait_port "${PORT}"
 URL="http://127.0.0.1:${PORT}"
 

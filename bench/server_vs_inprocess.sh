@@ -39,32 +39,10 @@ if [ "${POLICY}" != dev ] && [ ! -f "${POLICY}" ]; then
   exit 2
 fi
 [ -d "${MODEL_DIR}" ] || { echo "server_vs_inprocess: ${MODEL_DIR} missing (make build)" >&2; exit 2; }
-WORK="$(mktemp -d)"
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "${p}" 2>/dev/null || true; done
-  for p in "${PIDS[@]}"; do wait "${p}" 2>/dev/null || true; done
-  rm -rf "${WORK}"
-}
-trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+source bench/nginx_lib.sh
 
 NPORT=$(free_port)
-cat > "${WORK}/nginx.conf" <<CONF
-worker_processes ${IO_THREADS};
-daemon off;
-pid ${WORK}/nginx.pid;
-error_log ${WORK}/error.log;
-events { worker_connections 1024; }
-http {
-  access_log off;
-  client_body_temp_path ${WORK};
-  server { listen 127.0.0.1:${NPORT}; location / { return 200; } }
-}
-CONF
-"${NGINX}" -c "${WORK}/nginx.conf" -p "${WORK}" &
-NGINX_PID=$!
-PIDS+=("${NGINX_PID}")
+start_nginx "${NPORT}" ${IO_THREADS}
 
 # The pipeline's parts linked into a folder of our own, with `max_batch: 1`: the in-process side
 # generates batch 1, so the server must not merge queued requests into larger UNet batches (its
