@@ -101,7 +101,9 @@ std::string ArgBomb() {
 void WriteLayoutWithFifoBlob(const std::string& dir, const std::string& work) {
   namespace im = tg::testing::images;
   im::ImageSpec spec;
-  spec.layers.push_back({{im::File("app/x", "hello")}});
+  im::LayerSpec layer;
+  layer.files = {im::File("app/x", "hello")};
+  spec.layers.push_back(layer);
   im::WriteImage(spec, im::Format::kOciLayout, dir, work);
   for (const auto& e : std::filesystem::directory_iterator(dir + "/blobs/sha256")) {
     const std::string head = ReadFile(e.path().string()).substr(0, 2);

@@ -278,7 +278,14 @@ common::Result<Prepared> Prepare(const BenchOptions& o) {
 common::Result<RunResult> MeasureRun(const BenchOptions& o, const Prepared& p,
                                      const std::string& url, const common::LibraryLoader& loader) {
   TG_ASSIGN_OR_RETURN(bench::Target target, bench::ParseUrl(url));
-  RunResult run{TG_VERSION, url, o.api, o.model, p.prompts.path, p.prompts.sha256, NowIso()};
+  RunResult run;
+  run.tool_version = TG_VERSION;
+  run.url = url;
+  run.api = o.api;
+  run.model = o.model;
+  run.prompt_set_path = p.prompts.path;
+  run.prompt_set_sha256 = p.prompts.sha256;
+  run.started_at = NowIso();
   run.environment = Environment();
   run.slos = p.slo_texts;
   if (auto caps = bench::HttpGet(target, "/v1/capabilities", 5); caps.ok() && caps->status == 200) {
