@@ -456,5 +456,91 @@ TEST_F(ServerApiTest, ResponsesAreFramedForHttp10And11AndPipelining) {
   EXPECT_EQ(folded.head.find("\r\nInjected"), std::string::npos) << folded.head;
 }
 
+// A generated image is sent by the lane worker itself, without waiting for the I/O thread; what
+// the kernel does not take at once is written by the connection's I/O thread. Here a client with
+// an 8 KiB receive buffer reads only after a pause (strace: the worker's send took ~3.3 of the
+// ~3.4 MB, then EAGAIN). The response must arrive whole and in order, and the connection must
+// serve the next request.
+TEST_F(ServerApiTest, ImageForASlowReaderArrivesWholeAndTheConnectionGoesOn) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  const int small = 8192;
+  setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));  // before connect: the window
+  timeval tv{60, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port_));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  // Successful requests so far (all models), from /metrics.
+  auto answered = [&] {
+    const std::string m = Request(port_, "GET", "/metrics").body;
+    double sum = 0;
+    for (std::size_t at = m.find("\nnv_inference_request_success{"); at != std::string::npos;
+         at = m.find("\nnv_inference_request_success{", at + 1)) {
+      sum += std::atof(m.c_str() + m.find("} ", at) + 2);
+    }
+    return sum;
+  };
+  const double before = answered();
+  const std::string body =
+      R"({"prompt":"a slow reader","n":4,"size":"512x512","steps":2,"seed":3})";
+  ASSERT_TRUE(SendAll(fd, "POST /v1/images/generations HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+                              std::to_string(body.size()) + "\r\n\r\n" + body));
+  // Read only once the server has answered (it counts the request just before sending) and the
+  // send buffer has filled.
+  for (int i = 0; i < 1200 && answered() <= before; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  HttpResult r = ReadResponse(fd);
+  ASSERT_EQ(r.status, 200) << r.head;
+  Json j = Json::parse(r.body, nullptr, /*allow_exceptions=*/false);
+  ASSERT_FALSE(j.is_discarded()) << r.body.size() << " bytes, not JSON";
+  ASSERT_EQ(j["data"].size(), 4u);
+  EXPECT_GT(r.body.size(), 1000000u);  // more than a send buffer holds at first
+  EXPECT_EQ(j.dump(), r.body);
+  for (int k = 0; k < 4; ++k) {
+    EXPECT_EQ(j["data"][k]["b64_json"].get<std::string>().substr(0, 11), "iVBORw0KGgo") << k;
+  }
+  // Keep-alive: the same connection answers the next request.
+  ASSERT_TRUE(SendAll(fd, "GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n"));
+  EXPECT_EQ(ReadResponse(fd).status, 200);
+  close(fd);
+}
+
+// A body is parsed from what arrived with the header when it is all there (one segment, chunked
+// or not), and read when it comes later.
+TEST_F(ServerApiTest, BodyWithTheHeaderChunkedOrLateIsRead) {
+  const std::string body = R"({"inputs":[{"name":"x","datatype":"FP32","shape":[1,8],)"
+                           R"("data":[1,2,3,4,5,6,7,8]}]})";
+  const std::string head = "POST /v2/models/mm/infer HTTP/1.1\r\nHost: x\r\n";
+  const std::string len = "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n";
+  char hex[16];
+  std::snprintf(hex, sizeof(hex), "%zx", body.size());
+  const std::string chunked =
+      head + "Transfer-Encoding: chunked\r\n\r\n" + hex + "\r\n" + body + "\r\n0\r\n\r\n";
+  int fd = Connect(port_, 10);
+  ASSERT_GE(fd, 0);
+  // Two whole requests in one send (the second pipelined), then a chunked one.
+  ASSERT_TRUE(SendAll(fd, head + len + body + head + len + body));
+  HttpResult first = ReadResponse(fd);
+  ASSERT_EQ(first.status, 200) << first.body;
+  // ReadResponse may have read into the second answer; this connection is done with.
+  close(fd);
+  EXPECT_EQ(RawRequest(port_, chunked).status, 200);
+  // The body after a pause: a second read.
+  fd = Connect(port_, 10);
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(SendAll(fd, head + len + body.substr(0, 10)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ASSERT_TRUE(SendAll(fd, body.substr(10)));
+  HttpResult late = ReadResponse(fd);
+  close(fd);
+  EXPECT_EQ(late.status, 200) << late.body;
+  EXPECT_EQ(Json::parse(late.body)["outputs"], Json::parse(first.body)["outputs"]);
+}
+
 }  // namespace
 }  // namespace tg::testing

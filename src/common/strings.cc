@@ -1,6 +1,8 @@
 #include "common/strings.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
 #include <ctime>
 #include <vector>
 
@@ -90,6 +92,45 @@ std::string XmlEscape(std::string_view s) {
     }
   }
   return out;
+}
+
+namespace {
+constexpr char kBase64Alphabet[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+// Every 12-bit value as its two Base64 characters (8 KiB, built once).
+struct Base64Pairs {
+  char pair[4096][2];
+  Base64Pairs() {
+    for (int i = 0; i < 4096; ++i) {
+      pair[i][0] = kBase64Alphabet[i >> 6];
+      pair[i][1] = kBase64Alphabet[i & 63];
+    }
+  }
+};
+}  // namespace
+
+void AppendBase64(std::string_view bytes, std::string* out) {
+  static const Base64Pairs kPairs;
+  const std::size_t n = bytes.size();
+  const std::size_t at = out->size();
+  out->resize(at + 4 * ((n + 2) / 3));
+  char* o = out->data() + at;
+  const auto* s = reinterpret_cast<const unsigned char*>(bytes.data());
+  std::size_t i = 0;
+  for (; i + 3 <= n; i += 3, o += 4) {
+    const std::uint32_t v = (std::uint32_t{s[i]} << 16) | (std::uint32_t{s[i + 1]} << 8) | s[i + 2];
+    std::memcpy(o, kPairs.pair[v >> 12], 2);
+    std::memcpy(o + 2, kPairs.pair[v & 4095], 2);
+  }
+  if (i < n) {  // one or two bytes left: two or three characters and padding
+    const bool two = i + 1 < n;
+    const std::uint32_t v = (std::uint32_t{s[i]} << 16) | (two ? std::uint32_t{s[i + 1]} << 8 : 0);
+    o[0] = kBase64Alphabet[v >> 18];
+    o[1] = kBase64Alphabet[(v >> 12) & 63];
+    o[2] = two ? kBase64Alphabet[(v >> 6) & 63] : '=';
+    o[3] = '=';
+  }
 }
 
 std::string UtcNow(const char* strftime_format) {

@@ -1,6 +1,9 @@
 #include "common/strings.h"
 
 #include <gtest/gtest.h>
+#include <openssl/evp.h>
+
+#include <random>
 
 #include <string>
 
@@ -47,6 +50,38 @@ TEST(StringsTest, XmlEscapeEscapesMarkupAndDropsForbiddenControls) {
   EXPECT_EQ(XmlEscape("a<b>&\"c'"), "a&lt;b&gt;&amp;&quot;c&apos;");
   EXPECT_EQ(XmlEscape(std::string("x\x01y\tz\n", 6)), "xy\tz\n");
   EXPECT_EQ(XmlEscape(""), "");
+}
+
+TEST(StringsTest, Base64MatchesRfc4648Vectors) {
+  auto b64 = [](std::string_view s) {
+    std::string out = "prefix:";
+    AppendBase64(s, &out);
+    return out;
+  };
+  EXPECT_EQ(b64(""), "prefix:");
+  EXPECT_EQ(b64("f"), "prefix:Zg==");
+  EXPECT_EQ(b64("fo"), "prefix:Zm8=");
+  EXPECT_EQ(b64("foo"), "prefix:Zm9v");
+  EXPECT_EQ(b64("foob"), "prefix:Zm9vYg==");
+  EXPECT_EQ(b64("fooba"), "prefix:Zm9vYmE=");
+  EXPECT_EQ(b64("foobar"), "prefix:Zm9vYmFy");
+  EXPECT_EQ(b64(std::string("\xfb\xff\x00", 3)), "prefix:+/8A");
+}
+
+TEST(StringsTest, Base64AgreesWithOpenSslOnRandomBytes) {
+  std::mt19937 rng(7);
+  for (std::size_t n : {1u, 2u, 3u, 4u, 5u, 47u, 48u, 49u, 1000u, 65537u}) {
+    std::string in(n, '\0');
+    for (char& c : in) c = static_cast<char>(rng());
+    std::string want(4 * ((n + 2) / 3) + 1, '\0');
+    const int len =
+        EVP_EncodeBlock(reinterpret_cast<unsigned char*>(want.data()),
+                        reinterpret_cast<const unsigned char*>(in.data()), static_cast<int>(n));
+    want.resize(static_cast<std::size_t>(len));
+    std::string got;
+    AppendBase64(in, &got);
+    EXPECT_EQ(got, want) << n << " bytes";
+  }
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // POST /v1/images/generations (OpenAI-compatible) and the SD warm-up and canary runs.
 #include <ctime>
 
+#include "common/strings.h"
 #include "server/server_internal.h"
 
 namespace tg::server {
@@ -137,7 +138,7 @@ std::string ImagesBody(const sd::GenerateOutput& out, const std::string& model, 
   b += ",\"data\":[";
   for (std::size_t i = 0; i < out.images.size(); ++i) {
     b += i == 0 ? "{\"b64_json\":\"" : ",{\"b64_json\":\"";
-    AppendBase64(out.images[i].png, &b);
+    common::AppendBase64(out.images[i].png, &b);
     b += "\",\"seed\":";
     b += std::to_string(out.images[i].seed);
     b += "}";

@@ -1,7 +1,6 @@
 #include "server/server.h"
 
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
 #include <openssl/sha.h>
 #include <signal.h>
 
@@ -52,21 +51,6 @@ std::string_view GateStateName(GateState s) {
       return "failed";
   }
   return "unknown";
-}
-
-void AppendBase64(const std::string& bytes, std::string* out) {
-  const std::size_t at = out->size();
-  out->resize(at + 4 * ((bytes.size() + 2) / 3) + 1);
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out->data() + at),
-                                reinterpret_cast<const unsigned char*>(bytes.data()),
-                                static_cast<int>(bytes.size()));
-  out->resize(at + static_cast<std::size_t>(n));
-}
-
-std::string Base64(const std::string& bytes) {
-  std::string out;
-  AppendBase64(bytes, &out);
-  return out;
 }
 
 Server::Server(ServeConfig config, std::vector<ModelSpec> specs, common::LibraryLoader loader)

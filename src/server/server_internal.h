@@ -187,9 +187,4 @@ inline double MsSince(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
 }
 
-// Base64 (standard alphabet, padded).
-std::string Base64(const std::string& bytes);
-// The same, appended to *out in place (no intermediate copy of a large image).
-void AppendBase64(const std::string& bytes, std::string* out);
-
 }  // namespace tg::server
