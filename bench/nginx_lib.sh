@@ -16,7 +16,8 @@ free_port() {
 }
 
 # start_nginx PORT WORKERS: nginx with a private config under WORK, access log off, `return 200`
-# for every path; its pid goes to PIDS (stopped at exit) and to NGINX_PID.
+# for every path but /static/, which serves the files of WORK/static/ (server_vs_inprocess.sh puts
+# a copy of a generation's response there); its pid goes to PIDS (stopped at exit) and NGINX_PID.
 start_nginx() {
   local port="$1" workers="$2"
   cat > "${WORK}/nginx.conf" <<CONF
@@ -28,7 +29,11 @@ events { worker_connections 1024; }
 http {
   access_log off;
   client_body_temp_path ${WORK};
-  server { listen 127.0.0.1:${port}; location / { return 200; } }
+  server {
+    listen 127.0.0.1:${port};
+    location / { return 200; }
+    location /static/ { root ${WORK}; }
+  }
 }
 CONF
   "${NGINX}" -c "${WORK}/nginx.conf" -p "${WORK}" &

@@ -7,7 +7,10 @@
 //        b64_json; same prompt, seed, size and steps), so both sides of a pair see the same
 //        machine load; the round's figure is the median of the per-pair ratios. Each side starts
 //        after --settle-ms (50) of idle, so neither pays for the other's ONNX Runtime threads
-//        still spinning after its run.
+//        still spinning after its run. The HTTP side reads as the load generator and wrk do
+//        (KeepAliveClient). With --floor-url (a static copy of the response body, served by
+//        nginx), each pair also times nginx sending the same bytes after the same pause: the
+//        floor under what any HTTP server could add on this machine.
 //        Target: HTTP adds <= 1 %.
 //   c16: in-process images/s with T threads calling Pipeline::Generate in a loop, T in
 //        1..--inproc-threads, the best taken, against images/s of the server at concurrency 16
@@ -55,6 +58,7 @@ namespace sd = tg::sd;
 struct Args {
   std::string url, model = "sd15", model_dir, size = "512x512";
   std::string policy = "dev";  // the server's --policy: both sides must run the same one
+  std::string floor_url;       // optional: a static copy of the response body (nginx)
   int steps = 20, rounds = 3, c1_images = 6, max_threads = 2, settle_ms = 50;
   double c16_seconds = 8;
 };
@@ -84,6 +88,8 @@ bool ParseArgs(int argc, char** argv, Args* a) {
       a->settle_ms = std::atoi(v.c_str());
     else if (k == "--policy")
       a->policy = v;
+    else if (k == "--floor-url")
+      a->floor_url = v;
     else
       return false;
   }
@@ -194,13 +200,16 @@ class KeepAliveClient {
   KeepAliveClient(const KeepAliveClient&) = delete;
   KeepAliveClient& operator=(const KeepAliveClient&) = delete;
 
-  // Milliseconds from the first byte sent to the last byte received; < 0 unless a 200.
+  // Milliseconds from the first byte sent to the last byte received; < 0 unless a 200. A GET
+  // (the floor's static file) when r.method says so, without a body.
   double Post(const bench::HttpRequest& r) {
-    const std::string req =
-        "POST " + target_.base + r.path + " HTTP/1.1\r\nHost: " + target_.host + ":" +
-        target_.port +
-        "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(r.body.size()) +
-        "\r\n\r\n" + r.body;
+    std::string req = r.method + " " + target_.base + r.path +
+                      " HTTP/1.1\r\nHost: " + target_.host + ":" + target_.port + "\r\n";
+    if (r.method != "GET") {
+      req += "Content-Type: application/json\r\nContent-Length: " + std::to_string(r.body.size()) +
+             "\r\n";
+    }
+    req += "\r\n" + r.body;
     bench::ResponseReader reader(256ULL << 20);
     auto t0 = Clock::now();
     for (std::size_t off = 0; off < req.size();) {
@@ -234,6 +243,8 @@ struct PairedC1 {
   // Where the difference goes, as means over the pairs (ms): in-process, the server's own
   // end-to-end / queue / compute time from its /metrics counters, and the client's round trip.
   double local_mean = 0, server_e2e = 0, server_queue = 0, server_compute = 0, http_mean = 0;
+  // With --floor-url: nginx sending the same body after the same pause (mean ms; 0 without).
+  double floor_mean = 0;
 };
 
 // Sums of the server's cumulative request counters (all models), from GET /metrics.
@@ -280,8 +291,18 @@ tg::common::Result<PairedC1> MeasureC1(const Args& a, const InProcess& local, in
     if (client.Post(requests[0]) < 0 || local.Once(0) < 0) {  // warm-up, both sides
       return tg::common::Status::Unavailable("c1 warm-up request failed");
     }
+    // The floor: the same bytes from nginx's static file, fetched after the same pause. No HTTP
+    // server can deliver the response in less; the server must also Base64-encode the image.
+    std::unique_ptr<KeepAliveClient> floor;
+    bench::HttpRequest floor_get{"GET", "", ""};
+    if (!a.floor_url.empty()) {
+      TG_ASSIGN_OR_RETURN(bench::Target ft, bench::ParseUrl(a.floor_url));
+      floor = std::make_unique<KeepAliveClient>(bench::Target{ft.host, ft.port, ""});
+      floor_get.path = ft.base;
+      if (floor->Post(floor_get) < 0) return tg::common::Status::Unavailable("--floor-url failed");
+    }
     TG_ASSIGN_OR_RETURN(ServerCounters before, ReadCounters(target));
-    std::vector<double> ratios, l, h;
+    std::vector<double> ratios, l, h, f;
     for (int i = 0; i < pairs; ++i) {
       auto k = static_cast<std::size_t>(i);
       // Each side starts on a settled machine: ONNX Runtime's pool threads spin for a while after
@@ -296,6 +317,11 @@ tg::common::Result<PairedC1> MeasureC1(const Args& a, const InProcess& local, in
       ratios.push_back(hm / lm - 1);
       l.push_back(lm);
       h.push_back(hm);
+      if (floor) {
+        std::this_thread::sleep_for(settle);
+        f.push_back(floor->Post(floor_get));
+        if (f.back() < 0) return tg::common::Status::Unavailable("--floor-url failed");
+      }
     }
     TG_ASSIGN_OR_RETURN(ServerCounters after, ReadCounters(target));
     double n = std::max(1.0, after.requests - before.requests);
@@ -306,7 +332,8 @@ tg::common::Result<PairedC1> MeasureC1(const Args& a, const InProcess& local, in
                     (after.e2e_us - before.e2e_us) / n / 1e3,
                     (after.queue_us - before.queue_us) / n / 1e3,
                     (after.compute_us - before.compute_us) / n / 1e3,
-                    Mean(h)};
+                    Mean(h),
+                    Mean(f)};
   } catch (const std::runtime_error& e) {
     return tg::common::Status::Unavailable(fmt::format("c1 over HTTP: {}", e.what()));
   }
@@ -336,7 +363,7 @@ tg::common::Result<bench::PointResult> OverHttp(const Args& a, int concurrency, 
 }
 
 int Run(const Args& a, const InProcess& local) {
-  std::vector<double> c1_ratio, c1_extra, c16_ratio, c16_same;
+  std::vector<double> c1_ratio, c1_extra, c1_floor, c16_ratio, c16_same;
   std::printf("%5s %6s | %12s %12s %8s | %14s %14s %12s %8s\n", "round", "load1", "c1 in-proc",
               "c1 HTTP", "overhead", "best in-proc", "(threads)", "c16 HTTP", "ratio");
   for (int r = 1; r <= a.rounds; ++r) {
@@ -375,6 +402,13 @@ int Run(const Args& a, const InProcess& local) {
         "client round trip %.1f ms (+%.2f %% over the server's compute)\n",
         c1->local_mean, c1->server_compute, c1->server_queue, c1->server_e2e, c1->http_mean,
         c1_extra.empty() ? 0.0 : 100 * c1_extra.back());
+    if (c1->floor_mean > 0 && c1->server_compute > 0) {
+      c1_floor.push_back(c1->floor_mean / c1->server_compute);
+      std::printf(
+          "      c1 floor: nginx sends the same body (static file) after the same pause in %.2f ms "
+          "(%.2f %% of the server's compute); the server's HTTP path took %.2f ms\n",
+          c1->floor_mean, 100 * c1_floor.back(), c1->http_mean - c1->server_compute);
+    }
     std::fflush(stdout);
   }
   // Conservative: met only when HTTP adds <= 1 % both against in-process generation and around
@@ -386,6 +420,11 @@ int Run(const Args& a, const InProcess& local) {
       "server's own compute (target <= 1 %%, both): %s\n",
       a.size.c_str(), a.steps, 100 * o, c1_extra.empty() ? 0.0 : 100 * x,
       c1_met ? "MET" : "NOT MET");
+  if (!c1_floor.empty()) {
+    std::printf(
+        "c1 floor: median %.2f %% of the server's compute for nginx to send the same body\n",
+        100 * Median(c1_floor));
+  }
   std::printf(
       "c16: median images/s ratio server/best in-process %.3f (target >= 0.95): %s; against "
       "one in-process thread %.3f\n",
@@ -401,7 +440,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: server_bench --url http://HOST:PORT --model-dir PIPELINE_DIR [--model "
                  "NAME] [--size WxH] [--steps N] [--rounds N] [--c1-images N] "
-                 "[--inproc-threads N] [--c16-seconds S] [--settle-ms MS] [--policy dev|FILE]\n"
+                 "[--inproc-threads N] [--c16-seconds S] [--settle-ms MS] [--policy dev|FILE] "
+                 "[--floor-url http://HOST:PORT/FILE]\n"
                  "(run by "
                  "bench/server_vs_inprocess.sh)\n");
     return 2;

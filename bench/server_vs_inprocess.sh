@@ -13,8 +13,11 @@
 # in-process side loads the same one), `--access-log off`, a queue of 64 and the background canary
 # off, on an ephemeral port; everything is stopped at exit.
 # Usage: bench/server_vs_inprocess.sh
-#   env: ROUNDS=3 SECS=5 IO_THREADS=2 GEN_THREADS=2 SIZE=512x512 STEPS=20 POLICY=dev
-#        (POLICY=bench/policy.dev-nospin.yaml: ONNX Runtime's threads do not spin after a run)
+#   env: ROUNDS=3 SECS=5 IO_THREADS=2 GEN_THREADS=2 SIZE=512x512 STEPS=20 POLICY=dev C1_PAIRS=20
+#        (POLICY=bench/policy.dev-nospin.yaml: ONNX Runtime's threads do not spin after a run;
+#         POLICY=bench/policy.dev-1thread.yaml: one intra-op thread, the steady c1 measurement)
+# The c1 part also times nginx sending a copy of one generation's response body (a static file)
+# after the same pause: the floor under what any HTTP server could add.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROUNDS=${ROUNDS:-3}
@@ -23,6 +26,7 @@ IO_THREADS=${IO_THREADS:-2}
 GEN_THREADS=${GEN_THREADS:-2}  # server --concurrency = in-process threads tried (1..GEN_THREADS)
 SIZE=${SIZE:-512x512}
 STEPS=${STEPS:-20}
+C1_PAIRS=${C1_PAIRS:-20}
 POLICY=${POLICY:-dev}  # "dev" or a policy file; both sides use it
 TG=${TG:-build/bin/truegreen}  # TG=/path/to/other/truegreen compares another build
 SB=build/bin/server_bench
@@ -122,6 +126,19 @@ print(f"median CPU per request (user+sys of the serving processes): nginx "
       f"{statistics.median(ncpu):.2f} us, server {statistics.median(scpu):.2f} us")
 PY
 
+# The floor's file: the server's own answer to the first c1 request, byte for byte.
+mkdir -p "${WORK}/static"
+python3 - "${SPORT}" "${SIZE}" "${STEPS}" > "${WORK}/static/image.json" <<'PY'
+import json, sys, urllib.request
+port, size, steps = sys.argv[1], sys.argv[2], int(sys.argv[3])
+req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/images/generations", method="POST",
+                             data=json.dumps({"prompt": "floor", "size": size, "steps": steps,
+                                              "response_format": "b64_json"}).encode(),
+                             headers={"Content-Type": "application/json"})
+sys.stdout.write(urllib.request.urlopen(req, timeout=600).read().decode())
+PY
+
 echo "== generation: server vs in-process, tiny SD 1.5 (sd15-legacy), ${SIZE}, ${STEPS} steps, ${ROUNDS} rounds, policy ${POLICY} =="
 "${SB}" --url "http://127.0.0.1:${SPORT}" --model sd15 --model-dir "${MODEL_DIR}" --size "${SIZE}" \
-  --steps "${STEPS}" --rounds "${ROUNDS}" --inproc-threads "${GEN_THREADS}" --policy "${POLICY}"
+  --steps "${STEPS}" --rounds "${ROUNDS}" --inproc-threads "${GEN_THREADS}" --policy "${POLICY}" \
+  --c1-images "${C1_PAIRS}" --floor-url "http://127.0.0.1:${NPORT}/static/image.json"
