@@ -13,32 +13,14 @@ namespace {
 
 using Json = nlohmann::json;
 
-class ServerApiTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    repo_ = new TempDir();
-    MakeRepository(repo_->path() + "/models");
-    server_ = new ServerProcess({"--policy", "dev"},
-                                {"--models", repo_->path() + "/models", "--max-body-bytes", "65536",
-                                 "--header-timeout-ms", "1000", "--max-steps", "50"});
-    port_ = server_->WaitPort();
-    ready_ = port_ > 0 && server_->WaitReady();
+class ServerApiTest : public SharedServerTest<ServerApiTest> {
+ public:
+  static void MakeRepo(const std::string& dir) { MakeRepository(dir); }
+  static std::vector<std::string> ServeArgs(const std::string& dir) {
+    return {"--models",    dir, "--max-body-bytes", "65536", "--header-timeout-ms", "1000",
+            "--max-steps", "50"};
   }
-  static void TearDownTestSuite() {
-    delete server_;
-    delete repo_;
-  }
-  void SetUp() override { ASSERT_TRUE(ready_) << server_->Log(); }
-
-  static TempDir* repo_;
-  static ServerProcess* server_;
-  static int port_;
-  static bool ready_;
 };
-TempDir* ServerApiTest::repo_ = nullptr;
-ServerProcess* ServerApiTest::server_ = nullptr;
-int ServerApiTest::port_ = 0;
-bool ServerApiTest::ready_ = false;
 
 TEST_F(ServerApiTest, OpenAiImageIsAPngWithTheRequestedSize) {
   auto r = Request(port_, "POST", "/v1/images/generations",

@@ -32,23 +32,14 @@ void MakeBatchRepository(const std::string& dir) {
   WriteFile(dir + "/mm/config.yaml", "max_batch: 4\nbatch_delay_ms: 5\n");
 }
 
-class ServerBatchTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    repo_ = new TempDir();
-    MakeBatchRepository(repo_->path() + "/models");
-    server_ = new ServerProcess(
-        {"--policy", "dev"},
-        {"--models", repo_->path() + "/models", "--max-body-bytes", "65536", "--queue-size", "32"});
-    port_ = server_->WaitPort();
-    ready_ = port_ > 0 && server_->WaitReady();
+class ServerBatchTest : public SharedServerTest<ServerBatchTest> {
+ public:
+  static void MakeRepo(const std::string& dir) { MakeBatchRepository(dir); }
+  static std::vector<std::string> ServeArgs(const std::string& dir) {
+    return {"--models", dir, "--max-body-bytes", "65536", "--queue-size", "32"};
   }
-  static void TearDownTestSuite() {
-    delete server_;
-    delete repo_;
-  }
-  void SetUp() override { ASSERT_TRUE(ready_) << server_->Log(); }
 
+ protected:
   // A counter of /metrics for model `model` (0 when absent).
   static double Metric(const std::string& name, const std::string& model) {
     const std::string body = Request(port_, "GET", "/metrics").body;
@@ -73,16 +64,7 @@ class ServerBatchTest : public ::testing::Test {
     for (auto& t : ts) t.join();
     return rs;
   }
-
-  static TempDir* repo_;
-  static ServerProcess* server_;
-  static int port_;
-  static bool ready_;
 };
-TempDir* ServerBatchTest::repo_ = nullptr;
-ServerProcess* ServerBatchTest::server_ = nullptr;
-int ServerBatchTest::port_ = 0;
-bool ServerBatchTest::ready_ = false;
 
 TEST_F(ServerBatchTest, ConcurrentImageRequestsShareAUnetBatchAndMatchTheirRunAlone) {
   const double exec0 = Metric("nv_inference_exec_count", "sd15");

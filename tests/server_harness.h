@@ -19,6 +19,8 @@
 #include <thread>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "tests/support/test_util.h"
 
 namespace tg::testing {
@@ -215,6 +217,36 @@ class ServerProcess {
   pid_t pid_ = -1;
   int port_ = 0;
   int exit_code_ = -1;
+};
+
+// One dev-policy server for a whole test suite (started once, it keeps its state across the
+// suite's tests). Derived supplies
+//   static void MakeRepo(const std::string& models_dir);
+//   static std::vector<std::string> ServeArgs(const std::string& models_dir);
+// and its tests use port_ (and server_ for the log and the exit state).
+template <typename Derived>
+class SharedServerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    repo_ = new TempDir();
+    const std::string models = repo_->path() + "/models";
+    Derived::MakeRepo(models);
+    server_ = new ServerProcess({"--policy", "dev"}, Derived::ServeArgs(models));
+    port_ = server_->WaitPort();
+    ready_ = port_ > 0 && server_->WaitReady();
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+    delete repo_;
+    repo_ = nullptr;
+  }
+  void SetUp() override { ASSERT_TRUE(ready_) << server_->Log(); }
+
+  static inline TempDir* repo_ = nullptr;
+  static inline ServerProcess* server_ = nullptr;
+  static inline int port_ = 0;
+  static inline bool ready_ = false;
 };
 
 }  // namespace tg::testing

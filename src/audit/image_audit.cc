@@ -132,7 +132,7 @@ Result<ImageAuditReport> AuditImage(const std::string& path, const ImageAuditOpt
   for (auto& f : BudgetRules(r, options.policy)) all.push_back(std::move(f));
   for (auto& f : RunFileRules(img, r.fs)) all.push_back(std::move(f));
   for (auto& f : RunGpuRules(img, r.fs, r.snapshot, matrix)) all.push_back(std::move(f));
-  for (auto& f : RunOrtPairRules(img, r.fs, options.ort_inspect, &r.ort)) {
+  for (auto& f : RunOrtPairRules(img, r.fs, options.ort_inspect, options.ort_inspect_off, &r.ort)) {
     all.push_back(std::move(f));
   }
   r.findings = ApplyPolicy(std::move(all), options.policy);

@@ -29,8 +29,9 @@ struct ImageAuditOptions {
   std::optional<policy::Matrix> matrix;  // --matrix (or a matrix given as --policy FILE)
   bool verify_digests = false;           // --verify-digests: hash every layer blob (slower)
   // Loads an ORT core extracted from the image (in a child process; the CLI supplies it). Empty:
-  // the core/provider pair is reported as image.ort.unchecked (--no-load).
+  // the core/provider pair is reported as image.ort.unchecked, giving ort_inspect_off as why.
   OrtCoreInspector ort_inspect;
+  std::string ort_inspect_off = "loading the image's core to read its build flavour is not enabled";
 };
 
 struct LayerSummary {

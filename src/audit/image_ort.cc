@@ -99,6 +99,7 @@ struct Ctx {
   const Image& image;
   const FileSystem& fs;
   const OrtCoreInspector& inspect;
+  std::string_view off_reason;  // why `inspect` is empty
   OrtPairReport* report;
   std::vector<Finding> out;
 
@@ -153,11 +154,7 @@ struct Ctx {
     std::string why;
     const std::string file = Extracted(image, fs, core, &why);
     if (file.empty()) return Unchecked(core, "the core " + core + ": " + why);
-    if (!inspect) {
-      return Unchecked(core,
-                       "loading the image's core to read its build flavour is disabled "
-                       "(--no-load)");
-    }
+    if (!inspect) return Unchecked(core, std::string(off_reason));
     auto info = inspect(file);
     if (!info.ok()) {
       return Unchecked(
@@ -193,7 +190,8 @@ bool ExtractForOrtPair(std::string_view path) {
 }
 
 std::vector<Finding> RunOrtPairRules(const Image& image, const FileSystem& fs,
-                                     const OrtCoreInspector& inspect, OrtPairReport* report) {
+                                     const OrtCoreInspector& inspect, std::string_view off_reason,
+                                     OrtPairReport* report) {
   *report = OrtPairReport{};
   std::map<std::string, std::vector<std::string>> providers_by_dir;
   for (const auto& [path, node] : fs) {
@@ -205,7 +203,7 @@ std::vector<Finding> RunOrtPairRules(const Image& image, const FileSystem& fs,
       providers_by_dir[DirName(path)].push_back(path);
     }
   }
-  Ctx ctx{image, fs, inspect, report, {}};
+  Ctx ctx{image, fs, inspect, off_reason, report, {}};
   for (const auto& [dir, providers] : providers_by_dir) ctx.CheckCore(dir, providers);
   return std::move(ctx.out);
 }

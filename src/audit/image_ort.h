@@ -60,9 +60,10 @@ struct OrtPairReport {
 };
 
 // The rules above over the merged filesystem. `inspect` may be empty (inspection disabled: every
-// GPU provider's pair is then image.ort.unchecked).
+// GPU provider's pair is then image.ort.unchecked, with `off_reason` as the reason given).
 std::vector<Finding> RunOrtPairRules(const Image& image, const FileSystem& fs,
-                                     const OrtCoreInspector& inspect, OrtPairReport* report);
+                                     const OrtCoreInspector& inspect, std::string_view off_reason,
+                                     OrtPairReport* report);
 
 common::Json OrtPairToJson(const OrtPairReport& r);
 

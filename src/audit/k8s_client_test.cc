@@ -103,7 +103,9 @@ TEST(K8sClient, ApiServerUrlsAndPlainHttpOnlyToLoopback) {
     o.api_server = bad;
     auto c = ResolveK8sApiConfig(o);
     EXPECT_FALSE(c.ok()) << bad;
-    if (!c.ok()) EXPECT_EQ(c.status().code(), common::StatusCode::kInvalidArg) << bad;
+    if (!c.ok()) {
+      EXPECT_EQ(c.status().code(), common::StatusCode::kInvalidArg) << bad;
+    }
   }
 }
 

@@ -134,6 +134,8 @@ int RunAuditImage(const AuditImageFlags& f, const GlobalOptions& g) {
   if (*m) opts.matrix = std::move(**m);
   opts.verify_digests = f.verify_digests;
   if (!f.no_load) opts.ort_inspect = InspectOrtCore;
+  opts.ort_inspect_off =
+      "loading the image's core to read its build flavour is turned off (--no-load)";
   if (f.diff && f.images.size() != 2) {
     return Fail(common::Status::InvalidArg("--diff needs exactly two images (A B)"));
   }

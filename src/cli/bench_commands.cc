@@ -459,7 +459,10 @@ void AddBenchFlags(CLI::App* c, BenchOptions& o) {
       ->check(CLI::PositiveNumber);
   c->add_option("--timeout", o.timeout_s, "Per-request timeout seconds")
       ->check(CLI::PositiveNumber);
-  c->add_option("--threads", o.threads, "I/O threads")->check(CLI::Range(1, 256));
+  c->add_option("--threads", o.threads,
+                "Load-generator threads, each running one epoll loop over its share of the "
+                "connections (as wrk -t)")
+      ->check(CLI::Range(1, 256));
   c->add_option("--metrics-interval", o.metrics_interval_s,
                 "Seconds between /metrics scrapes (0 = off)")
       ->check(CLI::NonNegativeNumber);
