@@ -123,6 +123,9 @@ TEST(AuditImageOrt, NoLoadSaysThePairWasNotChecked) {
   ASSERT_EQ(un.size(), 1u) << r.out << r.err;
   EXPECT_EQ(un[0]["severity"], "warning");
   EXPECT_NE(un[0]["message"].get<std::string>().find("NOT checked"), std::string::npos);
+  // The reason is the CLI's: it names the flag that turned loading off.
+  EXPECT_NE(un[0]["message"].get<std::string>().find("turned off (--no-load)"), std::string::npos)
+      << un[0]["message"];
   EXPECT_FALSE(r.report["onnxruntime"]["checked"].get<bool>());
   EXPECT_TRUE(Findings(r, "image.ort.pair").empty());
   // The text report says so too.
