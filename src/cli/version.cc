@@ -25,7 +25,7 @@ void PrintVersion(bool json) {
   }
   Print(std::string("truegreen ") + TG_VERSION + " (commit " + TG_GIT_COMMIT + ")\n" +
         "ONNX Runtime " + TG_ORT_VERSION +
-        " (bundled: CPU core + CUDA/TensorRT provider plugins)\n");
+        " (the release built against; `truegreen probe` shows what this host loads)\n");
 }
 
 }  // namespace tg::cli
