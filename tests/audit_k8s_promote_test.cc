@@ -13,7 +13,6 @@
 #include <atomic>
 #include <functional>
 #include <mutex>
-#include <thread>
 
 #include "tests/support/test_util.h"
 
@@ -37,32 +36,15 @@ class StubApiServer {
  public:
   explicit StubApiServer(std::function<Reply(const Request&)> handler)
       : handler_(std::move(handler)) {
-    fd_ = testing::ListenLoopback(&port_);
-    EXPECT_GE(fd_, 0);
-    thread_ = std::thread([this] { Loop(); });
+    EXPECT_GT(acceptor_.port(), 0);
   }
-  ~StubApiServer() {
-    stop_ = true;
-    thread_.join();
-    ::close(fd_);
-  }
-  std::string Url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  std::string Url() const { return "http://127.0.0.1:" + std::to_string(acceptor_.port()); }
   std::vector<Request> Requests() {
     std::lock_guard<std::mutex> l(mu_);
     return requests_;
   }
 
  private:
-  void Loop() {
-    while (!stop_) {
-      pollfd p{fd_, POLLIN, 0};
-      if (::poll(&p, 1, 50) <= 0) continue;
-      int c = ::accept(fd_, nullptr, nullptr);
-      if (c < 0) continue;
-      Serve(c);
-      ::close(c);
-    }
-  }
   void Serve(int c) {
     std::string in;
     char buf[4096];
@@ -120,12 +102,9 @@ class StubApiServer {
   }
 
   std::function<Reply(const Request&)> handler_;
-  int fd_ = -1;
-  int port_ = 0;
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
   std::mutex mu_;
   std::vector<Request> requests_;
+  LoopbackAcceptor acceptor_{[this](int c) { Serve(c); }};  // last: stopped first
 };
 
 const char* kSvcPath = "/api/v1/namespaces/prod/services/truegreen";

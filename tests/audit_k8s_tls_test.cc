@@ -8,14 +8,12 @@
 #include <netinet/in.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
-#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <filesystem>
 #include <mutex>
-#include <thread>
+#include <optional>
 
 #include "tests/support/test_util.h"
 
@@ -43,37 +41,27 @@ class TlsStub {
     ctx_ = SSL_CTX_new(TLS_server_method());
     EXPECT_EQ(SSL_CTX_use_certificate_chain_file(ctx_, cert.c_str()), 1);
     EXPECT_EQ(SSL_CTX_use_PrivateKey_file(ctx_, key.c_str(), SSL_FILETYPE_PEM), 1);
-    fd_ = testing::ListenLoopback(&port_);
-    EXPECT_GE(fd_, 0);
-    thread_ = std::thread([this] { Loop(); });
+    acceptor_.emplace([this](int c) { Accept(c); });  // after ctx_: connections use it
+    EXPECT_GT(acceptor_->port(), 0);
   }
   ~TlsStub() {
-    stop_ = true;
-    thread_.join();
-    ::close(fd_);
+    acceptor_.reset();  // stops the accept thread before ctx_ goes
     SSL_CTX_free(ctx_);
   }
-  std::string Url() const { return "https://127.0.0.1:" + std::to_string(port_); }
+  std::string Url() const { return "https://127.0.0.1:" + std::to_string(acceptor_->port()); }
   std::vector<std::string> Seen() {
     std::lock_guard<std::mutex> l(mu_);
     return seen_;
   }
 
  private:
-  void Loop() {
-    while (!stop_) {
-      pollfd p{fd_, POLLIN, 0};
-      if (::poll(&p, 1, 50) <= 0) continue;
-      int c = ::accept(fd_, nullptr, nullptr);
-      if (c < 0) continue;
-      timeval tv{5, 0};
-      ::setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-      SSL* ssl = SSL_new(ctx_);
-      SSL_set_fd(ssl, c);
-      if (SSL_accept(ssl) == 1) Serve(ssl);
-      SSL_free(ssl);
-      ::close(c);
-    }
+  void Accept(int c) {
+    timeval tv{5, 0};
+    ::setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    SSL* ssl = SSL_new(ctx_);
+    SSL_set_fd(ssl, c);
+    if (SSL_accept(ssl) == 1) Serve(ssl);
+    SSL_free(ssl);
   }
   void Serve(SSL* ssl) {
     std::string in;
@@ -107,12 +95,9 @@ class TlsStub {
   }
 
   SSL_CTX* ctx_ = nullptr;
-  int fd_ = -1;
-  int port_ = 0;
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
   std::mutex mu_;
   std::vector<std::string> seen_;
+  std::optional<LoopbackAcceptor> acceptor_;  // last: stopped first
 };
 
 std::vector<std::string> Promote(const std::string& url, const TempDir& d, const std::string& ca) {

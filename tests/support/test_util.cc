@@ -229,4 +229,25 @@ int ListenLoopback(int* port, int backlog) {
   return fd;
 }
 
+LoopbackAcceptor::LoopbackAcceptor(std::function<void(int fd)> serve) : serve_(std::move(serve)) {
+  fd_ = ListenLoopback(&port_);
+  if (fd_ < 0) return;  // port() stays 0: connecting fails and the test says so
+  thread_ = std::thread([this] {
+    while (!stop_) {
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, 50) <= 0) continue;
+      const int c = ::accept(fd_, nullptr, nullptr);
+      if (c < 0) continue;
+      serve_(c);
+      ::close(c);
+    }
+  });
+}
+
+LoopbackAcceptor::~LoopbackAcceptor() {
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
+  if (fd_ >= 0) ::close(fd_);
+}
+
 }  // namespace tg::testing

@@ -3,9 +3,12 @@
 // Not thread-safe (tests use them from the test thread).
 #pragma once
 
+#include <atomic>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/config.h"
@@ -87,5 +90,25 @@ class ScopedEnv {
 // A TCP socket listening on 127.0.0.1 at an ephemeral port (stored in *port): the fd, owned by
 // the caller, or -1 when socket/bind/listen fails.
 int ListenLoopback(int* port, int backlog = 8);
+
+// A loopback listener (ListenLoopback) with its own accept thread, for stub servers: each
+// accepted connection is handed to `serve` on that thread, one at a time, and closed when serve
+// returns. The destructor stops the thread (within ~50 ms) and closes the listener; declare it
+// after everything `serve` uses, so it is destroyed first.
+class LoopbackAcceptor {
+ public:
+  explicit LoopbackAcceptor(std::function<void(int fd)> serve);
+  ~LoopbackAcceptor();
+  LoopbackAcceptor(const LoopbackAcceptor&) = delete;
+  LoopbackAcceptor& operator=(const LoopbackAcceptor&) = delete;
+  int port() const { return port_; }
+
+ private:
+  std::function<void(int)> serve_;
+  int fd_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
 
 }  // namespace tg::testing
