@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
+#include <string_view>
+#include <system_error>
 
 namespace tg::server {
 
@@ -48,8 +51,42 @@ std::string PidList(const std::vector<unsigned>& pids) {
   return s;
 }
 
+// In its own PID namespace this process cannot find itself in NVML's list of host pids. It takes
+// the next best evidence: it holds a GPU device node open (its CUDA context) and a GPU that lists
+// a compute process was busy during the canary. Sets the verdict; false on kNotOnGpu.
+bool ProveAcrossNamespace(const GpuWindow& w, const SelfProcess& self, const std::string& lists,
+                          GpuUseVerdict* v) {
+  const GpuWindowDevice* busy = nullptr;
+  for (const GpuWindowDevice& d : w.devices) {
+    if (!d.pids || d.pids->empty() || !d.utilization || *d.utilization <= 0) continue;
+    if (!busy || *d.utilization > *busy->utilization) busy = &d;
+  }
+  std::string files;
+  for (const std::string& f : self.gpu_device_files) files += (files.empty() ? "" : ", ") + f;
+  const std::string ns = fmt::format(
+      "this process (pid {}) runs in its own PID namespace and the driver reports host pids ({})",
+      self.pid, lists);
+  if (busy && !files.empty()) {
+    v->process_proof = "proven indirectly";
+    v->message = fmt::format(
+        "{}; it holds {} open and {} ran a compute process at {:.2f} utilisation during the canary",
+        ns, files, busy->uuid, *busy->utilization);
+    return true;
+  }
+  v->process_proof = "not proven";
+  v->outcome = GpuUseVerdict::Outcome::kNotOnGpu;
+  v->message = fmt::format(
+      "{}, and {}: its sessions did not run on the GPU during the canary (NVML cannot name a "
+      "process across PID namespaces, so the proof rests on those two)",
+      ns,
+      files.empty() ? "it holds no GPU device node (/dev/nvidiaN) open"
+                    : "no GPU that lists a compute process was busy during the canary");
+  return false;
+}
+
 // The process proof over the window's devices; sets verdict fields, returns false on kNotOnGpu.
-bool ProveProcess(const GpuWindow& w, unsigned pid, GpuUseVerdict* v) {
+bool ProveProcess(const GpuWindow& w, const SelfProcess& self, GpuUseVerdict* v) {
+  const unsigned pid = self.pid;
   std::string lists, why_unread;
   bool any_read = false;
   for (const GpuWindowDevice& d : w.devices) {
@@ -70,6 +107,7 @@ bool ProveProcess(const GpuWindow& w, unsigned pid, GpuUseVerdict* v) {
     v->message = "GPU use by this process not measured: " + why_unread;
     return true;
   }
+  if (self.own_pid_namespace) return ProveAcrossNamespace(w, self, lists, v);
   v->process_proof = "not proven";
   v->outcome = GpuUseVerdict::Outcome::kNotOnGpu;
   v->message = fmt::format(
@@ -81,6 +119,32 @@ bool ProveProcess(const GpuWindow& w, unsigned pid, GpuUseVerdict* v) {
 
 }  // namespace
 
+SelfProcess ReadSelfProcess(unsigned pid, const std::string& proc_dir) {
+  namespace fs = std::filesystem;
+  SelfProcess s;
+  s.pid = pid;
+  std::error_code ec;
+  // PROC_PID_INIT_INO (include/linux/proc_ns.h): the initial PID namespace's inode, fixed.
+  const fs::path ns = fs::read_symlink(proc_dir + "/ns/pid", ec);
+  s.own_pid_namespace = ec || ns.string() != "pid:[4026531836]";
+  for (fs::directory_iterator it(proc_dir + "/fd", ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code lec;
+    const std::string target = fs::read_symlink(it->path(), lec).string();
+    const std::string_view prefix = "/dev/nvidia";
+    if (lec || target.size() <= prefix.size() || target.compare(0, prefix.size(), prefix) != 0) {
+      continue;
+    }
+    const std::string rest = target.substr(prefix.size());  // "0", "ctl", "-uvm", ...
+    if (rest.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (std::find(s.gpu_device_files.begin(), s.gpu_device_files.end(), target) ==
+        s.gpu_device_files.end()) {
+      s.gpu_device_files.push_back(target);
+    }
+  }
+  std::sort(s.gpu_device_files.begin(), s.gpu_device_files.end());
+  return s;
+}
+
 Json GpuUseVerdict::ToJson() const {
   return {{"process_proof", process_proof},
           {"floor_check", floor_check},
@@ -88,7 +152,7 @@ Json GpuUseVerdict::ToJson() const {
           {"message", message}};
 }
 
-GpuUseVerdict EvaluateGpuUse(const GpuWindow& w, const GpuUsePolicy& p, unsigned pid) {
+GpuUseVerdict EvaluateGpuUse(const GpuWindow& w, const GpuUsePolicy& p, const SelfProcess& self) {
   GpuUseVerdict v;
   v.floor_check = p.min_utilization ? "not measured" : "not gated";
   // The busiest GPU's utilisation (the canary may run on any one of several).
@@ -115,7 +179,7 @@ GpuUseVerdict EvaluateGpuUse(const GpuWindow& w, const GpuUsePolicy& p, unsigned
     }
     return v;
   }
-  if (!ProveProcess(w, pid, &v)) return v;
+  if (!ProveProcess(w, self, &v)) return v;
   if (!p.min_utilization) return v;
   if (!v.utilization) {
     v.outcome = GpuUseVerdict::Outcome::kBelowFloor;

@@ -44,6 +44,21 @@ struct GpuWindow {
   std::vector<GpuWindowDevice> devices;
 };
 
+// Who "this process" is to NVML. The NVIDIA driver does not support PID namespaces: it reports
+// every compute process by its pid in the initial (host) namespace, so in a container with its
+// own PID namespace (every Kubernetes pod without hostPID) getpid() is never in NVML's list, even
+// while this process runs on the GPU.
+struct SelfProcess {
+  unsigned pid = 0;
+  bool own_pid_namespace = false;  // not the initial PID namespace: NVML's pids are not ours
+  std::vector<std::string> gpu_device_files;  // the /dev/nvidiaN this process holds open
+};
+
+// Reads it for process `pid` from `proc_dir` (its /proc/<pid> or /proc/self): ns/pid against the
+// initial namespace's inode (PROC_PID_INIT_INO), fd/* for GPU device nodes. A namespace link that
+// cannot be read counts as an own namespace (NVML's pids are then not taken as comparable).
+SelfProcess ReadSelfProcess(unsigned pid, const std::string& proc_dir = "/proc/self");
+
 struct GpuUsePolicy {
   std::optional<double> min_utilization;  // --canary-min-gpu-utilization; unset = not gated
   bool gpu_sessions = false;              // some model session has a GPU provider attached
@@ -52,7 +67,8 @@ struct GpuUsePolicy {
 struct GpuUseVerdict {
   enum class Outcome { kPass, kBelowFloor, kNotOnGpu };
   Outcome outcome = Outcome::kPass;
-  // "proven" | "not proven" | "not measured" | "not required"
+  // "proven" | "proven indirectly" (own PID namespace, see SelfProcess) | "not proven" |
+  // "not measured" | "not required"
   std::string process_proof;
   // "passed" | "below floor" | "not measured" | "not gated"
   std::string floor_check;
@@ -62,10 +78,12 @@ struct GpuUseVerdict {
 };
 
 // The decision (docs/POLICY.md, "GPU use during the canary"). GPU work is expected when a session
-// has a GPU provider or a floor is set. Then: the process list read and `pid` absent from every
-// GPU -> kNotOnGpu (exit 3); a floor set and utilisation unmeasurable or below it -> kBelowFloor
-// (exit 5). What cannot be measured is reported "not measured", never "proven"/"passed".
-GpuUseVerdict EvaluateGpuUse(const GpuWindow& w, const GpuUsePolicy& p, unsigned pid);
+// has a GPU provider or a floor is set. Then: the process list read and this process's pid absent
+// from every GPU -> kNotOnGpu (exit 3), unless it runs in its own PID namespace, holds a GPU
+// device node open, and a GPU listing a compute process was busy during the canary ("proven
+// indirectly"); a floor set and utilisation unmeasurable or below it -> kBelowFloor (exit 5).
+// What cannot be measured is reported "not measured", never "proven"/"passed".
+GpuUseVerdict EvaluateGpuUse(const GpuWindow& w, const GpuUsePolicy& p, const SelfProcess& self);
 
 class GpuMonitor {
  public:

@@ -26,7 +26,8 @@ CanaryResult Server::RunCanary(const CanaryResult* baseline) {
   GpuUsePolicy policy;
   policy.min_utilization = config_.canary.min_gpu_utilization;
   policy.gpu_sessions = AnyGpuSession();
-  const GpuUseVerdict v = EvaluateGpuUse(w, policy, static_cast<unsigned>(getpid()));
+  const GpuUseVerdict v =
+      EvaluateGpuUse(w, policy, ReadSelfProcess(static_cast<unsigned>(getpid())));
   c.gpu = v.ToJson();
   if (v.utilization) metrics_.Set("truegreen_canary_gpu_utilization", {}, *v.utilization);
   // A run that already failed keeps its own reason; the GPU verdict is still reported.
