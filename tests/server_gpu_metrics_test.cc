@@ -147,6 +147,28 @@ TEST_F(ServerGpuMetricsTest, ProcessNotOnTheGpuFailsTheProofWithExit3) {
   EXPECT_NE(s->Log().find("lists pid 1)"), std::string::npos) << s->Log();
 }
 
+// In its own PID namespace (a pod without hostPID) the driver lists this process by its host pid,
+// never by getpid(). The server must see that it is namespaced and fall back to the indirect
+// proof; the fake driver opens no /dev/nvidiaN, so the proof fails with exit 3, naming the
+// namespace and what is missing. Needs unshare(1) and the right to make a PID namespace (root).
+TEST_F(ServerGpuMetricsTest, OwnPidNamespaceWithoutADeviceNodeFailsTheProofWithExit3) {
+  if (!std::filesystem::exists("/usr/bin/unshare") ||
+      RunProcess({"/usr/bin/unshare", "--pid", "--fork", "/bin/true"}).exit_code != 0) {
+    GTEST_SKIP() << "cannot make a PID namespace here (unshare --pid needs root or user "
+                    "namespaces)";
+  }
+  ProcessResult r = RunProcess(
+      {"/usr/bin/timeout", "120", "/usr/bin/unshare", "--pid", "--fork", TruegreenPath(),
+       "--lib-path", dir_ / "nvml", "--policy", "dev", "serve", "--models", dir_ / "models",
+       "--port", "0", "--access-log", "off", "--canary-min-gpu-utilization", "0.5"},
+      {{"TG_FAKE_NVML_UTIL", "90"}, {"TG_FAKE_NVML_PROCS", "hostself"}});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("runs in its own PID namespace and the driver reports host pids"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("holds no GPU device node (/dev/nvidiaN) open"), std::string::npos) << r.err;
+}
+
 TEST_F(ServerGpuMetricsTest, UnmeasurableUtilisationNeverPassesTheFloor) {
   auto s = Start({"--canary-min-gpu-utilization", "0.2"},
                  {{"TG_FAKE_NVML_UTIL", "-1"}, {"TG_FAKE_NVML_PROCS", "self"}});

@@ -223,8 +223,27 @@ typedef struct {
   unsigned long long usedGpuMemory;
 } tg_nvml_process_v1_t;
 
-/* TG_FAKE_NVML_PROCS: comma-separated pids, "self" = the calling process; unset or empty = no
- * compute process. At most 16 entries. Each uses 256 MiB. */
+/* The caller's pid as the real driver reports it, which does not support PID namespaces: its pid
+ * in the initial namespace, the first NSpid field of /proc/self/status (while /proc is the host's
+ * procfs, e.g. under `unshare --pid --fork` without --mount-proc). */
+static unsigned host_pid(void) {
+  unsigned v = (unsigned)getpid();
+  FILE* f = fopen("/proc/self/status", "r");
+  if (f == NULL) return v;
+  char line[256];
+  while (fgets(line, sizeof(line), f) != NULL) {
+    if (strncmp(line, "NSpid:", 6) == 0) {
+      v = (unsigned)strtoul(line + 6, NULL, 10);
+      break;
+    }
+  }
+  fclose(f);
+  return v;
+}
+
+/* TG_FAKE_NVML_PROCS: comma-separated pids, "self" = the calling process, "hostself" = the same
+ * as the real driver names it (host_pid); unset or empty = no compute process. At most 16
+ * entries. Each uses 256 MiB. */
 static unsigned fake_pids(unsigned* pids, unsigned cap) {
   const char* s = tg_fake_str("TG_FAKE_NVML_PROCS", "");
   unsigned n = 0;
@@ -232,6 +251,9 @@ static unsigned fake_pids(unsigned* pids, unsigned cap) {
     if (strncmp(s, "self", 4) == 0) {
       pids[n++] = (unsigned)getpid();
       s += 4;
+    } else if (strncmp(s, "hostself", 8) == 0) {
+      pids[n++] = host_pid();
+      s += 8;
     } else {
       char* end = NULL;
       unsigned long v = strtoul(s, &end, 10);
