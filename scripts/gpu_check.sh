@@ -4,8 +4,9 @@
 #   probe; doctor in production (the bundled npm pair: must be refused by the build-flavor rule)
 #   and CUDA-only with the GPU release libraries (--gpu-ort), each with the op canary; run on every
 #   runtime model; generate on every tiny pipeline on the GPU and on the CPU (image sha256 per
-#   scheduler); the `gpu` tests; the fault cases (CUDA_VISIBLE_DEVICES=, provider not beside the
-#   core, CPU core + GPU provider); wall time of every step.
+#   scheduler); the `gpu` tests; `serve` ready on the GPU with its GPU-use proof, also in its own
+#   PID namespace (scripts/gpu_serve_check.py); the fault cases (CUDA_VISIBLE_DEVICES=, provider
+#   not beside the core, CPU core + GPU provider); wall time of every step.
 # Without a GPU (no nvidia-smi / no libcuda) it still writes the JSON, with "gpu": false and why,
 # and runs only the steps that need none.
 #
@@ -81,6 +82,16 @@ if $gpu; then
       done
     done
     step "gpu tests" TRUEGREEN_GPU_ORT_DIR="$gpu_ort" -- "$build/bin/runtime_session_gpu_test"
+    # serve in production on the GPU: ready, and its GPU-use proof (canary.gpu); then the same in
+    # a new PID namespace, as in a pod without hostPID, where NVML lists host pids ("proven
+    # indirectly" expected: docs/POLICY.md). The second needs the right to make a PID namespace.
+    sd="$build/models/sd-tiny/sd15-legacy"
+    step "serve tiny SD (GPU release pair)" -- python3 "$root/scripts/gpu_serve_check.py" "$tg" "$gpu_ort" "$work/cuda_policy.yaml" "$sd"
+    if unshare --pid --fork true 2>/dev/null; then
+      step "serve tiny SD in its own PID namespace" -- unshare --pid --fork python3 "$root/scripts/gpu_serve_check.py" "$tg" "$gpu_ort" "$work/cuda_policy.yaml" "$sd"
+    else
+      echo "gpu_check: cannot make a PID namespace (unshare --pid): skipping the pod-like serve step" >&2
+    fi
     # Fault: the provider libraries not beside the core.
     mkdir -p "$work/split/core"
     ln -sf "$gpu_ort"/libonnxruntime.so* "$work/split/core/"
@@ -116,6 +127,8 @@ for d in sorted(os.listdir(steps_dir)):
             s["placement"] = j["session"].get("placement")
             s["latency"] = j.get("latency")
             s["io"] = j.get("io")
+        if "serve" in j:
+            s["serve"] = j["serve"]
         if "onnxruntime" in j:
             o = j["onnxruntime"]
             s["ort"] = {"version": o["library"].get("version"), "core_flavor": o.get("core_flavor"),
