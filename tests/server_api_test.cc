@@ -505,12 +505,19 @@ TEST_F(ServerApiTest, BodyWithTheHeaderChunkedOrLateIsRead) {
       head + "Transfer-Encoding: chunked\r\n\r\n" + hex + "\r\n" + body + "\r\n0\r\n\r\n";
   int fd = Connect(port_, 10);
   ASSERT_GE(fd, 0);
-  // Two whole requests in one send (the second pipelined), then a chunked one.
-  ASSERT_TRUE(SendAll(fd, head + len + body + head + len + body));
-  HttpResult first = ReadResponse(fd);
-  ASSERT_EQ(first.status, 200) << first.body;
-  // ReadResponse may have read into the second answer; this connection is done with.
+  // Two whole requests in one send (the second pipelined, closing): both answered, in order.
+  ASSERT_TRUE(SendAll(fd, head + len + body + head + "Connection: close\r\n" + len + body));
+  std::string both = ReadUntilClosed(fd);
   close(fd);
+  const std::size_t second = both.find("HTTP/1.1 ", 1);
+  ASSERT_NE(second, std::string::npos) << both;
+  HttpResult first;
+  first.head = both.substr(0, both.find("\r\n\r\n"));
+  first.status = std::atoi(first.head.substr(9, 3).c_str());
+  first.body = both.substr(first.head.size() + 4, second - first.head.size() - 4);
+  ASSERT_EQ(first.status, 200) << both;
+  EXPECT_EQ(both.substr(second, 12), "HTTP/1.1 200") << both;
+  EXPECT_EQ(both.substr(both.size() - first.body.size()), first.body);  // the same answer
   EXPECT_EQ(RawRequest(port_, chunked).status, 200);
   // The body after a pause: a second read.
   fd = Connect(port_, 10);
