@@ -180,6 +180,20 @@ TEST(AuditK8sRollout, AlertsUseTheMetricsTheServerExports) {
   EXPECT_NE(dev.dump().find("TruegreenGateDown"), std::string::npos);
 }
 
+// A gate for a generic KServe model: the bench file names the API, the model and the request; the
+// rendering carries it verbatim in the gate's ConfigMap (the Job's bench line reads it there).
+TEST(AuditK8sRollout, AKserveGateTakesItsApiModelAndBodyFromTheBenchFile) {
+  TempDir d;
+  const std::string text =
+      "slo: [\"p95<50ms\"]\napi: kserve\nmodel: mm\n"
+      "body: {inputs: [{name: x, datatype: FP32, shape: [1, 8], data: [1, 2, 3, 4, 5, 6, 7, "
+      "8]}]}\n";
+  Json docs = RenderJson({"--rollout", "blue-green", "--bench-file", BenchFile(d, text)});
+  const Json* bench = Named(docs, "ConfigMap", "truegreen-bench");
+  ASSERT_NE(bench, nullptr) << docs.dump(2);
+  EXPECT_EQ((*bench)["data"]["bench.yaml"], text);
+}
+
 TEST(AuditK8sRollout, BlueGreenRendersTwoColoursALiveServiceAndAGate) {
   TempDir d;
   Json docs = RenderJson({"--rollout", "blue-green", "--bench-file", BenchFile(d), "--live", "blue",
@@ -305,6 +319,11 @@ TEST(AuditK8sRollout, BadRolloutOptionsAreUsageErrors) {
       {{"--rollout", "blue-green", "--bench-file", BenchFile(d, "slo: [\"p95<<8s\"]\n")},
        "p95<<8s"},
       {{"--rollout", "blue-green", "--bench-file", d / "missing.yaml"}, "missing.yaml"},
+      {{"--rollout", "blue-green", "--bench-file",
+        BenchFile(d, "slo: [\"p95<8s\"]\napi: kserve\n")},
+       "api: kserve needs model: NAME"},
+      {{"--rollout", "blue-green", "--bench-file", BenchFile(d, "slo: [\"p95<8s\"]\nmodle: mm\n")},
+       "unknown field 'modle'"},
       {{"--rollout", "blue-green", "--bench-file", BenchFile(d), "--fail-on", "p95 10"}, "p95 10"},
       {{"--models-pvc", "Bad_Claim"}, "--models-pvc"},
       {{"--rollout", "canary"}, "--rollout"},

@@ -365,6 +365,38 @@ TEST(BenchCliTest, ThresholdGrammarErrorsExitTwoNamingIt) {
   EXPECT_NE(r.err.find("no successful request (errors: connection"), std::string::npos) << r.err;
 }
 
+// The bench file says what to benchmark (a generic KServe model, as a blue-green gate's ConfigMap
+// would); a flag given on the command line wins over it.
+TEST(BenchCliTest, BenchFileChoosesApiModelAndBodyAndFlagsWin) {
+  StubServer server;
+  TempDir d;
+  testing::WriteFile(d / "b.yaml",
+                     "slo: [\"errors<1%\"]\napi: kserve\nmodel: mm\n"
+                     "body: {inputs: [{name: x, datatype: FP32, shape: [1, 2], data: [1, 2]}]}\n");
+  auto args = QuickRun(server, d, "k");
+  args.insert(args.end(), {"--bench-file", d / "b.yaml"});
+  auto r = RunTruegreen(args);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto j = nlohmann::json::parse(testing::ReadFile(d / "k.json"));
+  EXPECT_EQ(j["api"], "kserve");
+  EXPECT_EQ(j["model"], "mm");
+  EXPECT_EQ(j["slos"], nlohmann::json::parse(R"(["errors<1%"])"));
+  EXPECT_EQ(server.last_post(),
+            "/v2/models/mm/infer\n"
+            R"({"inputs":[{"data":[1,2],"datatype":"FP32","name":"x","shape":[1,2]}]})");
+  // --model on the command line wins over the file's.
+  args = QuickRun(server, d, "k2");
+  args.insert(args.end(), {"--bench-file", d / "b.yaml", "--model", "other"});
+  r = RunTruegreen(args);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(server.last_post().substr(0, server.last_post().find('\n')), "/v2/models/other/infer");
+  // A misspelt key is an error naming it, never ignored.
+  testing::WriteFile(d / "bad.yaml", "slo: [\"errors<1%\"]\nmdoel: mm\n");
+  r = RunTruegreen({"bench", "--url", server.url(), "--bench-file", d / "bad.yaml"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("bad.yaml:2:1: unknown field 'mdoel'"), std::string::npos) << r.err;
+}
+
 TEST(BenchCliTest, RunWritesOutputsSloFailureExitsFiveAndCompareGates) {
   StubServer server(/*delay_ms=*/3);
   TempDir d;

@@ -49,6 +49,11 @@ class StubServer {
     armed_ = true;
   }
   std::uint64_t requests() const { return requests_.load(); }
+  // The target and body of the last POST ("" before any).
+  std::string last_post() {
+    std::lock_guard<std::mutex> lock(post_mu_);
+    return last_post_;
+  }
 
   void Stop() {
     if (stopping_.exchange(true)) return;
@@ -123,6 +128,10 @@ class StubServer {
       std::string target(req.target());
       bool work = req.method() == http::verb::post;
       if (work) {
+        {
+          std::lock_guard<std::mutex> lock(post_mu_);
+          last_post_ = target + "\n" + req.body();
+        }
         MaybeStall();
         if (delay_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms_));
         ++requests_;
@@ -152,6 +161,8 @@ class StubServer {
   std::chrono::steady_clock::time_point armed_at_;
   int stall_after_ms_ = 0, stall_ms_ = 0;
   std::atomic<std::uint64_t> requests_{0};
+  std::mutex post_mu_;
+  std::string last_post_;
 };
 
 }  // namespace tg::testing

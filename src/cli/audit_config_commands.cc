@@ -16,6 +16,7 @@
 #include "audit/k8s_audit.h"
 #include "audit/k8s_client.h"
 #include "audit/k8s_render.h"
+#include "bench/bench_file.h"
 #include "bench/slo.h"
 #include "cli/audit_k8s_commands.h"
 #include "cli/audit_output.h"
@@ -210,25 +211,19 @@ struct RenderArgs {
 // The bench file the gate Job runs with: a YAML mapping whose `slo` list holds at least one valid
 // threshold (a gate that measures against nothing proves nothing).
 Status CheckGateBenchFile(const std::string& path, const std::string& text) {
-  TG_ASSIGN_OR_RETURN(YAML::Node root, common::ParseYaml(text, path));
-  TG_ASSIGN_OR_RETURN(common::YamlMap map, common::YamlMap::From(root, path, ""));
-  const YAML::Node n = map.Has("slo") ? map.node()["slo"] : YAML::Node();
-  if (!n.IsDefined() || !n.IsSequence() || n.size() == 0) {
+  TG_ASSIGN_OR_RETURN(bench::BenchFile f, bench::ParseBenchFile(text, path));
+  if (f.slos.empty()) {
     return Status::InvalidArg(
         fmt::format("{}: field slo: the blue-green gate needs at least one threshold (e.g. slo: "
-                    "[\"p95<8s\"]), found {}",
-                    path, n.IsDefined() ? common::YamlDescribe(n) : "none"));
+                    "[\"p95<8s\"]), found none",
+                    path));
   }
-  std::vector<std::string> slos;
-  for (std::size_t i = 0; i < n.size(); ++i) {
-    if (!n[i].IsScalar()) {
-      return Status::InvalidArg(fmt::format("{}: field slo[{}]: expected a string like \"p95<8s\"",
-                                            common::YamlWhere(n[i], path), i));
-    }
-    slos.push_back(n[i].as<std::string>());
+  // The gate Job's bench line names no model: a KServe gate must find it in the file.
+  if (f.api == "kserve" && !f.model) {
+    return Status::InvalidArg(path +
+                              ": api: kserve needs model: NAME (the gate Job's bench "
+                              "command takes both from this file)");
   }
-  auto parsed = bench::ParseThresholds(slos);
-  if (!parsed.ok()) return Status::InvalidArg(path + ": field slo: " + parsed.status().message());
   return Status::Ok();
 }
 

@@ -20,6 +20,7 @@
 #include <sys/utsname.h>
 
 #include "bench/ab.h"
+#include "bench/bench_file.h"
 #include "bench/compare.h"
 #include "bench/loadgen.h"
 #include "bench/nvml_sampler.h"
@@ -53,7 +54,7 @@ std::atomic<bool> g_interrupted{false};
 void OnBenchSigint(int) { g_interrupted.store(true); }
 
 struct BenchOptions {
-  std::string url, api = "openai", model, prompts, bench_file;
+  std::string url, api, model, prompts, bench_file;  // api: "" until resolved (openai)
   std::string concurrency = "1", batch = "1", size = "512x512", steps = "20";
   std::vector<std::string> schedulers;
   std::vector<std::string> slos;
@@ -66,6 +67,7 @@ struct BenchOptions {
   bool no_progress = false;
   bool nvml = true;
   std::string body_file;
+  std::string body_json;  // the bench file's body (when no --body FILE is given)
 };
 
 struct CompareOptions {
@@ -97,29 +99,6 @@ const char* kJsonMarker = "{\n  \"api\"";
 const char* kCsvMarker = "Concurrency,Inferences/Second";
 const char* kHtmlMarker =
     "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>truegreen";
-
-common::Result<std::vector<std::string>> SlosFromBenchFile(const std::string& path) {
-  TG_ASSIGN_OR_RETURN(YAML::Node root, common::LoadYamlFile(path));
-  TG_ASSIGN_OR_RETURN(common::YamlMap map, common::YamlMap::From(root, path, ""));
-  std::vector<std::string> out;
-  if (map.Has("slo")) {
-    const YAML::Node& n = map.node()["slo"];
-    if (!n.IsSequence()) {
-      return Status::InvalidArg(
-          fmt::format("{}: field slo: expected a list of thresholds, found {}",
-                      common::YamlWhere(n, path), common::YamlDescribe(n)));
-    }
-    for (std::size_t i = 0; i < n.size(); ++i) {
-      if (!n[i].IsScalar()) {
-        return Status::InvalidArg(
-            fmt::format("{}: field slo[{}]: expected a string like \"p95<8s\"",
-                        common::YamlWhere(n[i], path), i));
-      }
-      out.push_back(n[i].as<std::string>());
-    }
-  }
-  return out;
-}
 
 Json Environment() {
   Json env = {{"cpu_count", std::thread::hardware_concurrency()}};
@@ -178,6 +157,8 @@ common::Result<bench::PointResult> MeasurePoint(const BenchOptions& o, const ben
     // A generic model's request (e.g. KServe v2 JSON tensors), sent verbatim for every request.
     TG_ASSIGN_OR_RETURN(common::Json body, common::LoadJsonFile(o.body_file));
     for (auto& r : lo.requests) r.body = body.dump();
+  } else if (!o.body_json.empty()) {
+    for (auto& r : lo.requests) r.body = o.body_json;
   }
   lo.connections = pc.concurrency;
   lo.threads = o.threads;
@@ -249,13 +230,22 @@ struct Prepared {
   std::vector<bench::Gate> gates;
 };
 
+// The bench file (bench/bench_file.h) fills what the command line left unset; its SLOs come first.
+common::Result<BenchOptions> WithBenchFile(BenchOptions o) {
+  if (!o.bench_file.empty()) {
+    TG_ASSIGN_OR_RETURN(bench::BenchFile f, bench::LoadBenchFile(o.bench_file));
+    o.slos.insert(o.slos.begin(), f.slos.begin(), f.slos.end());
+    if (o.api.empty() && f.api) o.api = *f.api;
+    if (o.model.empty() && f.model) o.model = *f.model;
+    if (o.body_file.empty() && f.body) o.body_json = *f.body;
+  }
+  if (o.api.empty()) o.api = "openai";
+  return o;
+}
+
 common::Result<Prepared> Prepare(const BenchOptions& o) {
   Prepared p;
   p.slo_texts = o.slos;
-  if (!o.bench_file.empty()) {
-    TG_ASSIGN_OR_RETURN(auto f, SlosFromBenchFile(o.bench_file));
-    p.slo_texts.insert(p.slo_texts.begin(), f.begin(), f.end());
-  }
   TG_ASSIGN_OR_RETURN(p.thresholds, bench::ParseThresholds(p.slo_texts));
   for (const auto& t : o.fail_on) {
     TG_ASSIGN_OR_RETURN(bench::Gate gate, bench::ParseGate(t));
@@ -270,7 +260,8 @@ common::Result<Prepared> Prepare(const BenchOptions& o) {
   if (!o.prompts.empty()) {
     TG_ASSIGN_OR_RETURN(p.prompts, bench::LoadPromptSet(o.prompts));
   }
-  if (o.api == "kserve" && o.model.empty()) return Status::InvalidArg("--api kserve needs --model");
+  if (o.api == "kserve" && o.model.empty())
+    return Status::InvalidArg("--api kserve needs --model (or model: in the bench file)");
   return p;
 }
 
@@ -376,7 +367,10 @@ int RunAb(const BenchOptions& o, const GlobalOptions& g, const Prepared& p) {
   return failed ? common::kExitPerformance : common::kExitOk;
 }
 
-int RunBench(const BenchOptions& o, const GlobalOptions& g) {
+int RunBench(const BenchOptions& given, const GlobalOptions& g) {
+  auto resolved = WithBenchFile(given);
+  if (!resolved.ok()) return Fail(resolved.status());
+  const BenchOptions& o = *resolved;
   auto p = Prepare(o);
   if (!p.ok()) return Fail(p.status());
   if (!o.ab.empty()) return RunAb(o, g, *p);
@@ -433,7 +427,9 @@ void AddBenchFlags(CLI::App* c, BenchOptions& o) {
   c->add_option("--ab-out", o.ab_out, "A/B: directory for the runs and the comparison")
       ->type_name("DIR");
   c->add_option("--fail-on", o.fail_on, "A/B: regression gate, e.g. \"p95 +10%\" (repeatable)");
-  c->add_option("--api", o.api, "openai | kserve | get (plain GET, generator self-test)")
+  c->add_option("--api", o.api,
+                "openai | kserve | get (plain GET, generator self-test); default openai, unless "
+                "the bench YAML names one")
       ->check(CLI::IsMember({"openai", "kserve", "get"}));
   c->add_option("--model", o.model, "Model name (required for kserve)");
   c->add_option("--concurrency", o.concurrency, "Connections per point, e.g. 1,8,16,32");
@@ -448,7 +444,9 @@ void AddBenchFlags(CLI::App* c, BenchOptions& o) {
       ->type_name("FILE");
   c->add_option("--prompts", o.prompts, "Prompt set, JSONL {prompt, negative, seed}")
       ->type_name("FILE");
-  c->add_option("--bench-file", o.bench_file, "YAML with `slo: [\"p95<8s\", ...]`")
+  c->add_option("--bench-file", o.bench_file,
+                "YAML: slo: [\"p95<8s\", ...], and optionally api, model, body (what to "
+                "benchmark; flags win); docs/BENCH.md")
       ->type_name("FILE");
   c->add_option("--slo", o.slos, "Threshold, e.g. p95<8s,images_per_min>40 (repeatable)");
   c->add_option("--warmup", o.warmup_s, "Warm-up seconds (excluded)")
