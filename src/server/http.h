@@ -9,8 +9,11 @@
 // A Handler is called on an I/O thread for each complete request and must call its Responder
 // exactly once, from any thread. Called on the I/O thread before the handler returns (health,
 // errors), the response is written right after it returns, with no hop; called from another thread
-// (a lane worker), it is posted back to the connection's I/O thread. Handlers must not block for
-// long: inference is handed to scheduler lanes.
+// (a lane worker), that thread sends it with non-blocking sendmsg calls (the connection has no
+// read or timer armed while its request is in flight, so nothing else touches the socket) and
+// posts the rest, if the send buffer filled, to the connection's I/O thread, which then arms the
+// next read. The Responder never blocks. Handlers must not block for long: inference is handed to
+// scheduler lanes.
 //
 // Speed (issue 11): each I/O thread runs its own io_context and owns the connections it accepted,
 // so a connection needs no strand; the response head is serialized by hand into a per-connection
