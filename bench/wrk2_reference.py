@@ -24,21 +24,27 @@ import time
 import urllib.parse
 
 
+async def read_message(reader):
+    """One HTTP/1.1 message without chunking: its header block, after reading its body."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = 0
+    for h in head.split(b"\r\n")[1:]:
+        if h.lower().startswith(b"content-length:"):
+            length = int(h.split(b":", 1)[1])
+    if length:
+        await reader.readexactly(length)
+    return head
+
+
 def serve(port):
     state = {"stall_at": None, "stall_s": 0.0}
 
     async def handle(reader, writer):
         try:
             while True:
-                head = await reader.readuntil(b"\r\n\r\n")
+                head = await read_message(reader)
                 line = head.split(b"\r\n", 1)[0].decode("latin-1")
                 target = line.split(" ")[1] if line.count(" ") >= 2 else "/"
-                length = 0
-                for h in head.split(b"\r\n")[1:]:
-                    if h.lower().startswith(b"content-length:"):
-                        length = int(h.split(b":", 1)[1])
-                if length:
-                    await reader.readexactly(length)
                 if target.startswith("/arm"):
                     q = urllib.parse.parse_qs(urllib.parse.urlparse(target).query)
                     state["stall_at"] = time.monotonic() + float(q["after"][0])
@@ -78,13 +84,7 @@ def client(url, rate, conns, warmup, window):
             if time.monotonic() >= end:
                 break
             writer.write(request)
-            head = await reader.readuntil(b"\r\n\r\n")
-            length = 0
-            for h in head.split(b"\r\n")[1:]:
-                if h.lower().startswith(b"content-length:"):
-                    length = int(h.split(b":", 1)[1])
-            if length:
-                await reader.readexactly(length)
+            await read_message(reader)
             done = time.monotonic()
             if start + warmup <= done < start + warmup + window:
                 samples.append((done - intended) * 1e6)

@@ -135,13 +135,13 @@ SelfProcess ReadSelfProcess(unsigned pid, const std::string& proc_dir) {
       continue;
     }
     const std::string rest = target.substr(prefix.size());  // "0", "ctl", "-uvm", ...
-    if (rest.find_first_not_of("0123456789") != std::string::npos) continue;
-    if (std::find(s.gpu_device_files.begin(), s.gpu_device_files.end(), target) ==
-        s.gpu_device_files.end()) {
+    if (rest.find_first_not_of("0123456789") == std::string::npos) {
       s.gpu_device_files.push_back(target);
     }
   }
-  std::sort(s.gpu_device_files.begin(), s.gpu_device_files.end());
+  std::vector<std::string>& f = s.gpu_device_files;  // one entry per node, however often opened
+  std::sort(f.begin(), f.end());
+  f.erase(std::unique(f.begin(), f.end()), f.end());
   return s;
 }
 
