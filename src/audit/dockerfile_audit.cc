@@ -663,6 +663,9 @@ const std::vector<DockerfileRule>& DockerfileRuleTable() {
       {"dockerfile.maintainer", "DL4000", RuleMaintainer},
       {"dockerfile.expose-range", "DL3011", RuleExposeRange},
       {"dockerfile.secret-env", "", RuleSecretEnv},
+      {"dockerfile.cuda-stubs", "", RuleCudaStubs},
+      {"dockerfile.cuda-compat", "", RuleCudaCompat},
+      {"dockerfile.password-literal", "", RulePasswordLiteral},
       {"dockerfile.apt-recommends", "DL3015", RuleAptRecommends},
       {"dockerfile.cd", "DL3003", RuleCdWorkdir},
       {"dockerfile.dockerignore", "", RuleDockerignore},  // also dockerignore-coverage

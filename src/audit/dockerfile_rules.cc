@@ -9,6 +9,7 @@
 #include <set>
 
 #include "audit/dockerfile_rules.h"
+#include "audit/secret_shape.h"
 
 namespace tg::audit {
 namespace {
@@ -57,6 +58,8 @@ bool IsRootUser(std::string_view u) {
 }
 
 }  // namespace
+
+std::string CommandProgram(const SimpleCommand& c) { return Program(c); }
 
 std::vector<SimpleCommand> SimpleCommands(const DockerfileInstruction& run) {
   std::string script = run.args;
@@ -212,33 +215,9 @@ Status RuleExposeRange(const DockerfileRuleContext& c) {
   return Status::Ok();
 }
 
-namespace {
-
-// BuildKit's SecretsUsedInArgOrEnv idea: a name whose '_'-separated words include a secret word,
-// unless another word says it is not the secret itself (a public key, a file or path to it).
-bool LooksSecret(std::string_view name) {
-  static const std::set<std::string> kSecret = {"token",       "password", "passwd", "pwd",
-                                                "secret",      "key",      "apikey", "credential",
-                                                "credentials", "auth",     "pat",    "privatekey"};
-  static const std::set<std::string> kNotSecret = {"public", "file", "path", "dir", "url",
-                                                   "name",   "id",   "type", "pub"};
-  bool secret = false;
-  std::string word;
-  std::string lower = Lower(name) + "_";
-  for (char ch : lower) {
-    if (ch != '_' && ch != '-') {
-      word.push_back(ch);
-      continue;
-    }
-    if (kNotSecret.count(word) != 0) return false;
-    if (kSecret.count(word) != 0) secret = true;
-    word.clear();
-  }
-  return secret;
-}
-
 // NAME=value pairs of an ENV or ARG (legacy `ENV NAME value` included); value "" when absent.
-std::vector<std::pair<std::string, std::string>> Assignments(const DockerfileInstruction& ins) {
+std::vector<std::pair<std::string, std::string>> InstructionAssignments(
+    const DockerfileInstruction& ins) {
   std::vector<std::pair<std::string, std::string>> out;
   std::vector<std::string> w = ShellWords(ins.args);
   if (w.empty()) return out;
@@ -253,15 +232,14 @@ std::vector<std::pair<std::string, std::string>> Assignments(const DockerfileIns
   return out;
 }
 
-}  // namespace
-
 Status RuleSecretEnv(const DockerfileRuleContext& c) {
   auto check = [&](const DockerfileInstruction& ins) {
     if (ins.keyword != "ENV" && ins.keyword != "ARG") return;
-    for (const auto& [name, value] : Assignments(ins)) {
-      if (!LooksSecret(name)) continue;
+    for (const auto& [name, value] : InstructionAssignments(ins)) {
       bool env = ins.keyword == "ENV";
-      bool has_value = !value.empty() && value[0] != '$';
+      bool has_value = !IsVariableReference(value);
+      std::string shape = has_value ? SecretValueShape(value) : "";
+      if (!LooksSecretName(name) && shape.empty()) continue;
       if (!env && !has_value) {
         c.Add("dockerfile.secret-env", ins.line,
               fmt::format("ARG {} looks like a secret: build-argument values are recorded in the "
@@ -271,12 +249,16 @@ Status RuleSecretEnv(const DockerfileRuleContext& c) {
               Severity::kWarning);
         continue;
       }
+      std::string why = !shape.empty() ? fmt::format(" and its value has the shape of {}", shape)
+                        : has_value    ? " and has a value in the Dockerfile"
+                                       : "";
       c.Add("dockerfile.secret-env", ins.line,
             fmt::format("{} {} looks like a secret{}: it is stored in the image config and "
                         "history for anyone who can pull the image (no hadolint id; BuildKit "
                         "check SecretsUsedInArgOrEnv)",
-                        ins.keyword, name, has_value ? " and has a value in the Dockerfile" : ""),
-            "pass secrets with RUN --mount=type=secret,id=..., or inject them at run time");
+                        ins.keyword, name, why),
+            "remove the value and revoke it; pass secrets with RUN --mount=type=secret,id=..., or "
+            "inject them at run time");
     }
   };
   for (const auto& ins : c.df.global_args) check(ins);

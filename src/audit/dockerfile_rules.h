@@ -8,6 +8,7 @@
 
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "audit/dockerfile_audit.h"
@@ -60,5 +61,15 @@ struct SimpleCommand {
   int piped_to = -1;
 };
 std::vector<SimpleCommand> SimpleCommands(const DockerfileInstruction& run);
+// The program a simple command runs (basename), past assignments and wrappers; "" when none.
+std::string CommandProgram(const SimpleCommand& c);
+// NAME=value pairs of an ENV or ARG (legacy `ENV NAME value` included); value "" when absent.
+std::vector<std::pair<std::string, std::string>> InstructionAssignments(
+    const DockerfileInstruction& ins);
+
+// GPU-runtime and credential rules (dockerfile_runtime_rules.cc).
+common::Status RuleCudaStubs(const DockerfileRuleContext& c);        // (none)
+common::Status RuleCudaCompat(const DockerfileRuleContext& c);       // (none)
+common::Status RulePasswordLiteral(const DockerfileRuleContext& c);  // (none)
 
 }  // namespace tg::audit

@@ -16,8 +16,10 @@
 #include <set>
 
 #include "audit/k8s_security.h"
+#include "audit/k8s_workloads.h"
 #include "audit/k8s_yaml.h"
 #include "audit/kustomize.h"
+#include "audit/secret_shape.h"
 #include "common/file_util.h"
 #include "common/strings.h"
 
@@ -65,6 +67,8 @@ struct Ctx {
   int document;
   std::string object;
   K8sAuditReport* report;
+  WorkloadRole role = WorkloadRole::kInferenceServer;
+  std::string role_reason;
 };
 
 void Add(Ctx& ctx, const char* rule, int line, const std::string& container,
@@ -96,6 +100,7 @@ struct Container {
   bool truegreen = false;
   bool visible_all = false;
   int visible_line = 0;
+  bool runtime_image = false;  // KServe model: the ServingRuntime supplies the image
 };
 
 bool ImageLooksGpu(const std::string& image) {
@@ -405,9 +410,59 @@ void AuditPodSecurity(const YAML::Node& spec, const std::string& spec_path,
                       const std::vector<Container>& cs, const K8sAuditOptions& opts, Ctx& ctx) {
   std::vector<PodContainerView> views;
   for (const Container& c : cs) views.push_back({c.node, c.name, c.path, c.gpu_limit});
+  static const std::set<std::string> kSystemNeeds = {
+      "k8s.privileged", "k8s.privilege-escalation", "k8s.capabilities",
+      "k8s.host-path",  "k8s.host-namespaces",      "k8s.run-as-non-root"};
   for (PodFinding& f : PodSecurityFindings(spec, spec_path, views, {opts.runtime_class})) {
-    Add(ctx, f.rule, f.line, f.container, f.field, f.message, f.fix);
-    ctx.report->findings.back().finding.severity = f.severity;
+    // A system component does what NVIDIA documents for it (device-plugin socket, /dev, host
+    // PID for the driver): context, not a failure. It must still be pinned and bounded.
+    bool expected = ctx.role == WorkloadRole::kSystem && kSystemNeeds.count(f.rule) != 0;
+    Add(ctx, f.rule, f.line, f.container, f.field,
+        expected
+            ? f.message + fmt::format(" (expected for a system component: {})", ctx.role_reason)
+            : f.message,
+        f.fix);
+    ctx.report->findings.back().finding.severity = expected ? Severity::kInfo : f.severity;
+  }
+}
+
+// k8s.secret-env and k8s.cuda-stubs: literal values in a container's env.
+void CheckEnvLiterals(const Container& c, Ctx& ctx) {
+  YAML::Node env = Child(c.node, "env");
+  if (!env.IsDefined() || !env.IsSequence()) return;
+  for (std::size_t i = 0; i < env.size(); ++i) {
+    std::string name = Scalar(Child(env[i], "name"));
+    YAML::Node vnode = Child(env[i], "value");
+    std::string value = Scalar(vnode);
+    std::string field = fmt::format("{}.env[{}].value", c.path, i);
+    int line = LineOf(vnode) ? LineOf(vnode) : LineOf(env[i]);
+    if (!IsVariableReference(value)) {
+      std::string shape = SecretValueShape(value);
+      if (!shape.empty() || LooksSecretName(name)) {
+        Add(ctx, "k8s.secret-env", line, c.name, field,
+            shape.empty()
+                ? fmt::format("env {} looks like a secret and has a literal value: it is stored "
+                              "in the manifest, the API server and every `kubectl get -o yaml`",
+                              name)
+                : fmt::format("env {} has a literal value with the shape of {}: a credential in "
+                              "the manifest is readable by anyone who can read the object",
+                              name, shape),
+            "revoke it, store it in a Secret and use valueFrom.secretKeyRef (or envFrom "
+            "secretRef)");
+      }
+    }
+    if (name == "LD_LIBRARY_PATH") {
+      for (std::size_t at = value.find("/stubs"); at != std::string::npos;
+           at = value.find("/stubs", at + 1)) {
+        std::size_t end = at + 6;
+        if (end < value.size() && value[end] != ':' && value[end] != '/') continue;
+        Add(ctx, "k8s.cuda-stubs", line, c.name, field,
+            "LD_LIBRARY_PATH holds CUDA's stub folder: its libcuda.so shadows the driver's, so "
+            "CUDA reports cudaErrorStubLibrary and inference falls back to the CPU",
+            "remove the stubs folder from LD_LIBRARY_PATH (they are for linking only)");
+        break;
+      }
+    }
   }
 }
 
@@ -415,7 +470,7 @@ void AuditPodSecurity(const YAML::Node& spec, const std::string& spec_path,
 void CheckContainer(const Container& c, const std::optional<GpuNodeRequirements>& req, Ctx& ctx) {
   int cline = LineOf(c.node);
   // k8s.image-digest
-  if (!IsPinnedByDigest(c.image)) {
+  if (!IsPinnedByDigest(c.image) && !(c.runtime_image && c.image.empty())) {
     Add(ctx, "k8s.image-digest",
         LineOf(Child(c.node, "image")) ? LineOf(Child(c.node, "image")) : cline, c.name,
         c.path + ".image",
@@ -437,6 +492,9 @@ void CheckContainer(const Container& c, const std::optional<GpuNodeRequirements>
                     fmt::join(missing, ", ")),
         "set resources.requests.cpu, resources.requests.memory and resources.limits.memory");
   }
+  CheckEnvLiterals(c, ctx);
+  // A system component (device plugin, GFD, DCGM exporter) sees GPUs by design, not by request.
+  if (ctx.role == WorkloadRole::kSystem) return;
   // k8s.gpu-request
   if (c.looks_gpu && !c.gpu_limit) {
     bool in_requests = Present(Child(Child(res, "requests"), "nvidia.com/gpu"));
@@ -506,9 +564,11 @@ void CheckProbes(const Container& c, Ctx& ctx) {
   }
 }
 
-void AuditPodSpec(const YAML::Node& spec, const std::string& spec_path, bool long_running,
-                  const K8sAuditOptions& opts, const std::vector<KustomizeImage>& images,
-                  Ctx& ctx) {
+Status AuditPodSpec(const PodTemplate& pod, const WorkloadShape& shape, const YAML::Node& obj,
+                    const K8sAuditOptions& opts, const std::vector<KustomizeImage>& images,
+                    Ctx& ctx) {
+  const YAML::Node& spec = pod.spec;
+  const std::string& spec_path = pod.path;
   std::vector<Container> cs;
   for (const char* key : {"initContainers", "containers"}) {
     YAML::Node seq = Child(spec, key);
@@ -518,29 +578,52 @@ void AuditPodSpec(const YAML::Node& spec, const std::string& spec_path, bool lon
                                  std::string_view(key) == "initContainers", images));
     }
   }
+  for (const auto& [node, path] : pod.extra_containers) {
+    cs.push_back(ReadContainer(node, path, false, images));
+    cs.back().runtime_image = true;
+    if (cs.back().name.empty()) cs.back().name = path.substr(path.rfind('.') + 1);
+  }
   ctx.report->workloads++;
   ctx.report->containers += static_cast<int>(cs.size());
+  std::vector<std::string> imgs;
+  for (const Container& c : cs) imgs.push_back(c.image);
+  TG_ASSIGN_OR_RETURN(RoleDecision role, DecideRole(obj, ctx.file, pod, shape, imgs));
+  ctx.role = role.role;
+  ctx.role_reason = role.reason;
+  ctx.report->audited.push_back({ctx.file, ctx.document, ctx.object, spec_path,
+                                 std::string(WorkloadRoleName(role.role)), role.reason});
   if (cs.empty()) {
     Add(ctx, "k8s.resources", LineOf(spec), "", spec_path + ".containers",
         "the pod spec has no containers", "add the containers");
-    return;
+    return Status::Ok();
   }
   const std::optional<GpuNodeRequirements>& req = opts.requirements;
   bool pod_gpu = false;
   for (const Container& c : cs) pod_gpu = pod_gpu || c.looks_gpu || c.gpu_limit;
-
+  bool server = ctx.role == WorkloadRole::kInferenceServer && !shape.operator_probes;
   for (const Container& c : cs) {
     CheckContainer(c, req, ctx);
-    if (long_running && !c.init && (c.looks_gpu || c.gpu_limit)) CheckProbes(c, ctx);
+    if (server && !c.init && (c.looks_gpu || c.gpu_limit)) CheckProbes(c, ctx);
   }
-  if (req && pod_gpu) AuditAffinity(spec, spec_path, *req, cs, ctx);
+  if (req && pod_gpu && ctx.role != WorkloadRole::kSystem)
+    AuditAffinity(spec, spec_path, *req, cs, ctx);
   AuditPodSecurity(spec, spec_path, cs, opts, ctx);
+  return Status::Ok();
 }
 
-const std::set<std::string>& LongRunningKinds() {
-  static const std::set<std::string> k = {"Pod",       "Deployment", "StatefulSet",
-                                          "DaemonSet", "ReplicaSet", "ReplicationController"};
-  return k;
+// An object whose pods this audit cannot read: never a silent pass.
+void ReportNotAudited(const std::vector<std::string>& paths, const std::string& prefix,
+                      const YAML::Node& obj, Ctx& ctx) {
+  std::string where;
+  for (const std::string& p : paths) where += (where.empty() ? "" : ", ") + prefix + p;
+  std::string api = Scalar(Child(obj, "apiVersion"));
+  Add(ctx, "k8s.not-audited", LineOf(obj), "", prefix + paths.front(),
+      fmt::format("{} ({}) holds pod specs at {}; truegreen does not know this kind, so its "
+                  "containers were NOT audited",
+                  ctx.object, api.empty() ? "no apiVersion" : api, where),
+      "audit the pods it creates (kubectl get pods -l ... -o yaml | truegreen audit k8s -), or "
+      "list k8s.not-audited in --suppressions with the reason");
+  ctx.report->not_audited.push_back(fmt::format("{}#{} {}", ctx.file, ctx.document, ctx.object));
 }
 
 Status AuditObject(const YAML::Node& obj, const std::string& file, int doc,
@@ -561,7 +644,6 @@ Status AuditObject(const YAML::Node& obj, const std::string& file, int doc,
   }
   std::string name = Scalar(Child(Child(obj, "metadata"), "name"));
   Ctx ctx{file, doc, kind + "/" + (name.empty() ? "<unnamed>" : name), rep};
-  YAML::Node spec = Child(obj, "spec");
   if (kind == "List") {
     YAML::Node items = Child(obj, "items");
     if (items.IsDefined() && items.IsSequence()) {
@@ -572,28 +654,32 @@ Status AuditObject(const YAML::Node& obj, const std::string& file, int doc,
     }
     return Status::Ok();
   }
-  YAML::Node pod;
-  std::string path;
-  if (kind == "Pod") {
-    pod = spec;
-    path = "spec";
-  } else if (kind == "Deployment" || kind == "StatefulSet" || kind == "DaemonSet" ||
-             kind == "ReplicaSet" || kind == "ReplicationController" || kind == "Job") {
-    pod = Child(Child(spec, "template"), "spec");
-    path = "spec.template.spec";
-  } else if (kind == "CronJob") {
-    pod = Child(Child(Child(Child(spec, "jobTemplate"), "spec"), "template"), "spec");
-    path = "spec.jobTemplate.spec.template.spec";
-  } else {
-    rep->skipped.push_back(fmt::format("{}#{} {}", file, doc, ctx.object));
+  WorkloadShape shape = LocateWorkload(obj);
+  if (!shape.known) {
+    std::vector<std::string> paths = FindPodSpecPaths(obj);
+    if (!paths.empty()) {
+      ReportNotAudited(paths, prefix, obj, ctx);
+    } else {
+      rep->skipped.push_back(fmt::format("{}#{} {}", file, doc, ctx.object));
+    }
     return Status::Ok();
   }
-  if (!pod.IsDefined() || !pod.IsMap()) {
-    return Status::InvalidArg(fmt::format("{}: {} has no pod spec at {}{} (found {})",
-                                          common::YamlWhere(obj, file), ctx.object, prefix, path,
-                                          YamlKind(pod)));
+  if (shape.pods.empty()) {
+    if (!shape.note.empty()) {
+      rep->skipped.push_back(fmt::format("{}#{} {}: {}", file, doc, ctx.object, shape.note));
+      return Status::Ok();
+    }
+    std::string expect;
+    for (const std::string& e : shape.expect) expect += (expect.empty() ? "" : " or ") + prefix + e;
+    return Status::InvalidArg(fmt::format(
+        "{}: {} has no pod spec at {} (found {})", common::YamlWhere(obj, file), ctx.object,
+        expect.empty() ? prefix + "spec" : expect, YamlKind(Child(obj, "spec"))));
   }
-  AuditPodSpec(pod, prefix + path, LongRunningKinds().count(kind) != 0, opts, images, ctx);
+  for (PodTemplate pod : shape.pods) {
+    pod.path = prefix + pod.path;
+    for (auto& extra : pod.extra_containers) extra.second = prefix + extra.second;
+    TG_RETURN_IF_ERROR(AuditPodSpec(pod, shape, obj, opts, images, ctx));
+  }
   return Status::Ok();
 }
 
@@ -714,12 +800,36 @@ Status AuditK8sPath(const std::string& path, const K8sAuditOptions& options,
   return AuditK8sText(text, path, options, report);
 }
 
+void AddCoverageFindings(K8sAuditReport* report) {
+  if (report->workloads > 0 || !report->not_audited.empty()) return;
+  K8sFinding kf;
+  kf.finding.rule = "k8s.no-workload";
+  kf.finding.severity = Severity::kInfo;
+  kf.finding.message = fmt::format(
+      "no workload in the input: {} object(s) read, none of them runs pods, so no GPU, probe or "
+      "pod security rule was applied",
+      report->documents);
+  kf.finding.fix = "give the manifests of the workloads (Deployment, StatefulSet, ...) too";
+  report->findings.push_back(std::move(kf));
+}
+
 common::Json K8sReportToJson(const K8sAuditReport& report) {
   common::Json j;
   j["documents"] = report.documents;
   j["workloads"] = report.workloads;
   j["containers"] = report.containers;
+  common::Json audited = common::Json::array();
+  for (const K8sAuditedPod& a : report.audited) {
+    audited.push_back({{"file", a.file},
+                       {"document", a.document},
+                       {"object", a.object},
+                       {"path", a.path},
+                       {"role", a.role},
+                       {"reason", a.reason}});
+  }
+  j["audited"] = std::move(audited);
   j["skipped"] = report.skipped;
+  j["not_audited"] = report.not_audited;
   common::Json arr = common::Json::array();
   for (const auto& kf : report.findings) {
     common::Json f = FindingToJson(kf.finding);

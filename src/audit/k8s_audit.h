@@ -1,9 +1,11 @@
 // `truegreen audit k8s`: GPU hygiene rules over Kubernetes manifests (multi-document YAML) and
 // kustomize bases.
 //
-// Workloads read: Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, ReplicationController, Job,
-// CronJob and List items; other kinds (Service, ConfigMap, PodMonitor, ...) are skipped and
-// listed. Rules (stable ids; docs/AUDIT_CONFIG.md):
+// Workloads read: the built-in kinds and the well-known custom resources of k8s_workloads.h, and
+// List items. Each pod template gets a role (inference-server, batch, system) that chooses its
+// rules. An object of another kind that holds pod specs is a k8s.not-audited error (its pods were
+// not read, so it cannot pass); objects without pods (Service, ConfigMap, ...) are listed as
+// skipped. Rules (stable ids; docs/AUDIT_CONFIG.md):
 //   k8s.gpu-request          a GPU container (NVIDIA_* env, CUDA/TensorRT/truegreen image or
 //                            arguments) has no nvidia.com/gpu or
 //                            nvidia.com/mig-* in resources.limits, asks for fewer devices than the
@@ -25,6 +27,11 @@
 //                            capability, memory)
 //   k8s.resources            requests.cpu, requests.memory or limits.memory missing
 //   k8s.image-digest         image not pinned by @sha256 digest
+//   k8s.secret-env           an env value that is a literal secret (by name or value shape)
+//   k8s.cuda-stubs           LD_LIBRARY_PATH holds CUDA's stubs folder
+//   k8s.not-audited          an object of an unknown kind holds pod specs (error)
+// A system component (role system) is not held to gpu-request, visible-devices-all, probes and
+// node-affinity; its privileged/host rules are reported as info; digest and resources still hold.
 //
 // Failure behaviour: Status INVALID_ARG/NOT_FOUND (exit 2) for unreadable files, malformed YAML
 // (file:line:col), a document that is not a mapping or has no `kind`, a bad kustomization.
@@ -75,12 +82,24 @@ struct K8sFinding {
   std::string field;      // dotted path: spec.template.spec.containers[0].resources.limits
 };
 
+// One pod template that was audited, and the role its rules were chosen by (k8s_workloads.h).
+struct K8sAuditedPod {
+  std::string file;
+  int document = 0;
+  std::string object;  // "RayService/sd"
+  std::string path;    // "spec.rayClusterConfig.headGroupSpec.template.spec"
+  std::string role;    // "inference-server" | "batch" | "system"
+  std::string reason;  // why that role
+};
+
 struct K8sAuditReport {
   std::vector<K8sFinding> findings;
   int documents = 0;
-  int workloads = 0;
+  int workloads = 0;  // pod templates audited
   int containers = 0;
-  std::vector<std::string> skipped;  // "file#2 Service/truegreen"
+  std::vector<K8sAuditedPod> audited;
+  std::vector<std::string> skipped;      // "file#2 Service/truegreen": no pods in it
+  std::vector<std::string> not_audited;  // objects with pod specs of an unknown kind
 };
 
 struct K8sAuditOptions {
@@ -116,8 +135,13 @@ common::Status AuditK8sDocuments(const std::vector<YAML::Node>& docs, const std:
 common::Status AuditK8sPath(const std::string& path, const K8sAuditOptions& options,
                             K8sAuditReport* report);
 
-// {"documents","workloads","containers","skipped":[...],"findings":[{...Finding, document,
-// object, container, field}]}
+// After every input is audited: adds the info finding k8s.no-workload when no pod template was
+// audited and none was left unaudited (the input holds no workload at all: it says so).
+void AddCoverageFindings(K8sAuditReport* report);
+
+// {"documents","workloads","containers","audited":[{file,document,object,path,role,reason}],
+// "skipped":[...],"not_audited":[...],"findings":[{...Finding, document, object, container,
+// field}]}
 common::Json K8sReportToJson(const K8sAuditReport& report);
 // Findings in the shared text format; location details are part of each message.
 std::string K8sReportToText(const K8sAuditReport& report);

@@ -4,6 +4,7 @@
 // malformed input (the message names the file and line). Results go to stdout (text or --json),
 // verdict first; errors through cli::ReportError.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cctype>
 #include <cstdio>
@@ -133,6 +134,7 @@ int RunAuditK8s(const K8sArgs& a, const GlobalOptions& g) {
     common::Status s = audit::AuditK8sPath(f, opts, &rep);
     if (!s.ok()) return ReportError(s);
   }
+  audit::AddCoverageFindings(&rep);
   auto out = ResolveAuditOutput(a.output, g);
   if (!out.ok()) return ReportError(out.status());
   audit::Severity fail_on = out->fail_on.value_or(audit::Severity::kError);
@@ -157,6 +159,13 @@ int RunAuditK8s(const K8sArgs& a, const GlobalOptions& g) {
                       rep.workloads, rep.containers,
                       matrix_name.empty() ? " (no --matrix: node affinity not checked)"
                                           : "; matrix " + matrix_name));
+    for (const auto& p : rep.audited) {
+      Print(fmt::format("  {} {}: {} ({})\n", p.object, p.path, p.role, p.reason));
+    }
+    if (!rep.not_audited.empty()) {
+      Print(fmt::format("NOT AUDITED: {} object(s) of unknown kinds hold pods: {}\n",
+                        rep.not_audited.size(), fmt::join(rep.not_audited, ", ")));
+    }
     Print(audit::K8sReportToText(rep));
   }
   return fail ? kExitAudit : kExitOk;
