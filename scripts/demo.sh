@@ -68,7 +68,7 @@ if [ "${ready}" -eq 1 ]; then
   curl -s "${base}/readyz"; echo
   echo "\$ curl -X POST ${base}/v1/images/generations (OpenAI images)"
   curl -s -X POST "${base}/v1/images/generations" \
-    -d '{"prompt":"a photo of a cat","size":"256x256","steps":10,"seed":1}' \
+    -d '{"prompt":"a photo of a cat","size":"256x256","steps":10,"seed":1,"response_format":"b64_json"}' \
     > build/demo/openai.json
   if python3 -c 'import json,base64,sys; d=json.load(open(sys.argv[1])); \
 open(sys.argv[2],"wb").write(base64.b64decode(d["data"][0]["b64_json"]))' \

@@ -27,7 +27,8 @@ python3 - "${port}" "${srv}" "${SECONDS_TOTAL}" "${CONC}" "${GROWTH}" <<'PY'
 import collections, json, sys, threading, time, urllib.request, urllib.error
 port, pid, total, conc, growth = int(sys.argv[1]), sys.argv[2], float(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
 base = f"http://127.0.0.1:{port}"
-img = json.dumps({"prompt": "a photo of a cat", "size": "256x256", "steps": 4}).encode()
+img = json.dumps({"prompt": "a photo of a cat", "size": "256x256", "steps": 4,
+                  "response_format": "b64_json"}).encode()
 inf = json.dumps({"inputs": [{"name": "x", "shape": [1, 8], "datatype": "FP32", "data": [1] * 8}]}).encode()
 stop = time.time() + total
 codes = collections.Counter()

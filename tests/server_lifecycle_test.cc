@@ -284,7 +284,20 @@ TEST_F(ServerLifecycleTest, BearerTokenGuardsEverythingButHealth) {
   EXPECT_EQ(
       Request(s.port(), "GET", "/v2/models/mm", "", {{"Authorization", "Bearer s3cret"}}).status,
       200);
-  EXPECT_EQ(Generate(s.port(), 1).status, 401);
+  HttpResult refused = Generate(s.port(), 1);
+  EXPECT_EQ(refused.status, 401);
+  EXPECT_EQ(Json::parse(refused.body)["error"]["code"], "invalid_api_key") << refused.body;
+  // A response_format "url" image sits behind the same token.
+  HttpResult made = Request(s.port(), "POST", "/v1/images/generations",
+                            R"({"prompt":"a cat","size":"256x256","steps":1})",
+                            {{"Authorization", "Bearer s3cret"}});
+  ASSERT_EQ(made.status, 200) << made.body;
+  const std::string url = Json::parse(made.body)["data"][0]["url"];
+  const std::string path = url.substr(url.find('/', 7));
+  EXPECT_EQ(Request(s.port(), "GET", path).status, 401);
+  HttpResult img = Request(s.port(), "GET", path, "", {{"Authorization", "Bearer s3cret"}});
+  EXPECT_EQ(img.status, 200);
+  EXPECT_EQ(img.Header("content-type"), "image/png");
 }
 
 TEST_F(ServerLifecycleTest, ConnectionCapRefusesExtraConnections) {

@@ -3,8 +3,10 @@
 // repository, 3 no GPU path, 4 drift, 5 canary too slow, 0 after a SIGTERM drain.
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "cli/command.h"
 #include "cli/integrity_canary.h"
@@ -20,8 +22,37 @@ struct ServeFlags {
   server::ServeConfig c;
   std::string token_file;
   double p50 = 0.0, p95 = 0.0;
-  double min_gpu_util = 0.0;  // 0 = not gated
+  double min_gpu_util = 0.0;         // 0 = not gated
+  std::vector<std::string> aliases;  // --model-alias ALIAS=MODEL
 };
+
+// --model-alias values into the alias map; each target must be an image model of `models`.
+common::Status ParseAliases(const std::vector<std::string>& values,
+                            const std::vector<server::ModelSpec>& models,
+                            std::map<std::string, std::string>* out) {
+  for (const std::string& v : values) {
+    const auto eq = v.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == v.size()) {
+      return common::Status::InvalidArg("--model-alias '" + v.substr(0, 64) +
+                                        "': ALIAS=MODEL is required (e.g. dall-e-3=sd15)");
+    }
+    const std::string alias = v.substr(0, eq), target = v.substr(eq + 1);
+    bool found = false;
+    for (const auto& m : models) {
+      found = found || (m.name == target && m.kind == server::ModelKind::kStableDiffusion);
+    }
+    if (!found) {
+      return common::Status::InvalidArg("--model-alias " + v.substr(0, 128) + ": '" +
+                                        target.substr(0, 64) +
+                                        "' is not an image model of the repository");
+    }
+    if (!out->emplace(alias, target).second) {
+      return common::Status::InvalidArg("--model-alias: '" + alias.substr(0, 64) +
+                                        "' is given twice");
+    }
+  }
+  return common::Status::Ok();
+}
 
 int RunServe(const GlobalOptions& g, ServeFlags& f) {
   server::ServeConfig c = f.c;
@@ -56,6 +87,9 @@ int RunServe(const GlobalOptions& g, ServeFlags& f) {
   if (common::Status s = server::ValidateServeConfig(c); !s.ok()) return fail(s);
   auto models = server::LoadModelRepository(c.models_dir);
   if (!models.ok()) return fail(models.status());
+  if (common::Status s = ParseAliases(f.aliases, *models, &c.model_aliases); !s.ok()) {
+    return fail(s);
+  }
   return server::RunServer(c, *models, g.Loader());
 }
 
@@ -100,7 +134,17 @@ void RegisterServeCommands(CLI::App& app, GlobalOptions& g, CommandRegistry& r) 
   opt("--body-timeout-ms", l.body_timeout_ms, "TRUEGREEN_BODY_TIMEOUT_MS",
       "Time allowed for a request body");
   opt("--idle-timeout-ms", l.idle_timeout_ms, "TRUEGREEN_IDLE_TIMEOUT_MS", "Keep-alive idle limit");
-  opt("--max-n", l.max_n, "TRUEGREEN_MAX_N", "Images per request (1..8)");
+  opt("--max-n", l.max_n, "TRUEGREEN_MAX_N", "Images per OpenAI request (1..10)");
+  opt("--image-store-bytes", c.image_store_bytes, "TRUEGREEN_IMAGE_STORE_BYTES",
+      "Memory for response_format \"url\" images (oldest dropped first)");
+  opt("--image-ttl-s", c.image_ttl_s, "TRUEGREEN_IMAGE_TTL_S",
+      "Lifetime of a response_format \"url\" image");
+  cmd->add_option("--model-alias", f->aliases,
+                  "ALIAS=MODEL: an OpenAI model name answered by a served image model "
+                  "(e.g. dall-e-3=sd15); repeatable")
+      ->envname("TRUEGREEN_MODEL_ALIAS")
+      ->delimiter(',')
+      ->type_name("ALIAS=MODEL");
   opt("--max-steps", l.max_steps, "TRUEGREEN_MAX_STEPS", "Denoising steps per request");
   opt("--large-pixels", l.large_pixels, "TRUEGREEN_LARGE_PIXELS",
       "SD jobs above width*height*steps/50*n use the large lane");

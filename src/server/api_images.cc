@@ -1,4 +1,5 @@
-// POST /v1/images/generations (OpenAI-compatible) and the SD warm-up and canary runs.
+// POST /v1/images/generations and GET /v1/models (OpenAI-compatible), the image store's GET, and
+// the SD warm-up and canary runs.
 #include <ctime>
 
 #include "common/strings.h"
@@ -16,175 +17,363 @@ namespace {
 constexpr const char* kCanaryPrompts[] = {"a photo of a cat", "a red bicycle leaning on a wall",
                                           "a bowl of fruit on a wooden table"};
 
-struct SdJob : ServerJob {
-  sd::GenerateRequest req;
+// What the request asked for besides the generation itself (CreateImageRequest).
+struct ImagesOptions {
+  std::string model;  // "" = the served image model
+  bool url = true;    // response_format (the API's default is "url")
+  bool stream = false;
+  int partial_images = 0;
+  bool size_auto = true;  // no size, null or "auto": the model's native size
 };
 
-Status FieldType(const char* field, const char* want, const Json& v) {
-  return Status::InvalidArg("field '" + std::string(field) + "' must be " + want + ", found " +
-                            std::string(v.type_name()));
+struct SdJob : ServerJob {
+  sd::GenerateRequest req;
+  ImagesOptions opt;
+  std::string base_url;  // scheme://host of the request, for response_format "url"
+};
+
+using ParseError = std::optional<ApiError>;
+
+ApiError Invalid(const std::string& field, std::string message, const char* code) {
+  return ApiError::From(Status::InvalidArg(std::move(message)), field, code);
 }
 
-Status ParseSizeField(const Json& v, sd::GenerateRequest* r) {
-  if (!v.is_string()) return FieldType("size", "a string \"WIDTHxHEIGHT\"", v);
-  const std::string s = v.get<std::string>();
-  const auto x = s.find('x');
+ApiError WrongType(const std::string& field, const char* want, const Json& v) {
+  return Invalid(field, "field '" + field + "' must be " + want + ", found " + v.type_name(),
+                 "invalid_type");
+}
+
+// The value of `field`, or nullptr when absent or null (both mean the default).
+const Json* Field(const Json& body, const char* field) {
+  auto it = body.find(field);
+  return it == body.end() || it->is_null() ? nullptr : &*it;
+}
+
+// A string field whose value must be one of `supported` (the ones this server honours).
+ParseError EnumField(const Json& body, const char* field,
+                     std::initializer_list<const char*> supported, std::string* out) {
+  const Json* v = Field(body, field);
+  if (!v) return std::nullopt;
+  if (!v->is_string()) return WrongType(field, "a string", *v);
+  const std::string& s = v->get_ref<const std::string&>();
+  std::string list;
+  for (const char* ok : supported) {
+    if (s == ok) {
+      *out = s;
+      return std::nullopt;
+    }
+    list += std::string(list.empty() ? "" : ", ") + "\"" + ok + "\"";
+  }
+  return Invalid(field,
+                 "field '" + std::string(field) + "' is " + Json(s.substr(0, 64)).dump() +
+                     "; this server supports " + list,
+                 "invalid_value");
+}
+
+ParseError IntField(const Json& body, const char* field, int lo, int hi, int* out) {
+  const Json* v = Field(body, field);
+  if (!v) return std::nullopt;
+  if (!v->is_number_integer()) return WrongType(field, "an integer", *v);
+  const auto n = v->get<std::int64_t>();
+  if (n < lo || n > hi) {
+    return Invalid(field,
+                   "field '" + std::string(field) + "' is " + std::to_string(n) + ", accepted " +
+                       std::to_string(lo) + ".." + std::to_string(hi),
+                   "invalid_value");
+  }
+  *out = static_cast<int>(n);
+  return std::nullopt;
+}
+
+ParseError StringField(const Json& body, const char* field, std::string* out) {
+  const Json* v = Field(body, field);
+  if (!v) return std::nullopt;
+  if (!v->is_string()) return WrongType(field, "a string", *v);
+  *out = v->get<std::string>();
+  return std::nullopt;
+}
+
+ParseError SizeField(const Json& body, sd::GenerateRequest* r, ImagesOptions* o) {
+  const Json* v = Field(body, "size");
+  if (!v) return std::nullopt;
+  if (!v->is_string()) return WrongType("size", "a string \"WIDTHxHEIGHT\" or \"auto\"", *v);
+  const std::string& s = v->get_ref<const std::string&>();
+  if (s == "auto") return std::nullopt;
+  const std::string limits =
+      "\"auto\" (the model's native size) or \"WIDTHxHEIGHT\" with each "
+      "side a multiple of 8 in " +
+      std::to_string(sd::kMinSide) + ".." + std::to_string(sd::kMaxSide) + " (e.g. \"512x512\")";
   auto bad = [&] {
-    return Status::InvalidArg(
-        "field 'size' must be \"WIDTHxHEIGHT\" with sides 256..1024, "
-        "multiples of 8 (e.g. \"512x512\")");
+    return Invalid("size",
+                   "field 'size' is " + Json(s.substr(0, 32)).dump() + "; accepted: " + limits,
+                   "invalid_value");
   };
-  if (x == std::string::npos || x == 0 || x + 1 >= s.size() || s.size() > 9) return bad();
+  const auto x = s.find('x');
+  if (x == std::string::npos || x == 0 || x + 1 >= s.size() || s.size() > 11) return bad();
   for (std::size_t i = 0; i < s.size(); ++i) {
     if (i != x && (s[i] < '0' || s[i] > '9')) return bad();
   }
-  r->width = std::stoi(s.substr(0, x));
-  r->height = std::stoi(s.substr(x + 1));
-  return Status::Ok();
+  const int w = std::stoi(s.substr(0, x)), h = std::stoi(s.substr(x + 1));
+  // Checked here, before any work: a 0 side would otherwise mean "the default size" further on.
+  if (!sd::CheckSide("width", w).ok() || !sd::CheckSide("height", h).ok()) return bad();
+  r->width = w;
+  r->height = h;
+  o->size_auto = false;
+  return std::nullopt;
 }
 
-Status IntField(const Json& body, const char* field, int lo, int hi, int* out) {
-  if (!body.contains(field)) return Status::Ok();
-  const Json& v = body[field];
-  if (!v.is_number_integer()) return FieldType(field, "an integer", v);
-  const auto n = v.get<std::int64_t>();
-  if (n < lo || n > hi) {
-    return Status::InvalidArg("field '" + std::string(field) + "' is " + std::to_string(n) +
-                              ", accepted " + std::to_string(lo) + ".." + std::to_string(hi));
+// CreateImageRequest fields, in the order of openai-openapi, then this server's extensions.
+constexpr const char* kKnownFields[] = {"prompt",
+                                        "model",
+                                        "n",
+                                        "quality",
+                                        "response_format",
+                                        "output_format",
+                                        "output_compression",
+                                        "stream",
+                                        "partial_images",
+                                        "size",
+                                        "moderation",
+                                        "background",
+                                        "style",
+                                        "user",
+                                        "negative_prompt",
+                                        "steps",
+                                        "scheduler",
+                                        "guidance_scale",
+                                        "seed"};
+
+// Checks the CreateImageRequest fields this server honours only at some values.
+ParseError OpenAiOnlyFields(const Json& body, const Limits& limits, ImagesOptions* o) {
+  std::string s;
+  // One quality, one style and an opaque PNG: the defaults (and their dall-e-2 spellings) are
+  // honoured, anything else is refused rather than silently ignored.
+  if (auto e = EnumField(body, "quality", {"auto", "standard"}, &s)) return e;
+  if (auto e = EnumField(body, "style", {"vivid"}, &s)) return e;
+  if (auto e = EnumField(body, "output_format", {"png"}, &s)) return e;
+  if (auto e = EnumField(body, "background", {"auto", "opaque"}, &s)) return e;
+  if (auto e = EnumField(body, "moderation", {"auto", "low"}, &s)) return e;
+  int compression = 100;
+  if (auto e = IntField(body, "output_compression", 0, 100, &compression)) return e;
+  if (compression != 100) {
+    return Invalid("output_compression",
+                   "field 'output_compression' is " + std::to_string(compression) +
+                       "; PNG is lossless, so only 100 (the default) is supported",
+                   "invalid_value");
   }
-  *out = static_cast<int>(n);
-  return Status::Ok();
+  s = "url";
+  if (auto e = EnumField(body, "response_format", {"url", "b64_json"}, &s)) return e;
+  o->url = s == "url";
+  if (const Json* v = Field(body, "stream")) {
+    if (!v->is_boolean()) return WrongType("stream", "true or false", *v);
+    o->stream = v->get<bool>();
+  }
+  if (auto e = IntField(body, "partial_images", 0, 3, &o->partial_images)) return e;
+  if (o->partial_images > 0 && !o->stream) {
+    return Invalid("partial_images", "field 'partial_images' needs \"stream\": true",
+                   "invalid_value");
+  }
+  (void)limits;
+  return std::nullopt;
 }
 
-Status StringField(const Json& body, const char* field, std::string* out) {
-  if (!body.contains(field)) return Status::Ok();
-  if (!body[field].is_string()) return FieldType(field, "a string", body[field]);
-  *out = body[field].get<std::string>();
-  return Status::Ok();
-}
-
-// Validates the OpenAI request body into a GenerateRequest (model-independent checks; the
-// pipeline's ValidateRequest runs the model-dependent ones on the worker).
-Status ParseImagesRequest(const Json& body, const Limits& limits, std::string* model,
-                          sd::GenerateRequest* r) {
-  if (!body.is_object()) return Status::InvalidArg("request body must be a JSON object");
-  static const char* kKnown[] = {"prompt",
-                                 "n",
-                                 "size",
-                                 "response_format",
-                                 "model",
-                                 "negative_prompt",
-                                 "steps",
-                                 "scheduler",
-                                 "guidance_scale",
-                                 "seed",
-                                 "user"};
+// Validates the request body into a GenerateRequest and the options (model-independent checks;
+// the pipeline's ValidateRequest runs the model-dependent ones).
+ParseError ParseImagesRequest(const Json& body, const Limits& limits, ImagesOptions* o,
+                              sd::GenerateRequest* r) {
+  if (!body.is_object()) {
+    return ApiError::From(Status::InvalidArg("request body must be a JSON object"));
+  }
   for (const auto& [k, v] : body.items()) {
-    if (std::find(std::begin(kKnown), std::end(kKnown), k) == std::end(kKnown)) {
-      return Status::InvalidArg("unknown field '" + k.substr(0, 64) + "'");
+    if (std::find_if(std::begin(kKnownFields), std::end(kKnownFields),
+                     [&k](const char* f) { return k == f; }) == std::end(kKnownFields)) {
+      return Invalid(k.substr(0, 64), "unknown field '" + k.substr(0, 64) + "'",
+                     "unknown_parameter");
     }
   }
-  if (!body.contains("prompt")) return Status::InvalidArg("missing required field 'prompt'");
-  if (!body["prompt"].is_string()) return FieldType("prompt", "a string", body["prompt"]);
-  r->prompt = body["prompt"].get<std::string>();
-  if (r->prompt.empty()) return Status::InvalidArg("field 'prompt' is empty");
-  TG_RETURN_IF_ERROR(StringField(body, "model", model));
-  TG_RETURN_IF_ERROR(StringField(body, "negative_prompt", &r->negative_prompt));
-  TG_RETURN_IF_ERROR(StringField(body, "scheduler", &r->scheduler));
-  TG_RETURN_IF_ERROR(IntField(body, "n", 1, limits.max_n, &r->batch));
-  TG_RETURN_IF_ERROR(IntField(body, "steps", 1, limits.max_steps, &r->steps));
-  if (!body.contains("steps")) r->steps = std::min(20, limits.max_steps);
-  if (body.contains("size")) TG_RETURN_IF_ERROR(ParseSizeField(body["size"], r));
-  if (body.contains("response_format")) {
-    const Json& f = body["response_format"];
-    if (!f.is_string()) return FieldType("response_format", "a string", f);
-    if (f.get<std::string>() != "b64_json") {
-      return Status::InvalidArg(
-          "field 'response_format' must be \"b64_json\" (this server keeps "
-          "no image store, so \"url\" is not offered)");
-    }
+  const Json* p = Field(body, "prompt");
+  if (!p) {
+    return Invalid("prompt", "missing required field 'prompt'", "missing_required_parameter");
   }
-  if (body.contains("guidance_scale")) {
-    const Json& g = body["guidance_scale"];
-    if (!g.is_number()) return FieldType("guidance_scale", "a number", g);
-    r->guidance = g.get<double>();
+  if (!p->is_string()) return WrongType("prompt", "a string", *p);
+  r->prompt = p->get<std::string>();
+  if (r->prompt.empty()) return Invalid("prompt", "field 'prompt' is empty", "invalid_value");
+  if (auto e = StringField(body, "model", &o->model)) return e;
+  std::string ignored;
+  if (auto e = StringField(body, "user", &ignored)) return e;
+  if (auto e = OpenAiOnlyFields(body, limits, o)) return e;
+  if (auto e = StringField(body, "negative_prompt", &r->negative_prompt)) return e;
+  if (auto e = StringField(body, "scheduler", &r->scheduler)) return e;
+  r->batch = 1;
+  if (auto e = IntField(body, "n", 1, limits.max_n, &r->batch)) return e;
+  r->steps = std::min(20, limits.max_steps);
+  if (auto e = IntField(body, "steps", 1, limits.max_steps, &r->steps)) return e;
+  if (auto e = SizeField(body, r, o)) return e;
+  if (const Json* g = Field(body, "guidance_scale")) {
+    if (!g->is_number()) return WrongType("guidance_scale", "a number", *g);
+    r->guidance = g->get<double>();
   }
-  if (body.contains("seed")) {
-    const Json& s = body["seed"];
-    if (!s.is_number_unsigned() && !(s.is_number_integer() && s.get<std::int64_t>() >= 0)) {
-      return FieldType("seed", "a non-negative integer", s);
+  if (const Json* s = Field(body, "seed")) {
+    if (!s->is_number_unsigned() && !(s->is_number_integer() && s->get<std::int64_t>() >= 0)) {
+      return WrongType("seed", "a non-negative integer", *s);
     }
-    r->seed = s.get<std::uint64_t>();
+    r->seed = s->get<std::uint64_t>();
   }
   r->encode_png = true;
-  return sd::ValidateRequestBasics(*r);
+  // The pipeline generates at most sd::kMaxBatch images at once; a larger n runs in parts.
+  sd::GenerateRequest check = *r;
+  check.batch = std::min(check.batch, sd::kMaxBatch);
+  if (Status st = sd::ValidateRequestBasics(check); !st.ok()) return ApiError::From(st);
+  return std::nullopt;
 }
 
-// The 200 body, written straight into one string: each PNG is Base64-encoded in place, never
-// copied into a JSON value and re-escaped (that cost 1-6 ms per 512² image, issue 11 "Speed").
-// Same bytes as nlohmann's dump of the object (keys in its sorted order; Base64, digits and the
-// size need no escaping; model and scheduler go through the JSON serializer).
-std::string ImagesBody(const sd::GenerateOutput& out, const std::string& model, int steps,
-                       bool degraded) {
+// Sizes the OpenAI streaming events may name; any other is sent as "auto" (the real size is in
+// the "truegreen" object).
+std::string EventSize(int w, int h) {
+  const std::string s = std::to_string(w) + "x" + std::to_string(h);
+  return s == "1024x1024" || s == "1024x1536" || s == "1536x1024" ? s : "auto";
+}
+
+// This server's own facts about a generation, beside the OpenAI fields.
+void AppendExtension(const sd::GenerateOutput& out, const std::string& model, int steps,
+                     bool degraded, std::string* b) {
   auto quoted = [](const std::string& s) {
     return Json(s).dump(-1, ' ', false, Json::error_handler_t::replace);
   };
-  std::size_t reserve = 256 + model.size() + out.scheduler.size();
+  *b += "\"truegreen\":{\"degraded\":";
+  *b += degraded ? "true" : "false";
+  *b += ",\"model\":" + quoted(model);
+  *b += ",\"scheduler\":" + quoted(out.scheduler);
+  *b += ",\"size\":\"" + std::to_string(out.width) + "x" + std::to_string(out.height);
+  *b += "\",\"steps\":" + std::to_string(steps) + "}";
+}
+
+// The 200 body (ImagesResponse), written straight into one string: each PNG is Base64-encoded in
+// place, never copied into a JSON value and re-escaped (that cost 1-6 ms per 512² image). Same
+// bytes as nlohmann's dump of the object (keys in its sorted order; Base64, hex tokens and digits
+// need no escaping). `urls`, when given, replace the images' b64_json.
+std::string ImagesBody(const sd::GenerateOutput& out, const std::string& model, int steps,
+                       bool degraded, const std::vector<std::string>* urls) {
+  std::size_t reserve = 320 + model.size() + out.scheduler.size();
   for (const auto& im : out.images) reserve += 4 * ((im.png.size() + 2) / 3) + 48;
   std::string b;
-  b.reserve(reserve);
-  b += "{\"created\":";
+  b.reserve(urls ? 512 + 160 * out.images.size() : reserve);
+  b += "{\"background\":\"opaque\",\"created\":";
   b += std::to_string(static_cast<std::int64_t>(std::time(nullptr)));
   b += ",\"data\":[";
   for (std::size_t i = 0; i < out.images.size(); ++i) {
-    b += i == 0 ? "{\"b64_json\":\"" : ",{\"b64_json\":\"";
+    b += i == 0 ? "{" : ",{";
+    if (urls) {
+      b += "\"seed\":" + std::to_string(out.images[i].seed) + ",\"url\":";
+      b += Json((*urls)[i]).dump(-1, ' ', false, Json::error_handler_t::replace) + "}";
+      continue;
+    }
+    b += "\"b64_json\":\"";
     common::AppendBase64(out.images[i].png, &b);
-    b += "\",\"seed\":";
-    b += std::to_string(out.images[i].seed);
-    b += "}";
+    b += "\",\"seed\":" + std::to_string(out.images[i].seed) + "}";
   }
-  b += "],\"degraded\":";
-  b += degraded ? "true" : "false";
-  b += ",\"model\":" + quoted(model);
-  b += ",\"scheduler\":" + quoted(out.scheduler);
-  b += ",\"size\":\"" + std::to_string(out.width) + "x" + std::to_string(out.height);
-  b += "\",\"steps\":" + std::to_string(steps) + "}";
+  b += "],\"output_format\":\"png\",";
+  AppendExtension(out, model, steps, degraded, &b);
+  b += "}";
   return b;
+}
+
+// The `stream: true` answer: one image_generation.completed event per image, as server-sent
+// events (the OpenAI API's event names and fields). This server does not count tokens: usage is
+// reported as zero.
+std::string StreamBody(const sd::GenerateOutput& out, const std::string& model, int steps,
+                       bool degraded) {
+  std::string b;
+  const std::string created = std::to_string(static_cast<std::int64_t>(std::time(nullptr)));
+  for (const auto& im : out.images) {
+    b += "event: image_generation.completed\ndata: {\"b64_json\":\"";
+    common::AppendBase64(im.png, &b);
+    b += "\",\"background\":\"opaque\",\"created_at\":" + created;
+    b += ",\"output_format\":\"png\",\"quality\":\"auto\",\"size\":\"" +
+         EventSize(out.width, out.height) + "\",";
+    AppendExtension(out, model, steps, degraded, &b);
+    b += ",\"type\":\"image_generation.completed\",\"usage\":{\"input_tokens\":0,"
+         "\"input_tokens_details\":{\"image_tokens\":0,\"text_tokens\":0},\"output_tokens\":0,"
+         "\"total_tokens\":0}}\n\n";
+  }
+  return b;
+}
+
+// scheme://host the client used (Host header), for image URLs.
+std::string BaseUrl(const HttpRequest& req, const std::string& host, int port) {
+  std::string h = req.Header("host");
+  if (h.empty() || h.find_first_of(" /\\\"<>") != std::string::npos || h.size() > 255) {
+    h = host + ":" + std::to_string(port);
+  }
+  const std::string proto = req.Header("x-forwarded-proto");
+  return (proto == "https" ? "https://" : "http://") + h;
 }
 
 }  // namespace
 
+ModelRuntime* Server::ImageModel(const std::string& requested, ApiError* err) const {
+  std::string name = requested;
+  if (auto it = config_.model_aliases.find(name); it != config_.model_aliases.end()) {
+    name = it->second;
+  }
+  if (name.empty()) {
+    ModelRuntime* mr = nullptr;
+    for (const auto& [n, m] : models_) {
+      if (!m->model->sd) continue;
+      if (mr) {
+        *err = ApiError::From(
+            Status::InvalidArg("several image models are served: name one in 'model'"), "model",
+            "invalid_value");
+        return nullptr;
+      }
+      mr = m.get();
+    }
+    if (!mr)
+      *err =
+          ApiError::From(Status::NotFound("no image model is served"), "model", "model_not_found");
+    return mr;
+  }
+  ModelRuntime* mr = FindModel(name);
+  if (!mr || !mr->model->sd) {
+    *err =
+        ApiError::From(Status::NotFound("the model '" + requested.substr(0, 64) +
+                                        "' does not exist or is not an image model (GET "
+                                        "/v1/models lists them; --model-alias maps other names)"),
+                       "model", "model_not_found");
+    return nullptr;
+  }
+  return mr;
+}
+
 void Server::HandleImages(const HttpRequest& req, std::shared_ptr<RequestCtx> ctx,
                           Responder respond) {
   auto done = [&](HttpResponse r) { Finish(ctx, respond, std::move(r)); };
+  auto fail = [&](const ApiError& e) { done(Error(*ctx, e)); };
   Json body = Json::parse(req.body, nullptr, /*allow_exceptions=*/false);
-  if (body.is_discarded()) return done(Error(400, "request body is not valid JSON (UTF-8)"));
+  if (body.is_discarded()) {
+    return fail(ApiError::From(Status::InvalidArg("request body is not valid JSON (UTF-8)")));
+  }
   auto job = std::make_shared<SdJob>();
-  std::string model;
-  if (Status s = ParseImagesRequest(body, config_.limits, &model, &job->req); !s.ok()) {
-    return done(Error(common::HttpStatusFromStatus(s), s.message()));
+  if (auto e = ParseImagesRequest(body, config_.limits, &job->opt, &job->req)) return fail(*e);
+  if (!started_.load()) {
+    return fail(ApiError::From(Status::Unavailable("not ready: " + NotReadyReason())));
   }
-  if (!started_.load()) return done(Error(503, "not ready: " + NotReadyReason()));
-  ModelRuntime* mr = nullptr;
-  if (model.empty()) {
-    for (const auto& [name, m] : models_) {
-      if (m->model->sd) {
-        if (mr) return done(Error(400, "several image models are served: name one in 'model'"));
-        mr = m.get();
-      }
-    }
-    if (!mr) return done(Error(404, "no image model is served"));
-  } else {
-    mr = FindModel(model);
-    if (!mr || !mr->model->sd) {
-      return done(Error(404, "no image model named '" + model.substr(0, 64) + "'"));
-    }
-  }
+  ApiError err;
+  ModelRuntime* mr = ImageModel(job->opt.model, &err);
+  if (!mr) return fail(err);
   ctx->model = mr->model->spec.name;
-  if (Status s = sd::ValidateRequest(*mr->model->sd, &job->req); !s.ok()) {
-    return done(Error(common::HttpStatusFromStatus(s), s.message()));
+  // The pipeline validates up to sd::kMaxBatch images; a larger n runs in parts (RunSdJobs), the
+  // seeds going on from part to part.
+  const int n = job->req.batch;
+  sd::GenerateRequest& g = job->req;
+  g.batch = std::min(n, sd::kMaxBatch);
+  if (Status s = sd::ValidateRequest(*mr->model->sd, &g); !s.ok()) {
+    return fail(ApiError::From(s));
   }
-  const sd::GenerateRequest& g = job->req;
+  for (int k = g.batch; k < n; ++k)
+    g.seeds.push_back(g.seeds.front() + static_cast<std::uint64_t>(k));
+  g.batch = n;
+  job->base_url = BaseUrl(req, config_.host, port_);
   const double units = static_cast<double>(g.width) * g.height * g.steps / 50.0 * g.batch;
   Lane* lane = mr->lanes[units > config_.limits.large_pixels ? 1 : 0].get();
   job->ctx = ctx;
@@ -192,17 +381,115 @@ void Server::HandleImages(const HttpRequest& req, std::shared_ptr<RequestCtx> ct
   job->enqueued = Clock::now();
   job->deadline = job->enqueued + std::chrono::milliseconds(config_.limits.deadline_ms);
   // Requests share a UNet batch only when size, steps, scheduler, guidance and rng agree; a UNet
-  // exported with a fixed batch runs every request alone.
+  // exported with a fixed batch runs every request alone, and so does one above kMaxBatch images.
   const auto& ss = mr->model->sd->unet.sample_shape;
-  const bool fixed_batch = !ss.empty() && ss[0] > 0;
-  job->batch_key = fixed_batch ? "solo:" + ctx->id : sd::BatchKey(g);
+  const bool solo = (!ss.empty() && ss[0] > 0) || n > sd::kMaxBatch;
+  job->batch_key = solo ? "solo:" + ctx->id : sd::BatchKey(g);
   job->units = g.batch;  // the lane's max_batch counts images
   if (!lane->Submit(job)) {
-    HttpResponse r = Error(
-        429, "queue of model " + ctx->model + " (" + lane->name() + " lane) is full: retry later");
-    r.headers.emplace_back("Retry-After", "1");
-    return done(std::move(r));
+    return fail(ApiError::Of(
+        ErrorKind::kQueueFull,
+        "queue of model " + ctx->model + " (" + lane->name() + " lane) is full: retry later"));
   }
+}
+
+namespace {
+
+// Runs `reqs` as one GenerateBatch, or, for a single request above sd::kMaxBatch images, as
+// consecutive parts of at most kMaxBatch images whose outputs are joined.
+Result<std::vector<sd::GenerateOutput>> GenerateInParts(
+    sd::Pipeline& pipeline, const std::vector<sd::GenerateRequest>& reqs,
+    const sd::ProgressCallback& progress, const std::vector<const std::atomic<bool>*>& cancels) {
+  if (reqs.size() != 1 || reqs.front().batch <= sd::kMaxBatch) {
+    return pipeline.GenerateBatch(reqs, progress, cancels);
+  }
+  const sd::GenerateRequest& whole = reqs.front();
+  std::vector<sd::GenerateOutput> joined(1);
+  for (int off = 0; off < whole.batch; off += sd::kMaxBatch) {
+    sd::GenerateRequest part = whole;
+    part.batch = std::min(sd::kMaxBatch, whole.batch - off);
+    part.seeds.assign(whole.seeds.begin() + off, whole.seeds.begin() + off + part.batch);
+    TG_ASSIGN_OR_RETURN(auto out, pipeline.GenerateBatch({part}, progress, cancels));
+    sd::GenerateOutput& o = out.front();
+    sd::GenerateOutput& j = joined.front();
+    if (off == 0) {
+      j = std::move(o);
+    } else {
+      for (auto& im : o.images) j.images.push_back(std::move(im));
+      j.cancelled = j.cancelled || o.cancelled;
+      j.steps_done = o.steps_done;
+    }
+    if (j.cancelled) break;
+  }
+  return joined;
+}
+
+// The 200 answer of `j` in the form it asked for: an SSE stream, b64_json, or URLs into `store`.
+HttpResponse ImagesResponse(ImageStore& store, const SdJob& j, const sd::GenerateOutput& out,
+                            bool degraded) {
+  HttpResponse r;
+  const RequestCtx& ctx = *j.ctx;
+  if (j.opt.stream) {
+    r.content_type = "text/event-stream";
+    r.headers.emplace_back("Cache-Control", "no-cache");
+    r.body = StreamBody(out, ctx.model, j.req.steps, degraded);
+    return r;
+  }
+  if (!j.opt.url) {
+    r.body = ImagesBody(out, ctx.model, j.req.steps, degraded, nullptr);
+    return r;
+  }
+  std::vector<std::string> urls;
+  for (const auto& im : out.images) {
+    auto token = store.Put(im.png, ImageStore::Clock::now());
+    if (!token.ok()) return Server::Error(ctx, ApiError::From(token.status()));
+    urls.push_back(j.base_url + kImageStorePrefix + *token + ".png");
+  }
+  r.body = ImagesBody(out, ctx.model, j.req.steps, degraded, &urls);
+  return r;
+}
+
+}  // namespace
+
+HttpResponse Server::StoredImage(const std::string& path, const RequestCtx& ctx) const {
+  std::string token = path.substr(std::string_view(kImageStorePrefix).size());
+  if (token.size() > 4 && token.ends_with(".png")) token.resize(token.size() - 4);
+  auto png = images_->Get(token, ImageStore::Clock::now());
+  if (!png) {
+    return Error(ctx, ApiError::From(
+                          Status::NotFound("no such image: unknown, or older than --image-ttl-s (" +
+                                           std::to_string(images_->ttl().count()) +
+                                           " s), or pushed out of the store by newer images")));
+  }
+  HttpResponse r;
+  r.content_type = "image/png";
+  r.shared_body = png;
+  return r;
+}
+
+HttpResponse Server::ModelsList(const std::string& path, const RequestCtx& ctx) const {
+  // The Model objects: the served image models, then each alias (an id a client may send).
+  auto model = [this](const std::string& id) {
+    return Json{
+        {"id", id}, {"object", "model"}, {"created", started_unix_}, {"owned_by", "truegreen"}};
+  };
+  Json data = Json::array();
+  if (models_open_.load(std::memory_order_acquire)) {
+    for (const auto& [name, mr] : models_) {
+      if (mr->model->sd) data.push_back(model(name));
+    }
+    for (const auto& [alias, target] : config_.model_aliases) {
+      if (auto* mr = FindModel(target); mr && mr->model->sd) data.push_back(model(alias));
+    }
+  }
+  if (path == "/v1/models") return JsonResponse(200, {{"object", "list"}, {"data", data}});
+  const std::string id = path.substr(std::string_view("/v1/models/").size());
+  for (const Json& m : data) {
+    if (m["id"] == id) return JsonResponse(200, m);
+  }
+  return Error(
+      ctx, ApiError::From(Status::NotFound("the model '" + id.substr(0, 64) + "' does not exist"),
+                          "model", "model_not_found"));
 }
 
 // Runs the lane's batch as one generation (one UNet batch of every request's images). Each
@@ -222,10 +509,11 @@ void Server::RunSdJobs(ModelRuntime* mr, std::vector<std::shared_ptr<Job>>& jobs
   const std::string model = sd_jobs.front()->ctx->model;
   const Labels lb = {{"model", model}};
   std::vector<bool> answered(jobs.size(), false);
-  auto deadline_error = [this](int steps_done) {
-    return Error(504, "deadline of " + std::to_string(config_.limits.deadline_ms) +
-                          " ms passed after " + std::to_string(steps_done) +
-                          " denoising steps; the generation was cancelled");
+  auto deadline_error = [this](const RequestCtx& ctx, int steps_done) {
+    return Error(ctx, ApiError::Of(ErrorKind::kDeadline,
+                                   "deadline of " + std::to_string(config_.limits.deadline_ms) +
+                                       " ms passed after " + std::to_string(steps_done) +
+                                       " denoising steps; the generation was cancelled"));
   };
   const auto t0 = Clock::now();
   auto progress = [&](const sd::StepProgress& p) {
@@ -238,14 +526,14 @@ void Server::RunSdJobs(ModelRuntime* mr, std::vector<std::shared_ptr<Job>>& jobs
         sd_jobs[i]->cancel.store(true);  // the pipeline drops its images from here on
         answered[i] = true;
         sd_jobs[i]->ctx->compute_ms = MsSince(t0);
-        Finish(sd_jobs[i]->ctx, sd_jobs[i]->respond, deadline_error(p.step));
+        Finish(sd_jobs[i]->ctx, sd_jobs[i]->respond, deadline_error(*sd_jobs[i]->ctx, p.step));
         continue;
       }
       any_left = true;
     }
     return any_left;
   };
-  auto outs = mr->model->pipeline->GenerateBatch(reqs, progress, cancels);
+  auto outs = GenerateInParts(*mr->model->pipeline, reqs, progress, cancels);
   const double compute_ms = MsSince(t0);
   // Triton semantics: one execution per batch; inference count = images of answered requests.
   metrics_.Add("nv_inference_exec_count", lb);
@@ -256,21 +544,18 @@ void Server::RunSdJobs(ModelRuntime* mr, std::vector<std::shared_ptr<Job>>& jobs
     RequestCtx& ctx = *job->ctx;
     ctx.compute_ms = compute_ms;
     if (!outs.ok()) {
-      Finish(job->ctx, job->respond,
-             Error(common::HttpStatusFromStatus(outs.status()), outs.status().message()));
+      Finish(job->ctx, job->respond, Error(ctx, ApiError::From(outs.status())));
       continue;
     }
     const sd::GenerateOutput& out = (*outs)[i];
     if (out.cancelled) {
-      Finish(job->ctx, job->respond, deadline_error(out.steps_done));
+      Finish(job->ctx, job->respond, deadline_error(ctx, out.steps_done));
       continue;
     }
     ctx.items = static_cast<int>(out.images.size());
     metrics_.Add("nv_inference_count", lb, ctx.items);
     metrics_.Add("truegreen_images_generated_total", lb, ctx.items);
-    HttpResponse r;
-    r.body = ImagesBody(out, ctx.model, job->req.steps, mr->model->degraded());
-    Finish(job->ctx, job->respond, std::move(r));
+    Finish(job->ctx, job->respond, ImagesResponse(*images_, *job, out, mr->model->degraded()));
   }
 }
 

@@ -1,6 +1,7 @@
 // KServe v2 / Open Inference Protocol REST for generic ONNX models (JSON tensors and the binary
 // tensor data extension, framed by server/kserve_binary.h), dynamic batching of compatible
 // requests, and the generic models' warm-up and canary runs.
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -25,11 +26,17 @@ using runtime::Tensor;
 
 namespace {
 
+// The longest request `id` taken (and returned as sent); a longer one is refused (400).
+constexpr std::size_t kMaxInferIdBytes = 1024;
+
 // The extension's tensor bytes are little-endian; tensors are sent and received as host bytes.
 static_assert(std::endian::native == std::endian::little, "binary tensors assume little-endian");
 
+// The one version every model has (metadata `versions`, /versions/1 paths, `model_version`).
+constexpr const char* kModelVersion = "1";
+
 struct InferJob : ServerJob {
-  std::string request_id;
+  std::optional<std::string> request_id;  // as sent, "" included
   std::vector<NamedTensor> inputs;
   std::vector<std::string> outputs;  // empty = all
   std::int64_t rows = 1;             // dim 0 of the inputs (batching)
@@ -298,7 +305,13 @@ Status ParseInferBody(const InferBodyParts& parts, const runtime::Session& sessi
   }
   if (body.contains("id")) {
     if (!body["id"].is_string()) return Status::InvalidArg("field 'id' must be a string");
-    job->request_id = body["id"].get<std::string>().substr(0, 128);
+    const std::string& id = body["id"].get_ref<const std::string&>();
+    if (id.size() > kMaxInferIdBytes) {
+      return Status::InvalidArg("field 'id' is " + std::to_string(id.size()) + " bytes; at most " +
+                                std::to_string(kMaxInferIdBytes) +
+                                " bytes are accepted (it is returned as sent)");
+    }
+    job->request_id = id;
   }
   TG_ASSIGN_OR_RETURN(auto binary, AssignBinaryInputs(body["inputs"], parts.binary));
   for (const runtime::TensorInfo& info : session.inputs()) {
@@ -334,6 +347,50 @@ Status ParseInferBody(const InferBodyParts& parts, const runtime::Session& sessi
     if (!known) return Status::InvalidArg("the model has no output '" + n.substr(0, 64) + "'");
     job->outputs.push_back(n);
   }
+  return Status::Ok();
+}
+
+// Triton's raw binary form (Inference-Header-Content-Length: 0): the body is the bytes of the
+// model's single input, shaped by the model (a dynamic dim 0 is taken from the byte count), and
+// every output is answered as JSON.
+Status ParseRawBody(std::string_view bytes, const runtime::Session& session, InferJob* job) {
+  const auto& inputs = session.inputs();
+  if (inputs.size() != 1) {
+    return Status::InvalidArg(
+        "the raw binary request form (Inference-Header-Content-Length: 0) needs a model with one "
+        "input; this model takes " +
+        std::to_string(inputs.size()) +
+        ": send a JSON header with parameters.binary_data_size instead");
+  }
+  const runtime::TensorInfo& info = inputs.front();
+  std::vector<std::int64_t> shape = info.shape;
+  std::int64_t row = 1;
+  for (std::size_t i = 1; i < shape.size(); ++i) row *= shape[i];
+  const std::size_t es = runtime::DataTypeSize(info.dtype);
+  const bool dims_fixed = std::all_of(shape.begin() + (shape.empty() ? 0 : 1), shape.end(),
+                                      [](std::int64_t d) { return d >= 0; });
+  if (shape.empty() || !dims_fixed || es == 0 || row <= 0) {
+    return Status::InvalidArg(
+        "the raw binary request form (Inference-Header-Content-Length: 0) "
+        "needs input '" +
+        info.name +
+        "' to have a fixed shape after dim "
+        "0, it has " +
+        runtime::ShapeToString(info.shape) +
+        ": send a JSON header with parameters.binary_data_size instead");
+  }
+  const std::size_t row_bytes = static_cast<std::size_t>(row) * es;
+  if (bytes.empty() || bytes.size() % row_bytes != 0 ||
+      (shape[0] >= 0 && bytes.size() != row_bytes * static_cast<std::size_t>(shape[0]))) {
+    return Status::InvalidArg("raw binary input '" + info.name + "' is " +
+                              std::to_string(bytes.size()) + " bytes; the model's " +
+                              runtime::ShapeToString(info.shape) + " " + KName(info.dtype) +
+                              " takes a multiple of " + std::to_string(row_bytes) + " bytes");
+  }
+  shape[0] = static_cast<std::int64_t>(bytes.size() / row_bytes);
+  auto t = Tensor::FromBytes(info.dtype, shape, std::string(bytes));
+  if (!t.ok()) return t.status().WithPrefix("raw binary input '" + info.name + "'");
+  job->inputs.push_back({info.name, std::move(t).value()});
   return Status::Ok();
 }
 
@@ -373,62 +430,102 @@ Json Server::ModelMetadata(const ModelRuntime& mr) const {
     return a;
   };
   const LoadedModel& m = *mr.model;
-  Json j = {
-      {"name", m.spec.name}, {"versions", Json::array({"1"})}, {"platform", "onnxruntime_onnx"}};
+  // One version per model, "1", reachable as /versions/1 (docs/SERVER.md); the platform is the
+  // protocol's name for ONNX models.
+  Json j = {{"name", m.spec.name},
+            {"versions", Json::array({kModelVersion})},
+            {"platform", "onnx_onnxv1"}};
   if (m.session) {
     j["inputs"] = list(m.session->inputs());
     j["outputs"] = list(m.session->outputs());
     j["max_batch_size"] = m.spec.max_batch;
   } else {
-    j["platform"] = "stable_diffusion_onnx";
     j["inputs"] = Json::array();
     j["outputs"] = Json::array();
+    j["properties"] = {{"kind", "stable_diffusion"}, {"endpoint", "POST /v1/images/generations"}};
   }
   return j;
 }
 
+namespace {
+
+// /v2/models/{name}[/versions/{version}][/{action}] split into its parts; false when the path
+// has another form.
+struct ModelPath {
+  std::string name, version, action;
+};
+bool ParseModelPath(std::string_view rest, ModelPath* out) {
+  auto next = [&rest]() {
+    const auto slash = rest.find('/');
+    std::string part(rest.substr(0, slash));
+    rest = slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
+    return part;
+  };
+  out->name = next();
+  if (out->name.empty()) return false;
+  if (rest.starts_with("versions/")) {
+    next();
+    out->version = next();
+    if (out->version.empty()) return false;
+  }
+  out->action = next();
+  return rest.empty();
+}
+
+}  // namespace
+
 void Server::HandleKserve(const HttpRequest& req, const std::string& path,
                           std::shared_ptr<RequestCtx> ctx, Responder respond) {
   auto done = [&](HttpResponse r) { Finish(ctx, respond, std::move(r)); };
+  auto fail = [&](ApiError e) { done(Error(*ctx, e)); };
   const bool get = req.method == "GET" || req.method == "HEAD";
   if (path == "/v2") {
-    if (!get) return done(Error(405, "use GET"));
+    if (!get) return fail(ApiError::MethodNotAllowed("GET"));
     return done(JsonResponse(200, {{"name", "truegreen"},
                                    {"version", TG_VERSION},
                                    {"extensions", Json::array({"binary_tensor_data"})}}));
   }
   static const std::string kPrefix = "/v2/models/";
-  if (!path.starts_with(kPrefix)) return done(Error(404, "no such endpoint: " + ctx->path));
-  std::string rest = path.substr(kPrefix.size());
-  std::string action;
-  if (auto slash = rest.find('/'); slash != std::string::npos) {
-    action = rest.substr(slash + 1);
-    rest.resize(slash);
+  ModelPath mp;
+  if (!path.starts_with(kPrefix) || !ParseModelPath(path.substr(kPrefix.size()), &mp)) {
+    return fail(ApiError::From(Status::NotFound("no such endpoint: " + ctx->path)));
   }
-  if (!started_.load()) return done(Error(503, "not ready: " + NotReadyReason()));
-  ModelRuntime* mr = FindModel(rest);
-  if (!mr) return done(Error(404, "no model named '" + rest.substr(0, 64) + "'"));
+  if (!started_.load())
+    return fail(ApiError::From(Status::Unavailable("not ready: " + NotReadyReason())));
+  ModelRuntime* mr = FindModel(mp.name);
+  if (!mr)
+    return fail(ApiError::From(Status::NotFound("no model named '" + mp.name.substr(0, 64) + "'")));
   ctx->model = mr->model->spec.name;
-  if (action.empty() || action == "ready") {
-    if (!get) return done(Error(405, "use GET"));
-    if (action.empty()) return done(JsonResponse(200, ModelMetadata(*mr)));
+  if (!mp.version.empty() && mp.version != kModelVersion) {
+    return fail(ApiError::From(
+        Status::NotFound("model '" + ctx->model + "' has no version '" + mp.version.substr(0, 64) +
+                         "': its only version is \"" + kModelVersion + "\"")));
+  }
+  if (mp.action.empty() || mp.action == "ready") {
+    if (!get) return fail(ApiError::MethodNotAllowed("GET"));
+    if (mp.action.empty()) return done(JsonResponse(200, ModelMetadata(*mr)));
     const bool ready = NotReadyReason().empty();
     return done(JsonResponse(ready ? 200 : 503, {{"name", ctx->model}, {"ready", ready}}));
   }
-  if (action != "infer") return done(Error(404, "no such endpoint: " + ctx->path));
-  if (req.method != "POST") return done(Error(405, "use POST"));
+  if (mp.action != "infer")
+    return fail(ApiError::From(Status::NotFound("no such endpoint: " + ctx->path)));
+  if (req.method != "POST") return fail(ApiError::MethodNotAllowed("POST"));
   if (!mr->model->session) {
-    return done(Error(
-        400, "model '" + ctx->model + "' is an image model: use POST /v1/images/generations"));
+    return fail(ApiError::From(Status::InvalidArg(
+        "model '" + ctx->model + "' is an image model: use POST /v1/images/generations")));
   }
   auto job = std::make_shared<InferJob>();
-  auto parts = SplitInferBody(req.body, req.Header("inference-header-content-length"));
-  if (!parts.ok()) return done(Error(400, parts.status().message()));
-  if (Status st =
-          ParseInferBody(*parts, *mr->model->session, config_.limits.max_body_bytes, job.get());
-      !st.ok()) {
-    return done(Error(400, st.message()));
+  const std::string header_length = req.Header("inference-header-content-length");
+  Status st;
+  if (header_length == "0") {
+    st = ParseRawBody(req.body, *mr->model->session, job.get());
+  } else {
+    auto parts = SplitInferBody(req.body, header_length);
+    st = parts.ok()
+             ? ParseInferBody(*parts, *mr->model->session, config_.limits.max_body_bytes, job.get())
+             : parts.status();
   }
+  if (!st.ok()) return fail(ApiError::From(st));
   SetBatchKey(mr->model->spec, *mr->model->session, ctx->id, job.get());
   job->ctx = ctx;
   job->respond = respond;
@@ -436,9 +533,8 @@ void Server::HandleKserve(const HttpRequest& req, const std::string& path,
   job->deadline = job->enqueued + std::chrono::milliseconds(config_.limits.deadline_ms);
   Lane* lane = mr->lanes.front().get();
   if (!lane->Submit(job)) {
-    HttpResponse r = Error(429, "queue of model " + ctx->model + " is full: retry later");
-    r.headers.emplace_back("Retry-After", "1");
-    return done(std::move(r));
+    return fail(ApiError::Of(ErrorKind::kQueueFull,
+                             "queue of model " + ctx->model + " is full: retry later"));
   }
 }
 
@@ -478,7 +574,7 @@ void Server::RunInferJobs(ModelRuntime* mr, std::vector<std::shared_ptr<Job>>& j
     job->ctx->queue_ms = std::chrono::duration<double, std::milli>(t0 - job->enqueued).count();
     job->ctx->compute_ms = compute_ms;
     if (!s.ok()) {
-      Finish(job->ctx, job->respond, Error(common::HttpStatusFromStatus(s), s.message()));
+      Finish(job->ctx, job->respond, Error(*job->ctx, ApiError::From(s)));
       continue;
     }
     Json outputs = Json::array();
@@ -506,8 +602,9 @@ void Server::RunInferJobs(ModelRuntime* mr, std::vector<std::shared_ptr<Job>>& j
     row += job->rows;
     job->ctx->items = static_cast<int>(job->rows);
     metrics_.Add("nv_inference_count", lb, static_cast<double>(job->rows));
-    Json body = {{"model_name", job->ctx->model}, {"model_version", "1"}, {"outputs", outputs}};
-    if (!job->request_id.empty()) body["id"] = job->request_id;
+    Json body = {
+        {"model_name", job->ctx->model}, {"model_version", kModelVersion}, {"outputs", outputs}};
+    if (job->request_id) body["id"] = *job->request_id;
     HttpResponse resp = JsonResponse(200, body);
     if (!binary.empty() || job->binary_all || !job->binary_on.empty()) {
       resp.headers.emplace_back("Inference-Header-Content-Length",

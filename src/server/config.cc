@@ -199,7 +199,10 @@ Status ValidateServeConfig(const ServeConfig& c) {
   TG_RETURN_IF_ERROR(range("--header-timeout-ms", l.header_timeout_ms, 1, 3600000));
   TG_RETURN_IF_ERROR(range("--body-timeout-ms", l.body_timeout_ms, 1, 3600000));
   TG_RETURN_IF_ERROR(range("--idle-timeout-ms", l.idle_timeout_ms, 1, 3600000));
-  TG_RETURN_IF_ERROR(range("--max-n", l.max_n, 1, 8));
+  TG_RETURN_IF_ERROR(range("--max-n", l.max_n, 1, 10));
+  TG_RETURN_IF_ERROR(range("--image-store-bytes", static_cast<std::int64_t>(c.image_store_bytes),
+                           1 << 20, std::int64_t{16} << 30));
+  TG_RETURN_IF_ERROR(range("--image-ttl-s", c.image_ttl_s, 1, 86400));
   TG_RETURN_IF_ERROR(range("--max-steps", l.max_steps, 1, 1000));
   TG_RETURN_IF_ERROR(range("--canary-steps", c.canary.steps, 1, 1000));
   TG_RETURN_IF_ERROR(range("--canary-interval-s", c.canary.interval_s, 0, 86400));

@@ -59,7 +59,7 @@ struct Limits {
   int header_timeout_ms = 10000;           // time to receive the request header (slowloris)
   int body_timeout_ms = 30000;             // time to receive the body once the header is in
   int idle_timeout_ms = 60000;             // keep-alive connection with no request
-  int max_n = 8;                           // images per OpenAI request
+  int max_n = 10;                          // images per OpenAI request (the API allows 1..10)
   int max_steps = 150;                     // denoising steps per request
   int large_pixels = 768 * 768;            // SD jobs at or above (pixels x steps/50) use the
                                            // large lane
@@ -91,6 +91,11 @@ struct ServeConfig {
   std::string fault_file;             // test hook: its content injects a background-canary fault
   int gpu_sample_interval_ms = 1000;  // NVML metrics + liveness tick (server/gpu_monitor.h)
   bool json = false;  // --json: a JSON summary (exit code, port, gates) on stdout at exit
+  // response_format "url": the in-memory image store's size and each image's lifetime.
+  std::uint64_t image_store_bytes = 256ull << 20;
+  int image_ttl_s = 3600;  // the OpenAI API keeps its URLs for 60 minutes
+  // OpenAI `model` names mapped to served models (--model-alias dall-e-3=sd15).
+  std::map<std::string, std::string> model_aliases;
   Limits limits;
   CanaryConfig canary;
   // The op canary of the shared startup chain (child command line, cache); none: step skipped.

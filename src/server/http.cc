@@ -1,5 +1,7 @@
 #include "server/http.h"
 
+#include "server/api_errors.h"
+
 #include <algorithm>
 #include <array>
 #include <boost/asio.hpp>
@@ -59,13 +61,11 @@ std::string_view ReasonText(int status) {
   return {r.data(), r.size()};
 }
 
-std::string ErrorBody(int status, const std::string& message) {
-  // Hand-built: this path must not depend on any JSON machinery (and message is ASCII we wrote).
-  std::string m;
-  for (char c : message) m += (c == '"' || c == '\\') ? ' ' : c;
-  return "{\"error\":{\"code\":\"" + std::string(ReasonText(status)) + "\",\"message\":\"" + m +
-         "\"}}";
-}
+// After a refused body (413) the socket is not closed at once: a client still sending would
+// meet a reset and never read the answer. The rest of its bytes are read and dropped (at most
+// this long between reads, this long in all), as nginx's lingering close does.
+constexpr int kLingerReadMs = 2000;
+constexpr int kLingerTotalMs = 10000;
 
 class Connection;
 // The connection whose handler runs on this thread right now: a Responder called on the same
@@ -85,8 +85,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
     beast::error_code ec;
     stream_.socket().set_option(tcp::no_delay(true), ec);
     if (over_cap_) {
-      Reject(503, "connection limit reached (" + std::to_string(srv_->limits.max_connections) +
-                      " open connections)");
+      Reject(ErrorKind::kStatus, "connection limit reached (" +
+                                     std::to_string(srv_->limits.max_connections) +
+                                     " open connections)");
       return;
     }
     ReadHeader();
@@ -110,8 +111,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (ec) return OnReadError(ec, "header");
     // A declared body over the limit is refused before it is read.
     if (auto cl = parser_->content_length(); cl && *cl > srv_->limits.max_body_bytes) {
-      return Reject(413, "request body of " + std::to_string(*cl) + " bytes is over the limit of " +
-                             std::to_string(srv_->limits.max_body_bytes) + " bytes");
+      linger_ = true;
+      return Reject(ErrorKind::kPayloadTooLarge,
+                    "request body of " + std::to_string(*cl) + " bytes is over the limit of " +
+                        std::to_string(srv_->limits.max_body_bytes) + " bytes");
     }
     head_ = parser_->get().method() == bhttp::verb::head;
     // A request without a body (every GET) is complete with its header: no second read. A small
@@ -163,15 +166,22 @@ class Connection : public std::enable_shared_from_this<Connection> {
     }
     if (ec == beast::error::timeout) {
       // The stream already closed the socket; nothing can be written.
-      if (srv_->on_reject) srv_->on_reject(408, std::string(what) + " read timeout");
+      if (srv_->on_reject)
+        srv_->on_reject(HttpStatusOf(ApiError::Of(ErrorKind::kTimeout, "")),
+                        std::string(what) + " read timeout");
       return;
     }
     if (ec == bhttp::error::body_limit) {
-      return Reject(413, "request body is over the limit of " +
-                             std::to_string(srv_->limits.max_body_bytes) + " bytes");
+      linger_ = true;
+      return Reject(ErrorKind::kPayloadTooLarge, "request body is over the limit of " +
+                                                     std::to_string(srv_->limits.max_body_bytes) +
+                                                     " bytes");
     }
-    if (ec == bhttp::error::header_limit) return Reject(431, "request header over 16 KiB");
-    Reject(400, std::string("malformed HTTP request (") + what + "): " + ec.message());
+    if (ec == bhttp::error::header_limit) {
+      return Reject(ErrorKind::kHeaderTooLarge, "request header over 16 KiB");
+    }
+    Reject(ErrorKind::kMalformedHttp,
+           std::string("malformed HTTP request (") + what + "): " + ec.message());
   }
 
   void OnBody(beast::error_code ec) {
@@ -215,12 +225,19 @@ class Connection : public std::enable_shared_from_this<Connection> {
     }
   }
 
-  void Reject(int status, const std::string& reason) {
-    if (srv_->on_reject) srv_->on_reject(status, reason);
-    HttpResponse r;
-    r.status = status;
-    r.body = ErrorBody(status, reason);
+  // Answers a transport error in the shape of the API the request addressed (when its request
+  // line was read) and closes. The connection cap's refusal is UNAVAILABLE (503).
+  void Reject(ErrorKind kind, const std::string& reason) {
+    // The request line is parsed before any header field, so the target is known for every
+    // error found after it (a Content-Length over the limit included); "" before it.
+    std::string target;
+    if (parser_) target = std::string(parser_->get().target());
+    HttpResponse r =
+        kind == ErrorKind::kStatus
+            ? ErrorResponse(Api::kPlain, ApiError::From(common::Status::Unavailable(reason)))
+            : TransportErrorResponse(kind, target, reason);
     r.close = true;
+    if (srv_->on_reject) srv_->on_reject(r.status, reason);
     Write(std::move(r));
   }
 
@@ -305,9 +322,29 @@ class Connection : public std::enable_shared_from_this<Connection> {
                       [self = shared_from_this()](beast::error_code ec, std::size_t) {
                         // Large bodies (images) are released now, not at the next response.
                         self->response_ = HttpResponse();
-                        if (ec || self->close_) return self->Close();
+                        if (ec) return self->Close();
+                        if (self->close_) return self->linger_ ? self->Linger() : self->Close();
                         self->ReadHeader();
                       });
+  }
+
+  // Half-closes (the client reads EOF after the answer) and drops what the client still sends
+  // until it stops, goes quiet for kLingerReadMs, or kLingerTotalMs pass; then closes.
+  void Linger() {
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    linger_until_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(kLingerTotalMs);
+    LingerRead();
+  }
+  void LingerRead() {
+    if (std::chrono::steady_clock::now() >= linger_until_) return Close();
+    stream_.expires_after(std::chrono::milliseconds(kLingerReadMs));
+    if (!linger_buf_) linger_buf_ = std::make_unique<std::array<char, 16384>>();
+    stream_.async_read_some(asio::buffer(*linger_buf_),
+                            [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                              if (ec) return self->Close();
+                              self->LingerRead();
+                            });
   }
 
   void Close() {
@@ -329,6 +366,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool keep_alive_ = false;
   bool close_ = false;
   bool head_ = false;
+  bool linger_ = false;  // the answer refused a body: linger after writing it
+  std::chrono::steady_clock::time_point linger_until_;
+  std::unique_ptr<std::array<char, 16384>> linger_buf_;
   unsigned version_ = 11;
 };
 

@@ -57,6 +57,9 @@ Server::Server(ServeConfig config, std::vector<ModelSpec> specs, common::Library
     : config_(std::move(config)), specs_(std::move(specs)), loader_(std::move(loader)) {
   startup_ = MakeChainStartup(config_, loader_);
   gpu_ = std::make_unique<GpuMonitor>(loader_, &metrics_, [this](const std::string& l) { Log(l); });
+  images_ = std::make_unique<ImageStore>(config_.image_store_bytes,
+                                         std::chrono::seconds(config_.image_ttl_s));
+  started_unix_ = static_cast<std::int64_t>(std::time(nullptr));
   for (const char* g : {"admit", "sessions", "warmup", "canary"})
     gates_.push_back({g, GateState::kPending, 0.0, ""});
   DeclareMetrics();
@@ -85,17 +88,8 @@ HttpResponse Server::JsonResponse(int status, const Json& body) {
   return r;
 }
 
-HttpResponse Server::Error(int status, const std::string& message) {
-  std::string code = status == 429   ? "rate_limited"
-                     : status == 504 ? "deadline_exceeded"
-                     : status == 413 ? "payload_too_large"
-                     : status == 401 ? "unauthorized"
-                     : status == 404 ? "not_found"
-                     : status == 405 ? "method_not_allowed"
-                     : status == 503 ? "unavailable"
-                     : status >= 500 ? "internal"
-                                     : "invalid_request";
-  return JsonResponse(status, {{"error", {{"code", code}, {"message", message}}}});
+HttpResponse Server::Error(const RequestCtx& ctx, const ApiError& e) {
+  return ErrorResponse(ApiForPath(ctx.path), e);
 }
 
 // ---- start-up gates -------------------------------------------------------------------------
@@ -575,31 +569,44 @@ void Server::Handle(HttpRequest req, Responder respond) {
   ctx->path = path.size() > 256 ? path.substr(0, 256) : path;
   const bool get = req.method == "GET" || req.method == "HEAD";
   auto done = [&](HttpResponse r) { Finish(ctx, respond, std::move(r)); };
+  auto fail = [&](ApiError e) { done(Error(*ctx, e)); };
+  if (path == "/v2/") path = "/v2";  // the spelling of open_inference_rest.yaml
 
   if (path == "/healthz" || path == "/v2/health/live") {
-    if (!get) return done(Error(405, "use GET"));
+    if (!get) return fail(ApiError::MethodNotAllowed("GET"));
     static const auto kLive = std::make_shared<const std::string>(R"({"live":true})");
     HttpResponse r;
     r.shared_body = kLive;
     return done(std::move(r));
   }
   if (path == "/readyz" || path == "/v2/health/ready") {
-    return done(get ? Readyz() : Error(405, "use GET"));
+    return get ? done(Readyz()) : fail(ApiError::MethodNotAllowed("GET"));
   }
   if (!Authorized(req)) {
-    HttpResponse r = Error(401, "missing or wrong bearer token (Authorization: Bearer <token>)");
-    r.headers.emplace_back("WWW-Authenticate", "Bearer");
-    return done(std::move(r));
+    return fail(ApiError::Of(ErrorKind::kUnauthenticated,
+                             "missing or wrong bearer token (Authorization: Bearer <token>)"));
   }
-  if (path == "/metrics") return done(get ? MetricsText() : Error(405, "use GET"));
-  if (path == "/v1/capabilities") return done(get ? Capabilities() : Error(405, "use GET"));
-  if (draining_.load()) return done(Error(503, "server is draining (SIGTERM): not accepting work"));
+  if (path == "/metrics")
+    return get ? done(MetricsText()) : fail(ApiError::MethodNotAllowed("GET"));
+  if (path == "/v1/capabilities") {
+    return get ? done(Capabilities()) : fail(ApiError::MethodNotAllowed("GET"));
+  }
+  if (path == "/v1/models" || path.starts_with("/v1/models/")) {
+    return get ? done(ModelsList(path, *ctx)) : fail(ApiError::MethodNotAllowed("GET"));
+  }
+  if (path.starts_with(kImageStorePrefix)) {
+    return get ? done(StoredImage(path, *ctx)) : fail(ApiError::MethodNotAllowed("GET"));
+  }
+  if (draining_.load()) {
+    return fail(
+        ApiError::From(Status::Unavailable("server is draining (SIGTERM): not accepting work")));
+  }
   if (path == "/v1/images/generations") {
-    if (req.method != "POST") return done(Error(405, "use POST"));
+    if (req.method != "POST") return fail(ApiError::MethodNotAllowed("POST"));
     return HandleImages(req, ctx, respond);
   }
   if (path == "/v2" || path.starts_with("/v2/")) return HandleKserve(req, path, ctx, respond);
-  done(Error(404, "no such endpoint: " + ctx->path));
+  fail(ApiError::From(Status::NotFound("no such endpoint: " + ctx->path)));
 }
 
 void Server::StartLanes(ModelRuntime* mr) {
@@ -608,9 +615,11 @@ void Server::StartLanes(ModelRuntime* mr) {
   auto expire = [this](const std::shared_ptr<Job>& j) {
     auto* job = static_cast<ServerJob*>(j.get());
     job->ctx->queue_ms = MsSince(job->enqueued);
-    Finish(job->ctx, job->respond,
-           Error(504, "deadline of " + std::to_string(config_.limits.deadline_ms) +
-                          " ms passed while the request was queued"));
+    Finish(
+        job->ctx, job->respond,
+        Error(*job->ctx, ApiError::Of(ErrorKind::kDeadline,
+                                      "deadline of " + std::to_string(config_.limits.deadline_ms) +
+                                          " ms passed while the request was queued")));
   };
   if (mr->model->sd) {
     // Two lanes so one large job (big image or many steps) never holds small ones behind it.

@@ -14,9 +14,11 @@
 #include <vector>
 
 #include "common/config.h"
+#include "server/api_errors.h"
 #include "server/config.h"
 #include "server/gpu_monitor.h"
 #include "server/http.h"
+#include "server/image_store.h"
 #include "server/metrics.h"
 #include "server/scheduler.h"
 #include "server/startup.h"
@@ -83,8 +85,8 @@ class Server {
   // Routing entry (HTTP handler).
   void Handle(HttpRequest req, Responder respond);
 
-  // JSON error body {"error":{"code","message"}}.
-  static HttpResponse Error(int status, const std::string& message);
+  // The error answer of `e` in the shape of the API `ctx.path` addresses (server/api_errors.h).
+  static HttpResponse Error(const RequestCtx& ctx, const ApiError& e);
   static HttpResponse JsonResponse(int status, const common::Json& body);
 
  private:
@@ -118,6 +120,11 @@ class Server {
   bool AnyGpuSession() const;
 
   // api_images.cc
+  // The image model `requested` names (through --model-alias; "" = the only image model), or
+  // nullptr with *err set.
+  ModelRuntime* ImageModel(const std::string& requested, ApiError* err) const;
+  HttpResponse ModelsList(const std::string& path, const RequestCtx& ctx) const;
+  HttpResponse StoredImage(const std::string& path, const RequestCtx& ctx) const;
   void HandleImages(const HttpRequest& req, std::shared_ptr<RequestCtx> ctx, Responder respond);
   void RunSdJobs(ModelRuntime* mr, std::vector<std::shared_ptr<Job>>& jobs);
   common::Result<double> TimeSdCanaryRun(ModelRuntime* mr, int index);
@@ -136,7 +143,9 @@ class Server {
   common::LibraryLoader loader_;
   std::unique_ptr<Startup> startup_;
   Metrics metrics_;
-  std::unique_ptr<GpuMonitor> gpu_;  // NVML metrics, liveness, canary window (after metrics_)
+  std::unique_ptr<GpuMonitor> gpu_;     // NVML metrics, liveness, canary window (after metrics_)
+  std::unique_ptr<ImageStore> images_;  // response_format "url"
+  std::int64_t started_unix_ = 0;       // process start (Model.created of /v1/models)
 
   mutable std::mutex mu_;  // guards gates_, canary_, admit_, bg_fault_
   std::vector<Gate> gates_;

@@ -1,0 +1,75 @@
+// The server's one error path: an ApiError says what went wrong (a Status, or one of the few
+// transport and flow-control outcomes a Status has no code for), HttpStatusOf maps it to the HTTP
+// status (Status codes through common::HttpStatusFromStatus), and ErrorResponse shapes the body
+// for the API the request addressed:
+//   /v1/...  OpenAI   {"error":{"message","type","param","code"}} (openai-openapi `Error`)
+//   /v2...   OIP      {"error":"<message>"} (open_inference_rest.yaml `*_error_response`)
+//   others   plain    {"error":{"code":"<CODE>","message"}}, CODE a StatusCodeName or one of
+//                     UNAUTHENTICATED, METHOD_NOT_ALLOWED, PAYLOAD_TOO_LARGE, RESOURCE_EXHAUSTED,
+//                     DEADLINE_EXCEEDED, HEADER_TOO_LARGE, TIMEOUT (docs/SERVER.md "Errors").
+// Handlers build ApiErrors with the named constructors and never write a status code.
+//
+// Plain value types; every function is pure and safe from any thread.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/status.h"
+#include "server/http.h"
+
+namespace tg::server {
+
+enum class Api { kOpenAi, kOip, kPlain };
+// The API a request path addresses: /v1/... OpenAI, /v2 and /v2/... OIP, anything else plain.
+Api ApiForPath(std::string_view path);
+
+enum class ErrorKind {
+  kStatus,            // `status` decides (400, 404, 500, 501, 503)
+  kUnauthenticated,   // 401, WWW-Authenticate: Bearer
+  kMethodNotAllowed,  // 405, Allow: `allow`
+  kPayloadTooLarge,   // 413
+  kHeaderTooLarge,    // 431
+  kMalformedHttp,     // 400 from the transport (request line or header unreadable)
+  kQueueFull,         // 429, Retry-After: 1
+  kDeadline,          // 504
+  kTimeout,           // 408
+};
+
+struct ApiError {
+  ErrorKind kind = ErrorKind::kStatus;
+  common::Status status;  // message (every kind) and code (kStatus)
+  // OpenAI only: the request field at fault ("" = null) and the error code ("" = null), e.g.
+  // param "size", code "invalid_value".
+  std::string param;
+  std::string code;
+  std::string allow;  // kMethodNotAllowed: the methods the route takes ("GET", "POST")
+
+  static ApiError From(common::Status s, std::string param = "", std::string code = "") {
+    return {ErrorKind::kStatus, std::move(s), std::move(param), std::move(code), ""};
+  }
+  static ApiError Of(ErrorKind kind, std::string message) {
+    return {kind, common::Status::InvalidArg(std::move(message)), "", "", ""};
+  }
+  static ApiError MethodNotAllowed(std::string allow) {
+    ApiError e = Of(ErrorKind::kMethodNotAllowed, "method not allowed: use " + allow);
+    e.allow = std::move(allow);
+    return e;
+  }
+  const std::string& message() const { return status.message(); }
+};
+
+// The one ApiError -> HTTP status mapping.
+int HttpStatusOf(const ApiError& e);
+
+// The error response of `api` for `e`: status, body and the kind's headers.
+HttpResponse ErrorResponse(Api api, const ApiError& e);
+
+// The response of a transport-level rejection (no handler ran); `target` is the request target
+// when the header was read, else "" (the plain shape).
+HttpResponse TransportErrorResponse(ErrorKind kind, std::string_view target,
+                                    const std::string& message);
+
+}  // namespace tg::server
