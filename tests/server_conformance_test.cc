@@ -260,6 +260,71 @@ TEST_F(ServerConformanceTest, StreamAnswersWithImageGenerationEvents) {
   Validate();
 }
 
+// Reads a chunked response from `fd` up to its terminating chunk; `reads` receives the bytes of
+// each recv() so the test can tell parts that arrived apart.
+std::string ReadChunked(int fd, std::string* head, std::vector<std::string>* reads) {
+  std::string buf, body;
+  char tmp[65536];
+  while (buf.find("\r\n0\r\n\r\n") == std::string::npos) {
+    const ssize_t n = recv(fd, tmp, sizeof(tmp), 0);
+    if (n <= 0) break;
+    buf.append(tmp, static_cast<std::size_t>(n));
+    reads->emplace_back(tmp, static_cast<std::size_t>(n));
+  }
+  const std::size_t he = buf.find("\r\n\r\n");
+  if (he == std::string::npos) return "";
+  *head = buf.substr(0, he);
+  for (std::size_t at = he + 4; at < buf.size();) {
+    const std::size_t nl = buf.find("\r\n", at);
+    if (nl == std::string::npos) break;
+    const std::size_t size = std::stoul(buf.substr(at, nl - at), nullptr, 16);
+    if (size == 0) break;
+    body += buf.substr(nl + 2, size);
+    at = nl + 2 + size + 2;
+  }
+  return body;
+}
+
+TEST_F(ServerConformanceTest, StreamSendsPartialImagesWhileGeneratingThenTheImage) {
+  const int fd = Connect(port_);
+  ASSERT_GE(fd, 0);
+  const std::string body =
+      R"({"prompt":"a cat","size":"512x512","steps":24,"stream":true,"partial_images":3})";
+  ASSERT_TRUE(SendAll(fd, "POST /v1/images/generations HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+                              std::to_string(body.size()) + "\r\n\r\n" + body));
+  std::string head;
+  std::vector<std::string> reads;
+  const std::string sse = ReadChunked(fd, &head, &reads);
+  EXPECT_NE(head.find("200 OK"), std::string::npos) << head;
+  EXPECT_NE(head.find("Transfer-Encoding: chunked"), std::string::npos) << head;
+  EXPECT_NE(head.find("text/event-stream"), std::string::npos) << head;
+  std::vector<std::string> names;
+  for (std::size_t at = 0; (at = sse.find("event: ", at)) != std::string::npos;) {
+    const std::size_t nl = sse.find('\n', at), end = sse.find("\n\n", nl);
+    ASSERT_NE(end, std::string::npos);
+    names.push_back(sse.substr(at + 7, nl - at - 7));
+    const std::string data = sse.substr(nl + 7, end - nl - 7);
+    const bool partial = names.back() == "image_generation.partial_image";
+    Expect(partial ? "openai:ImageGenPartialImageEvent" : "openai:ImageGenCompletedEvent",
+           names.back(), data);
+    Expect("openai:ImageGenStreamEvent", names.back() + " (union)", data);
+    if (partial) EXPECT_EQ(Json::parse(data)["partial_image_index"], names.size() - 1);
+    at = end;
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{
+                       "image_generation.partial_image", "image_generation.partial_image",
+                       "image_generation.partial_image", "image_generation.completed"}));
+  // Streamed, not buffered: the first preview arrived in a read before the final image's.
+  ASSERT_FALSE(reads.empty());
+  EXPECT_EQ(reads.front().find("image_generation.completed"), std::string::npos)
+      << reads.size() << " reads";
+  // The chunked framing ends cleanly: the connection answers its next request.
+  ASSERT_TRUE(SendAll(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"));
+  EXPECT_EQ(ReadResponse(fd).status, 200);
+  close(fd);
+  Validate();
+}
+
 TEST_F(ServerConformanceTest, OpenAiErrorsCarryTypeParamAndCodeAsTheApiFillsThem) {
   struct Case {
     std::string body;

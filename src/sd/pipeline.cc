@@ -716,7 +716,8 @@ Status Denoise(const SdModel& m, Scheduler& sched, const RunPlan& p, float guida
       if (!mb.out->cancelled) mb.out->steps_done = i + 1;
     }
     if (progress &&
-        !progress(StepProgress{i + 1, total, tm.unet_ms.back(), tm.scheduler_ms.back()})) {
+        !progress(StepProgress{i + 1, total, tm.unet_ms.back(), tm.scheduler_ms.back(),
+                               latents->data(), static_cast<int>(p.lh), static_cast<int>(p.lw)})) {
       for (Member& mb : members) mb.out->cancelled = true;
       return Status::Ok();
     }

@@ -85,6 +85,11 @@ struct StepProgress {
   int total = 0;  // UNet calls in this generation
   double unet_ms = 0.0;
   double host_ms = 0.0;  // guidance + scheduler + input preparation of this step
+  // The latents after this step, [images, 4, latent_height, latent_width] row major (images of a
+  // batch in request order); valid only during the callback. nullptr when not available.
+  const float* latents = nullptr;
+  int latent_height = 0;
+  int latent_width = 0;
 };
 // Called after every step; returning false cancels the generation.
 using ProgressCallback = std::function<bool(const StepProgress&)>;

@@ -1,5 +1,7 @@
 // POST /v1/images/generations and GET /v1/models (OpenAI-compatible), the image store's GET, and
 // the SD warm-up and canary runs.
+#include <algorithm>
+#include <cmath>
 #include <ctime>
 
 #include "common/strings.h"
@@ -30,6 +32,11 @@ struct SdJob : ServerJob {
   sd::GenerateRequest req;
   ImagesOptions opt;
   std::string base_url;  // scheme://host of the request, for response_format "url"
+  // Streaming with partial_images: previews sent so far, the last step seen (a request above
+  // sd::kMaxBatch images previews its first part only), and whether the head went out.
+  int previews_sent = 0;
+  int last_step = 0;
+  bool stream_started = false;
 };
 
 using ParseError = std::optional<ApiError>;
@@ -299,6 +306,82 @@ std::string StreamBody(const sd::GenerateOutput& out, const std::string& model, 
   return b;
 }
 
+// The step after which preview k (0-based) of `previews` is sent: evenly spaced through the
+// generation, never the last step (the final image follows it); 0 when there is no such step.
+int PreviewStep(int k, int previews, int total) {
+  const int s = (k + 1) * total / (previews + 1);
+  return s >= 1 && s < total ? s : 0;
+}
+
+// A cheap preview of one image's latents [4, h, w]: the first three channels, each scaled to
+// 0..255 over its own range, as an RGB image at latent resolution (size / 8). It shows the
+// composition forming, not the final colours; no VAE runs.
+Result<std::string> LatentPreviewPng(const float* latents, int h, int w) {
+  sd::RgbImage im;
+  im.width = w;
+  im.height = h;
+  im.pixels.resize(static_cast<std::size_t>(w) * h * 3);
+  const std::size_t plane = static_cast<std::size_t>(w) * h;
+  for (int c = 0; c < 3; ++c) {
+    const float* ch = latents + plane * c;
+    const auto [lo, hi] = std::minmax_element(ch, ch + plane);
+    const float range = *hi - *lo > 1e-6f ? *hi - *lo : 1.0f;
+    for (std::size_t i = 0; i < plane; ++i) {
+      const float v = std::isfinite(ch[i]) ? (ch[i] - *lo) / range : 0.0f;
+      im.pixels[i * 3 + c] = static_cast<std::uint8_t>(std::clamp(v, 0.0f, 1.0f) * 255.0f + 0.5f);
+    }
+  }
+  return sd::EncodePng(im);
+}
+
+std::string PartialImageEvent(const std::string& png, int index, int w, int h) {
+  std::string b = "event: image_generation.partial_image\ndata: {\"b64_json\":\"";
+  common::AppendBase64(png, &b);
+  b += "\",\"background\":\"opaque\",\"created_at\":" +
+       std::to_string(static_cast<std::int64_t>(std::time(nullptr))) +
+       ",\"output_format\":\"png\",\"partial_image_index\":" + std::to_string(index) +
+       ",\"quality\":\"auto\",\"size\":\"" + EventSize(w, h) +
+       "\",\"type\":\"image_generation.partial_image\"}\n\n";
+  return b;
+}
+
+// The final answer of a job whose stream already started: the last part, carrying the
+// completed events, or the error as an `error` event (the status line went out as 200).
+HttpResponse FinalPart(const SdJob& job, HttpResponse r) {
+  if (!job.stream_started) return r;
+  if (r.status != 200) r.body = "event: error\ndata: " + r.body + "\n\n";
+  r.part = HttpResponse::Part::kLast;
+  return r;
+}
+
+// Sends the job's next partial image when this step is its turn: the head of the event stream
+// goes out with the first one. Runs on the lane worker, inside the pipeline's progress callback.
+void SendPreview(SdJob* job, const sd::StepProgress& p, std::size_t row0) {
+  if (!job->opt.stream || job->previews_sent >= job->opt.partial_images || !p.latents ||
+      p.step <= job->last_step) {
+    job->last_step = p.total + 1;  // a later part restarts at step 1: no more previews
+    return;
+  }
+  job->last_step = p.step;
+  if (p.step != PreviewStep(job->previews_sent, job->opt.partial_images, p.total)) return;
+  const std::size_t per_image = static_cast<std::size_t>(4) * p.latent_height * p.latent_width;
+  auto png = LatentPreviewPng(p.latents + per_image * row0, p.latent_height, p.latent_width);
+  if (!png.ok()) return;  // a preview is optional; the final image still comes
+  HttpResponse r;
+  r.body = PartialImageEvent(*png, job->previews_sent, job->req.width, job->req.height);
+  r.content_type = "text/event-stream";
+  if (!job->stream_started) {
+    r.part = HttpResponse::Part::kFirst;
+    r.headers.emplace_back("Cache-Control", "no-cache");
+    r.headers.emplace_back("X-Request-Id", job->ctx->id);
+    job->stream_started = true;
+  } else {
+    r.part = HttpResponse::Part::kMore;
+  }
+  ++job->previews_sent;
+  job->respond(std::move(r));
+}
+
 // scheme://host the client used (Host header), for image URLs.
 std::string BaseUrl(const HttpRequest& req, const std::string& host, int port) {
   std::string h = req.Header("host");
@@ -516,20 +599,24 @@ void Server::RunSdJobs(ModelRuntime* mr, std::vector<std::shared_ptr<Job>>& jobs
                                        " denoising steps; the generation was cancelled"));
   };
   const auto t0 = Clock::now();
+  std::vector<std::size_t> row0(jobs.size(), 0);  // each job's first image in the batch
+  for (std::size_t i = 1; i < jobs.size(); ++i) row0[i] = row0[i - 1] + reqs[i - 1].batch;
   auto progress = [&](const sd::StepProgress& p) {
     metrics_.Observe("truegreen_denoise_step_duration_seconds", lb, p.unet_ms / 1e3);
     const auto now = Clock::now();
     bool any_left = false;
     for (std::size_t i = 0; i < sd_jobs.size(); ++i) {
       if (answered[i]) continue;
-      if (now >= sd_jobs[i]->deadline) {
-        sd_jobs[i]->cancel.store(true);  // the pipeline drops its images from here on
+      SdJob* job = sd_jobs[i];
+      if (now >= job->deadline) {
+        job->cancel.store(true);  // the pipeline drops its images from here on
         answered[i] = true;
-        sd_jobs[i]->ctx->compute_ms = MsSince(t0);
-        Finish(sd_jobs[i]->ctx, sd_jobs[i]->respond, deadline_error(*sd_jobs[i]->ctx, p.step));
+        job->ctx->compute_ms = MsSince(t0);
+        Finish(job->ctx, job->respond, FinalPart(*job, deadline_error(*job->ctx, p.step)));
         continue;
       }
       any_left = true;
+      SendPreview(job, p, row0[i]);
     }
     return any_left;
   };
@@ -544,18 +631,19 @@ void Server::RunSdJobs(ModelRuntime* mr, std::vector<std::shared_ptr<Job>>& jobs
     RequestCtx& ctx = *job->ctx;
     ctx.compute_ms = compute_ms;
     if (!outs.ok()) {
-      Finish(job->ctx, job->respond, Error(ctx, ApiError::From(outs.status())));
+      Finish(job->ctx, job->respond, FinalPart(*job, Error(ctx, ApiError::From(outs.status()))));
       continue;
     }
     const sd::GenerateOutput& out = (*outs)[i];
     if (out.cancelled) {
-      Finish(job->ctx, job->respond, deadline_error(ctx, out.steps_done));
+      Finish(job->ctx, job->respond, FinalPart(*job, deadline_error(ctx, out.steps_done)));
       continue;
     }
     ctx.items = static_cast<int>(out.images.size());
     metrics_.Add("nv_inference_count", lb, ctx.items);
     metrics_.Add("truegreen_images_generated_total", lb, ctx.items);
-    Finish(job->ctx, job->respond, ImagesResponse(*images_, *job, out, mr->model->degraded()));
+    Finish(job->ctx, job->respond,
+           FinalPart(*job, ImagesResponse(*images_, *job, out, mr->model->degraded())));
   }
 }
 

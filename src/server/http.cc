@@ -7,6 +7,8 @@
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <cstdio>
+#include <deque>
 #include <thread>
 
 #include <sys/socket.h>
@@ -203,6 +205,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
     Connection* const outer = t_in_handler;
     t_in_handler = this;
     srv_->handler(std::move(req), [self = shared_from_this()](HttpResponse r) {
+      if (r.part != HttpResponse::Part::kWhole) {
+        // Streamed parts always go through the I/O thread, in order, one write at a time.
+        auto exec = self->stream_.get_executor();
+        asio::post(exec, [self, r = std::move(r)]() mutable { self->QueuePart(std::move(r)); });
+        return;
+      }
       if (t_in_handler == self.get()) {  // this I/O thread, inside the handler: no hop
         self->sync_response_ = std::move(r);
         self->sync_ready_ = true;
@@ -239,6 +247,72 @@ class Connection : public std::enable_shared_from_this<Connection> {
     r.close = true;
     if (srv_->on_reject) srv_->on_reject(r.status, reason);
     Write(std::move(r));
+  }
+
+  // A streamed part: framed as an HTTP/1.1 chunk (HTTP/1.0: unframed) and queued behind the parts
+  // before it. Runs on the connection's I/O thread.
+  void QueuePart(HttpResponse r) {
+    if (stream_dead_) return;
+    using Part = HttpResponse::Part;
+    std::string out;
+    const bool v10 = version_ == 10;
+    if (r.part == Part::kFirst) {
+      close_ = r.close || !keep_alive_ || v10;
+      out = v10 ? "HTTP/1.0 " : "HTTP/1.1 ";
+      out += std::to_string(r.status) + " " + std::string(ReasonText(r.status));
+      out += "\r\nServer: truegreen\r\nContent-Type: " + r.content_type + "\r\n";
+      for (const auto& [k, v] : r.headers) {
+        out += k + ": ";
+        for (char c : v) out += (c == '\r' || c == '\n') ? ' ' : c;
+        out += "\r\n";
+      }
+      out += v10 ? "Connection: close\r\n\r\n" : "Transfer-Encoding: chunked\r\n";
+      if (!v10) out += close_ ? "Connection: close\r\n\r\n" : "\r\n";
+    }
+    const std::string& body = r.shared_body ? *r.shared_body : r.body;
+    if (head_) {
+      // HEAD: the head only.
+    } else if (v10) {
+      out += body;
+    } else if (!body.empty()) {
+      char size[24];
+      std::snprintf(size, sizeof(size), "%zx\r\n", body.size());
+      out += size;
+      out += body;
+      out += "\r\n";
+    }
+    if (r.part == Part::kLast) {
+      if (!v10 && !head_) out += "0\r\n\r\n";
+      stream_last_ = true;
+    }
+    parts_.push_back(std::move(out));
+    if (!part_writing_) WriteNextPart();
+  }
+
+  void WriteNextPart() {
+    if (parts_.empty()) {
+      part_writing_ = false;
+      if (!stream_last_) {
+        // More parts to come, maybe only after many denoising steps: no timer while waiting.
+        stream_.expires_never();
+        return;
+      }
+      stream_last_ = false;
+      if (close_) return Close();
+      return ReadHeader();
+    }
+    part_writing_ = true;
+    stream_.expires_after(std::chrono::milliseconds(srv_->limits.body_timeout_ms));
+    asio::async_write(stream_, asio::buffer(parts_.front()),
+                      [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                        self->parts_.pop_front();
+                        if (ec) {
+                          self->stream_dead_ = true;
+                          self->parts_.clear();
+                          return self->Close();
+                        }
+                        self->WriteNextPart();
+                      });
   }
 
   // Serializes the status line and header fields into head_buf_ (capacity kept across requests)
@@ -366,7 +440,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool keep_alive_ = false;
   bool close_ = false;
   bool head_ = false;
-  bool linger_ = false;  // the answer refused a body: linger after writing it
+  bool linger_ = false;            // the answer refused a body: linger after writing it
+  std::deque<std::string> parts_;  // streamed parts not yet written, oldest first
+  bool part_writing_ = false;
+  bool stream_last_ = false;  // kLast is queued: after it the connection goes on or closes
+  bool stream_dead_ = false;  // a streamed write failed: later parts are dropped
   std::chrono::steady_clock::time_point linger_until_;
   std::unique_ptr<std::array<char, 16384>> linger_buf_;
   unsigned version_ = 11;

@@ -7,7 +7,8 @@
 // does not deliver its header or body in time (slowloris) is closed.
 //
 // A Handler is called on an I/O thread for each complete request and must call its Responder
-// exactly once, from any thread. Called on the I/O thread before the handler returns (health,
+// exactly once (a streamed response: once per part, kFirst ... kLast, see HttpResponse::Part),
+// from any thread. Called on the I/O thread before the handler returns (health,
 // errors), the response is written right after it returns, with no hop; called from another thread
 // (a lane worker), that thread sends it with non-blocking sendmsg calls (the connection has no
 // read or timer armed while its request is in flight, so nothing else touches the socket) and
@@ -52,6 +53,14 @@ struct HttpResponse {
   std::shared_ptr<const std::string> shared_body;
   std::vector<std::pair<std::string, std::string>> headers;
   bool close = false;  // close the connection after writing
+  // Streaming (server-sent events). kWhole: one response, framed by Content-Length. kFirst sends
+  // the status line and headers with Transfer-Encoding: chunked and `body` as the first chunk;
+  // each later call of the same Responder is kMore (its `body` the next chunk) until kLast (its
+  // `body`, if any, then the terminating chunk; its status and headers are ignored). Parts are
+  // written in call order on the connection's I/O thread; an HTTP/1.0 client gets the bytes
+  // unframed and the connection closed after kLast.
+  enum class Part { kWhole, kFirst, kMore, kLast };
+  Part part = Part::kWhole;
 };
 
 using Responder = std::function<void(HttpResponse)>;
