@@ -137,6 +137,10 @@ TEST(SdPipelineCliTest, TextOutputHasTimingSummaryAndDegradedLabel) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("generated 1 image 256x320: sdxl pipeline"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("timings ms: tokenize"), std::string::npos) << r.out;
+  // The startup chain is printed once: one line per step.
+  const auto first = r.out.find("startup:    factory");
+  ASSERT_NE(first, std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("startup:    factory", first + 1), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("DEGRADED"), std::string::npos) << r.out;
   EXPECT_NE(r.err.find("DEGRADED"), std::string::npos) << r.err;
   // Not a terminal: no progress bar.

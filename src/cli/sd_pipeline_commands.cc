@@ -251,7 +251,6 @@ void PrintText(const sd::SdModel& m, const sd::GenerateOutput& out, const Json& 
       std::string(sd::ExportStyleName(m.style)).c_str(), m.fp16 ? "fp16" : "fp32",
       out.scheduler.c_str(), calls, out.guidance, m.degraded() ? " [DEGRADED: CPU]" : "");
   std::fputs(startup.Format().c_str(), stdout);
-  std::fputs(startup.Format().c_str(), stdout);
   for (const auto& im : images) {
     std::printf("  %s  seed %llu  sha256 %s\n", im["path"].get<std::string>().c_str(),
                 static_cast<unsigned long long>(im["seed"].get<std::uint64_t>()),
