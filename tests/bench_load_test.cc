@@ -427,7 +427,7 @@ TEST(BenchCliTest, RunWritesOutputsSloFailureExitsFiveAndCompareGates) {
   EXPECT_EQ(html.find("src="), std::string::npos);  // self-contained
   EXPECT_GE(std::count(html.begin(), html.end(), '\n'), 5);
   EXPECT_NE(html.find("<polyline class=\"series\""), std::string::npos);
-  EXPECT_NE(html.find("id=\"capabilities\""), std::string::npos);
+  EXPECT_NE(html.find("Verdict: <b>pass</b>"), std::string::npos);  // the capability verdict
 
   // A second, identical-config run: compare says "no significant change" or a small one; a run
   // against a slower server fails the p95 gate with exit 5; a malformed gate is exit 2.

@@ -114,6 +114,52 @@ std::string RunToText(const RunResult& r) {
   return out;
 }
 
+namespace {
+
+std::string Str(const common::Json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return "";
+  return it->is_string() ? it->get<std::string>() : it->dump();
+}
+
+}  // namespace
+
+// The server's /v1/capabilities as a person reads it: the verdict and its causes, then one row
+// per admission check (result, what was found and required, the cause). The full JSON stays in
+// the --json result.
+std::string CapabilitiesHtml(const common::Json& caps) {
+  if (caps.is_null()) {
+    return "<p>Not available (GET /v1/capabilities failed or was not served).</p>\n";
+  }
+  std::string h =
+      "<p id=\"capabilities-verdict\">Verdict: <b>" + HtmlEscape(Str(caps, "verdict")) + "</b>";
+  if (caps.contains("policy")) h += ", policy " + HtmlEscape(Str(caps, "policy"));
+  if (caps.value("degraded", false)) h += " <span class=\"fail\">DEGRADED</span>";
+  h += "</p>\n";
+  const common::Json adm = caps.value("admission", common::Json::object());
+  if (adm.contains("causes") && adm["causes"].is_array() && !adm["causes"].empty()) {
+    std::vector<std::string> causes;
+    for (const auto& c : adm["causes"])
+      causes.push_back(c.is_string() ? c.get<std::string>() : c.dump());
+    h += "<p>Causes: " + HtmlEscape(fmt::format("{}", fmt::join(causes, ", "))) + "</p>\n";
+  }
+  if (!adm.contains("checks") || !adm["checks"].is_array()) {
+    return h + "<p>No admission checks in the snapshot.</p>\n";
+  }
+  h += "<table id=\"capabilities\"><tr><th>check</th><th>result</th><th>found</th>"
+       "<th>required</th><th>cause</th></tr>";
+  for (const auto& c : adm["checks"]) {
+    const std::string result = Str(c, "result");
+    h += "<tr><td class=\"l\">" +
+         HtmlEscape(Str(c, "title").empty() ? Str(c, "id") : Str(c, "title")) +
+         "</td><td class=\"" + std::string(result == "PASS" ? "pass" : "fail") + "\">" +
+         HtmlEscape(result) + "</td><td class=\"l\">" + HtmlEscape(Str(c, "found")) +
+         "</td><td class=\"l\">" + HtmlEscape(Str(c, "required")) + "</td><td class=\"l\">" +
+         HtmlEscape(Str(c, "cause")) + "</td></tr>";
+  }
+  return h + "</table>\n";
+}
+
 std::string RunToHtml(const RunResult& r) {
   std::string h = HtmlHead("truegreen bench report");
   h += fmt::format(
@@ -124,12 +170,17 @@ std::string RunToHtml(const RunResult& r) {
       HtmlEscape(r.prompt_set_path.empty() ? "built-in" : r.prompt_set_path),
       HtmlEscape(r.prompt_set_sha256));
   if (r.interrupted) h += "<p class=\"fail\">Interrupted: partial results.</p>\n";
-  h +=
-      std::string("<p>SLOs: ") +
-      (r.slos.empty() ? "none" : HtmlEscape(fmt::format("{}", fmt::join(r.slos, ", ")))) +
-      " &mdash; " +
-      (r.SlosFailed() ? "<span class=\"fail\">FAILED</span>" : "<span class=\"pass\">pass</span>") +
-      "</p>\n";
+  // No thresholds means nothing was judged: say so, never "pass".
+  if (r.slos.empty()) {
+    h += "<p id=\"slos\">No SLOs given (--slo or a bench file): latency and errors were not "
+         "judged.</p>\n";
+  } else {
+    h += "<p id=\"slos\">SLOs: " + HtmlEscape(fmt::format("{}", fmt::join(r.slos, ", "))) +
+         " &mdash; " +
+         (r.SlosFailed() ? "<span class=\"fail\">FAILED</span>"
+                         : "<span class=\"pass\">pass</span>") +
+         "</p>\n";
+  }
   h += PointsTable(r);
   PlotSpec lat{"Latency percentiles per point", "point", "ms", false, {}, false};
   PlotSpec thr{"Throughput per point", "point", "requests/s", false, {}, false};
@@ -161,17 +212,7 @@ std::string RunToHtml(const RunResult& r) {
                  false},
                 util) +
        "\n";
-  h += "<h2>Server capability snapshot</h2>\n";
-  if (r.server_capabilities.is_null()) {
-    h += "<p>Not available (GET /v1/capabilities failed or was not served).</p>\n";
-  } else {
-    h += "<table id=\"capabilities\">";
-    for (const auto& [k, v] : FlattenJson(r.server_capabilities)) {
-      h += "<tr><td class=\"l\">" + HtmlEscape(k) + "</td><td class=\"l\">" + HtmlEscape(v) +
-           "</td></tr>";
-    }
-    h += "</table>\n";
-  }
+  h += "<h2>Server capability snapshot</h2>\n" + CapabilitiesHtml(r.server_capabilities);
   return h + HtmlTail();
 }
 

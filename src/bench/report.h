@@ -18,6 +18,9 @@ namespace tg::bench {
 std::string RunToCsv(const RunResult& r);
 std::string RunToText(const RunResult& r);
 std::string RunToHtml(const RunResult& r);
+// The server capability snapshot (GET /v1/capabilities) as HTML: verdict, causes and a table of
+// the admission checks; "not available" for null.
+std::string CapabilitiesHtml(const common::Json& caps);
 
 // Flattens a JSON document into "dotted.path = value" rows (capability tables).
 std::vector<std::pair<std::string, std::string>> FlattenJson(const common::Json& j);

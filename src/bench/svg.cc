@@ -43,7 +43,10 @@ std::string LinePlot(const PlotSpec& spec, const std::vector<Series>& series) {
       "<text x=\"{}\" y=\"18\" class=\"t\">{}</text>",
       kW, kH, kW, kH, HtmlEscape(spec.title), kLeft, HtmlEscape(spec.title));
   if (x1 < x0) return svg + "<text x=\"250\" y=\"160\">no data</text></svg>";
-  if (x1 == x0) x1 = x0 + 1;
+  if (x1 == x0) {  // one point (a single-point sweep): centre it
+    x0 -= 0.5;
+    x1 += 0.5;
+  }
   if (y1 <= y0) y1 = y0 + 1;
   double pw = kW - kLeft - kRight, ph = kH - kTop - kBottom;
   auto px = [&](double x) { return kLeft + (tx(x) - x0) / (x1 - x0) * pw; };
@@ -91,6 +94,16 @@ std::string LinePlot(const PlotSpec& spec, const std::vector<Series>& series) {
         "<polyline class=\"series\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\" "
         "points=\"{}\"/>",
         color, pts);
+    // A line needs two points: a sweep's few points are also drawn as markers, so one point
+    // shows.
+    if (series[i].xy.size() <= 32) {
+      for (auto [x, y] : series[i].xy) {
+        if (!std::isfinite(x) || !std::isfinite(y)) continue;
+        svg +=
+            fmt::format("<circle class=\"point\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"{}\"/>",
+                        px(x), py(y), color);
+      }
+    }
     svg += fmt::format(
         "<rect x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/>"
         "<text x=\"{}\" y=\"{}\" class=\"a\">{}</text>",

@@ -22,7 +22,8 @@ struct PlotSpec {
   bool steps = false;                // draw as a step function (CDFs)
 };
 
-// An <svg> element (640x320) with axes, tick labels, one polyline per series and a legend; an
+// An <svg> element (640x320) with axes, tick labels, one polyline per series (with a marker per
+// point for series of at most 32 points, so a single-point sweep shows) and a legend; an
 // empty plot says "no data" instead of drawing nothing.
 std::string LinePlot(const PlotSpec& spec, const std::vector<Series>& series);
 
