@@ -1,6 +1,7 @@
 // `truegreen audit k8s DIR` on kustomize overlays through the real binary: the features that change
 // what runs are applied before the rules (an overlay that patches away the GPU limit and the
-// liveness probe fails), and a feature the reader does not apply is exit 2 naming it.
+// liveness probe fails), and a feature the reader does not apply is exit 2 naming it. These run
+// the built-in reader (--kustomize builtin); the default renders with kubectl when it is on PATH.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -32,7 +33,7 @@ void WriteBase(const TempDir& d) {
 }
 
 nlohmann::json AuditJson(const std::string& dir, int* exit_code) {
-  ProcessResult r = RunTruegreen({"--json", "audit", "k8s", dir});
+  ProcessResult r = RunTruegreen({"--json", "audit", "k8s", "--kustomize", "builtin", dir});
   *exit_code = r.exit_code;
   auto j = nlohmann::json::parse(r.out, nullptr, false);
   EXPECT_FALSE(j.is_discarded()) << r.out << r.err;
@@ -45,6 +46,31 @@ bool HasRule(const nlohmann::json& j, const std::string& rule) {
     if (f["rule"] == rule && f["severity"] == "error") return true;
   }
   return false;
+}
+
+TEST(AuditK8sKustomize, RealKustomizeIsUsedWhenOnPathAndNamed) {
+  TempDir d;
+  WriteBase(d);
+  WriteFile(d / "ov/kustomization.yaml", "resources: [../base]\nnamePrefix: p-\n");
+  ProcessResult r = RunTruegreen({"--json", "audit", "k8s", "--kustomize", "builtin", d / "ov"});
+  auto j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << r.out << r.err;
+  EXPECT_NE(j["renderers"].dump().find("built-in kustomize reader"), std::string::npos) << r.out;
+  r = RunTruegreen({"audit", "k8s", "--kustomize", "no-such-kustomize build", d / "ov"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("not an executable on PATH"), std::string::npos) << r.err;
+  if (RunProcess({"/bin/sh", "-c", "command -v kubectl"}).exit_code != 0) {
+    GTEST_SKIP() << "kubectl is not on PATH: the default renderer falls back to the built-in one";
+  }
+  r = RunTruegreen({"--json", "audit", "k8s", d / "ov"});
+  j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << r.out << r.err;
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(j["renderers"].dump().find(": kubectl kustomize"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Deployment/p-tg"), std::string::npos) << r.out;
+  r = RunTruegreen({"audit", "k8s", "--kustomize", "kubectl kustomize", d / "ov"});
+  EXPECT_NE(r.out.find("rendered " + (d / "ov") + ": kubectl kustomize"), std::string::npos)
+      << r.out;
 }
 
 TEST(AuditK8sKustomize, BasePasses) {
@@ -112,7 +138,7 @@ TEST(AuditK8sKustomize, UnsupportedFeatureAndUnmatchedPatchAreExitTwo) {
   TempDir d;
   WriteBase(d);
   WriteFile(d / "ov/kustomization.yaml", "resources: [../base]\nreplacements: []\n");
-  ProcessResult r = RunTruegreen({"audit", "k8s", d / "ov"});
+  ProcessResult r = RunTruegreen({"audit", "k8s", "--kustomize", "builtin", d / "ov"});
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_NE(r.err.find("'replacements'"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("kubectl kustomize"), std::string::npos) << r.err;
@@ -120,14 +146,14 @@ TEST(AuditK8sKustomize, UnsupportedFeatureAndUnmatchedPatchAreExitTwo) {
   WriteFile(d / "ov2/kustomization.yaml",
             "resources: [../base]\npatches:\n  - target: {kind: Deployment, name: nope}\n"
             "    patch: '[{op: remove, path: /spec/replicas}]'\n");
-  r = RunTruegreen({"audit", "k8s", d / "ov2"});
+  r = RunTruegreen({"audit", "k8s", "--kustomize", "builtin", d / "ov2"});
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_NE(r.err.find("matches no resource"), std::string::npos) << r.err;
 
   WriteFile(d / "ov3/kustomization.yaml",
             "resources: [../base]\npatches:\n  - target: {kind: Deployment, labelSelector: a=b}\n"
             "    patch: '[]'\n");
-  r = RunTruegreen({"audit", "k8s", d / "ov3"});
+  r = RunTruegreen({"audit", "k8s", "--kustomize", "builtin", d / "ov3"});
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_NE(r.err.find("labelSelector"), std::string::npos) << r.err;
 }

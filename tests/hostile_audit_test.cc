@@ -206,7 +206,7 @@ const std::vector<Case>& Cases() {
          WriteFile(d / "k/kustomization.yaml",
                    "resources:\n  - ../../../../../../../../etc/passwd\n");
        },
-       {"audit", "k8s", "{dir}/k"},
+       {"audit", "k8s", "--kustomize", "builtin", "{dir}/k"},
        2,
        "outside the kustomization directory",
        "root:x:0"},
@@ -216,13 +216,13 @@ const std::vector<Case>& Cases() {
          WriteFile(d / "secret.yaml", "kind: Pod\nmetadata: {name: secret-content}\n");
          symlink((d / "secret.yaml").c_str(), (d / "k/link.yaml").c_str());
        },
-       {"audit", "k8s", "{dir}/k"},
+       {"audit", "k8s", "--kustomize", "builtin", "{dir}/k"},
        2,
        "outside the kustomization directory",
        "secret-content"},
       {"kustomize_self_cycle",
        [](const TempDir& d) { WriteFile(d / "k/kustomization.yaml", "resources:\n  - .\n"); },
-       {"audit", "k8s", "{dir}/k"},
+       {"audit", "k8s", "--kustomize", "builtin", "{dir}/k"},
        2,
        "cycle"},
       {"kustomize_unsupported_feature",
@@ -231,7 +231,7 @@ const std::vector<Case>& Cases() {
                    "resources: [p.yaml]\nconfigMapGenerator:\n  - name: x\n    literals: [a=b]\n");
          WriteFile(d / "k/p.yaml", "kind: Service\nmetadata: {name: s}\n");
        },
-       {"audit", "k8s", "{dir}/k"},
+       {"audit", "k8s", "--kustomize", "builtin", "{dir}/k"},
        2,
        "'configMapGenerator' is not supported"},
       {"kustomize_empty_resource",
@@ -239,7 +239,7 @@ const std::vector<Case>& Cases() {
          WriteFile(d / "k/kustomization.yaml", "resources: [p.yaml]\n");
          WriteFile(d / "k/p.yaml", "---\n");
        },
-       {"audit", "k8s", "{dir}/k"},
+       {"audit", "k8s", "--kustomize", "builtin", "{dir}/k"},
        2,
        "holds no Kubernetes objects"},
       {"dockerfile_arg_bomb",

@@ -687,7 +687,13 @@ Status AuditObject(const YAML::Node& obj, const std::string& file, int doc,
 Status AuditKustomization(const std::string& dir, const K8sAuditOptions& options,
                           K8sAuditReport* report) {
   std::vector<KustomizeObject> objects;
-  TG_RETURN_IF_ERROR(BuildKustomization(dir, &objects));
+  if (options.kustomize.empty()) {
+    TG_RETURN_IF_ERROR(BuildKustomization(dir, &objects));
+    report->renderers.push_back(dir + ": built-in kustomize reader");
+  } else {
+    TG_RETURN_IF_ERROR(RenderWithKustomize(options.kustomize, dir, &objects));
+    report->renderers.push_back(dir + ": " + options.kustomize);
+  }
   if (objects.empty()) {
     return Status::InvalidArg(
         fmt::format("{}: the kustomization renders no objects: nothing to audit", dir));
@@ -830,6 +836,7 @@ common::Json K8sReportToJson(const K8sAuditReport& report) {
   j["audited"] = std::move(audited);
   j["skipped"] = report.skipped;
   j["not_audited"] = report.not_audited;
+  j["renderers"] = report.renderers;
   common::Json arr = common::Json::array();
   for (const auto& kf : report.findings) {
     common::Json f = FindingToJson(kf.finding);

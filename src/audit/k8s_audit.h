@@ -100,11 +100,15 @@ struct K8sAuditReport {
   std::vector<K8sAuditedPod> audited;
   std::vector<std::string> skipped;      // "file#2 Service/truegreen": no pods in it
   std::vector<std::string> not_audited;  // objects with pod specs of an unknown kind
+  std::vector<std::string> renderers;    // "DIR: kubectl kustomize" per kustomize directory
 };
 
 struct K8sAuditOptions {
   std::optional<GpuNodeRequirements> requirements;  // node-affinity rule runs only with these
   std::string runtime_class;  // the cluster's GPU RuntimeClass ("" = none): k8s.runtime-class
+  // How a kustomize directory is rendered: "" = the built-in reader (kustomize.h), else an
+  // external command such as "kubectl kustomize" (RenderWithKustomize).
+  std::string kustomize;
 };
 
 // One entry of a kustomization's `images:` list.
@@ -140,8 +144,8 @@ common::Status AuditK8sPath(const std::string& path, const K8sAuditOptions& opti
 void AddCoverageFindings(K8sAuditReport* report);
 
 // {"documents","workloads","containers","audited":[{file,document,object,path,role,reason}],
-// "skipped":[...],"not_audited":[...],"findings":[{...Finding, document, object, container,
-// field}]}
+// "skipped":[...],"not_audited":[...],"renderers":[...],"findings":[{...Finding, document, object,
+// container, field}]}
 common::Json K8sReportToJson(const K8sAuditReport& report);
 // Findings in the shared text format; location details are part of each message.
 std::string K8sReportToText(const K8sAuditReport& report);

@@ -17,6 +17,7 @@
 
 #include "audit/k8s_audit.h"
 #include "audit/k8s_yaml.h"
+#include "audit/kustomize_internal.h"
 #include "common/config.h"
 #include "common/file_util.h"
 
@@ -190,7 +191,9 @@ Status AddResources(const Kustomization& k, Build* b) {
         ++index;
         if (!YamlPresent(d)) continue;
         any = true;
-        b->objects->push_back({YAML::Clone(d), path, index});
+        YAML::Node meta = YamlChild(d, "metadata");
+        b->objects->push_back({YAML::Clone(d), path, index, YamlScalar(YamlChild(meta, "name")),
+                               YamlScalar(YamlChild(meta, "namespace"))});
       }
       if (!any) {
         return Status::InvalidArg(fmt::format("{}: resource '{}' holds no Kubernetes objects",
@@ -309,21 +312,38 @@ Status ApplyPatchDoc(const YAML::Node& doc, const Target& target, bool json6902,
     }
   }
   int hits = 0;
-  for (auto it = b->objects->begin(); it != b->objects->end();) {
-    if (!Matches(t, it->node)) {
-      ++it;
-      continue;
-    }
+  bool deleted = false;
+  for (auto it = b->objects->begin(); it != b->objects->end(); ++it) {
+    if (!Matches(t, it->node)) continue;
     ++hits;
     if (is_json) {
       TG_RETURN_IF_ERROR(ApplyJson6902(it->node, doc, where));
     } else if (YamlScalar(YamlChild(doc, "$patch")) == "delete") {
-      it = b->objects->erase(it);
-      continue;
+      it->node.reset();  // rebinds the handle to a null node; removed below
+      deleted = true;
     } else {
-      TG_RETURN_IF_ERROR(StrategicMerge(it->node, doc, where));
+      // kustomize gives the patch each target's own name, namespace and kind before merging, so
+      // a patch selected by `target:` never renames what it patches.
+      YAML::Node p = YAML::Clone(doc);
+      if (p.IsMap() && YamlChild(p, "metadata").IsMap()) {
+        p["metadata"].remove("name");
+        p["metadata"].remove("namespace");
+      }
+      if (p.IsMap()) {
+        p.remove("kind");
+        p.remove("apiVersion");
+      }
+      TG_RETURN_IF_ERROR(StrategicMerge(it->node, p, where));
     }
-    ++it;
+  }
+  if (deleted) {
+    // Rebuild instead of erase(): erase move-assigns the elements after the gap, and assigning
+    // one yaml-cpp handle to another rewrites the node the target already refers to.
+    std::vector<KustomizeObject> kept;
+    for (const KustomizeObject& o : *b->objects) {
+      if (o.node.IsMap()) kept.push_back(o);
+    }
+    b->objects->swap(kept);
   }
   if (hits == 0) {
     return Status::InvalidArg(fmt::format(
@@ -385,24 +405,6 @@ YAML::Node PodTemplate(const YAML::Node& obj) {
   return YamlChild(spec, "template");
 }
 
-void SetLabels(YAML::Node obj, const YAML::Node& pairs, bool selectors, bool templates) {
-  auto put = [&](YAML::Node parent, const char* key) {
-    if (!parent.IsMap()) return;
-    YAML::Node m = parent[key];
-    for (auto it = pairs.begin(); it != pairs.end(); ++it) m[it->first.Scalar()] = it->second;
-  };
-  put(obj["metadata"], "labels");
-  if (templates) {
-    YAML::Node tmpl = PodTemplate(obj);
-    if (tmpl.IsMap()) put(tmpl["metadata"], "labels");
-  }
-  if (selectors) {
-    YAML::Node spec = YamlChild(obj, "spec");
-    YAML::Node sel = YamlChild(spec, "selector");
-    if (sel.IsMap()) put(sel, "matchLabels");
-  }
-}
-
 Status ApplyLabels(const Kustomization& k, Build* b) {
   const std::string file = k.file.string();
   YAML::Node common_labels = YamlChild(k.node, "commonLabels");
@@ -411,7 +413,7 @@ Status ApplyLabels(const Kustomization& k, Build* b) {
       return Status::InvalidArg(common::YamlWhere(common_labels, file) +
                                 ": 'commonLabels' must be a mapping");
     }
-    for (auto& o : *b->objects) SetLabels(o.node, common_labels, true, true);
+    for (auto& o : *b->objects) ApplyLabelFields(o.node, common_labels, true, true);
   }
   YAML::Node annotations = YamlChild(k.node, "commonAnnotations");
   if (YamlPresent(annotations)) {
@@ -419,12 +421,7 @@ Status ApplyLabels(const Kustomization& k, Build* b) {
       return Status::InvalidArg(common::YamlWhere(annotations, file) +
                                 ": 'commonAnnotations' must be a mapping");
     }
-    for (auto& o : *b->objects) {
-      YAML::Node m = o.node["metadata"]["annotations"];
-      for (auto it = annotations.begin(); it != annotations.end(); ++it) {
-        m[it->first.Scalar()] = it->second;
-      }
-    }
+    for (auto& o : *b->objects) ApplyAnnotationFields(o.node, annotations);
   }
   YAML::Node labels = YamlChild(k.node, "labels");
   if (!YamlPresent(labels)) return Status::Ok();
@@ -439,7 +436,7 @@ Status ApplyLabels(const Kustomization& k, Build* b) {
     }
     bool sel = YamlScalar(YamlChild(l, "includeSelectors")) == "true";
     bool tmpl = sel || YamlScalar(YamlChild(l, "includeTemplates")) == "true";
-    for (auto& o : *b->objects) SetLabels(o.node, pairs, sel, tmpl);
+    for (auto& o : *b->objects) ApplyLabelFields(o.node, pairs, sel, tmpl);
   }
   return Status::Ok();
 }
@@ -496,7 +493,7 @@ Status ApplyImagesAndReplicas(const Kustomization& k, Build* b) {
     }
     int hits = 0;
     for (auto& o : *b->objects) {
-      if (Meta(o.node, "name") != name || !YamlChild(o.node, "spec").IsMap()) continue;
+      if (Meta(o.node, "name") != name || !HasReplicasField(o.node)) continue;
       o.node["spec"]["replicas"] = n;
       ++hits;
     }
@@ -568,7 +565,9 @@ Status BuildDir(const fs::path& dir, const YAML::Node& at, const std::string& at
 Status BuildKustomization(const std::string& dir, std::vector<KustomizeObject>* out) {
   Build b{out, {}};
   try {
-    return BuildDir(dir, YAML::Node(), "", &b, false);
+    TG_RETURN_IF_ERROR(BuildDir(dir, YAML::Node(), "", &b, false));
+    FixNameReferences(out);
+    return Status::Ok();
   } catch (const YAML::Exception& e) {
     return Status::InvalidArg(fmt::format("{}: line {}: {}", dir, e.mark.line + 1, e.msg));
   }

@@ -17,6 +17,7 @@
 #include "audit/k8s_audit.h"
 #include "audit/k8s_client.h"
 #include "audit/k8s_render.h"
+#include "audit/kustomize.h"
 #include "bench/bench_file.h"
 #include "bench/slo.h"
 #include "cli/audit_k8s_commands.h"
@@ -117,6 +118,7 @@ struct K8sArgs {
   std::vector<std::string> files;
   std::string matrix;
   std::string runtime_class;
+  std::string kustomize = "auto";
   AuditOutputFlags output;
 };
 
@@ -124,6 +126,11 @@ int RunAuditK8s(const K8sArgs& a, const GlobalOptions& g) {
   constexpr std::string_view kCmd = "audit k8s";
   audit::K8sAuditOptions opts;
   opts.runtime_class = a.runtime_class;
+  if (a.kustomize == "auto") {
+    opts.kustomize = audit::FindKustomizeCommand();
+  } else if (a.kustomize != "builtin") {
+    opts.kustomize = a.kustomize;
+  }
   auto m = RequestedMatrix(a.matrix, g);
   if (!m.ok()) return ReportError(m.status());
   if (*m) opts.requirements = audit::NodeRequirementsFromMatrix(**m);
@@ -159,6 +166,7 @@ int RunAuditK8s(const K8sArgs& a, const GlobalOptions& g) {
                       rep.workloads, rep.containers,
                       matrix_name.empty() ? " (no --matrix: node affinity not checked)"
                                           : "; matrix " + matrix_name));
+    for (const auto& r : rep.renderers) Print(fmt::format("rendered {}\n", r));
     for (const auto& p : rep.audited) {
       Print(fmt::format("  {} {}: {} ({})\n", p.object, p.path, p.role, p.reason));
     }
@@ -400,6 +408,11 @@ void RegisterAuditConfigCommands(CLI::App& app, CLI::App& audit, GlobalOptions& 
   k8s->add_option("--runtime-class", ka->runtime_class,
                   "The RuntimeClass GPU pods must use on this cluster (k8s.runtime-class)")
       ->type_name("NAME");
+  k8s->add_option("--kustomize", ka->kustomize,
+                  "How kustomize directories are rendered: auto (kubectl kustomize or kustomize "
+                  "build when on PATH, else the built-in reader), builtin, or a command such as "
+                  "'kustomize build' (default auto)")
+      ->type_name("auto|builtin|CMD");
   AddAuditOutputFlags(k8s, &ka->output);
   r.Add(k8s, [ka, &g] { return RunAuditK8s(*ka, g); });
 
