@@ -27,6 +27,15 @@ TEST(DoctorCli, ProductionOnAGpuLessNodeIsNotAccelerated) {
   EXPECT_THAT(r.out, HasSubstr("Causes and fixes:"));
   EXPECT_THAT(r.out, HasSubstr("fix: "));
   EXPECT_THAT(r.out, HasSubstr("libcuda.so.1"));
+  // The verdict and causes; the full check list only behind --verbose.
+  EXPECT_THAT(r.out, ::testing::Not(HasSubstr("All checks:")));
+  EXPECT_THAT(r.out, HasSubstr("(all of them: doctor --verbose; everything: --json)"));
+  testing::ProcessResult v = testing::RunTruegreen({"doctor", "--verbose"}, kEnv);
+  EXPECT_EQ(v.exit_code, 3);
+  EXPECT_THAT(v.out, StartsWith("NOT ACCELERATED\n"));
+  EXPECT_THAT(v.out, HasSubstr("All checks:"));
+  EXPECT_THAT(v.out, HasSubstr("Causes and fixes:"));
+  EXPECT_GT(v.out.size(), r.out.size());
   // The explicit production policy is the same as the default.
   testing::ProcessResult p = testing::RunTruegreen({"doctor", "--policy", "production"}, kEnv);
   EXPECT_EQ(p.exit_code, 3);

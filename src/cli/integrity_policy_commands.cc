@@ -33,7 +33,8 @@ struct AdmitFlags {
   std::string matrix;
   std::string snapshot;
   std::string root = "/";
-  CanaryFlags canary;  // doctor only
+  CanaryFlags canary;    // doctor only
+  bool verbose = false;  // doctor: the full check list after the verdict and causes
 };
 
 // The snapshot to judge: read from --snapshot, or taken live with the global --lib-path.
@@ -177,7 +178,16 @@ int RunDoctor(const AdmitFlags& f, const GlobalOptions& g) {
     checks +=
         "verdict: " + verdict + " (exit " + std::to_string(exit_code) + "): " + overturned + "\n";
   }
-  o += "\nAll checks:\n" + checks;
+  if (f.verbose) {
+    o += "\nAll checks:\n" + checks;
+  } else {
+    // The verdict and its causes are what a person acts on; the full list is one flag away.
+    int n[3] = {0, 0, 0};
+    for (const policy::Check& c : r.checks) ++n[static_cast<int>(c.result)];
+    o += "\n" + std::to_string(r.checks.size()) + " checks: " + std::to_string(n[0]) + " passed, " +
+         std::to_string(n[1]) + " warned, " + std::to_string(n[2]) +
+         " failed (all of them: doctor --verbose; everything: --json)\n";
+  }
   Print(o);
   return exit_code;
 }
@@ -345,6 +355,8 @@ void RegisterPolicyCommands(CLI::App& app, GlobalOptions& g, CommandRegistry& r)
   doctor->add_option("--root", doctor_flags->root, "Root prefix for device nodes and /proc")
       ->type_name("DIR");
   AddCanaryFlags(doctor, &doctor_flags->canary);
+  doctor->add_flag("--verbose", doctor_flags->verbose,
+                   "List every check after the verdict and causes (--json always has them)");
   r.Add(doctor, [doctor_flags, &g] { return RunDoctor(*doctor_flags, g); });
 
   auto diff_flags = std::make_shared<DiffFlags>();
