@@ -25,13 +25,16 @@
 
 namespace tg::testing {
 
-// A model repository: sd15 (tiny SD 1.5 legacy export) and mm (matmul_softmax, dynamic batch).
-inline void MakeRepository(const std::string& dir, const std::string& mm_config =
-                                                       "max_batch: 4\nbatch_delay_ms: 20\n"
-                                                       "warmup:\n  - {x: [2, 8]}\n") {
+// A model repository: sd15 (the small real-architecture SD 1.5 legacy export, or the pipeline
+// `sd_variant` names) and mm (matmul_softmax, dynamic batch).
+inline void MakeRepository(const std::string& dir,
+                           const std::string& mm_config =
+                               "max_batch: 4\nbatch_delay_ms: 20\n"
+                               "warmup:\n  - {x: [2, 8]}\n",
+                           const std::string& sd_variant = "sd15-legacy") {
   namespace fs = std::filesystem;
   fs::create_directories(dir + "/mm");
-  fs::create_symlink(BinaryDir() + "/models/sd-tiny/sd15-legacy", dir + "/sd15");
+  fs::create_symlink(BinaryDir() + "/models/sd-tiny/" + sd_variant, dir + "/sd15");
   fs::create_symlink(BinaryDir() + "/models/runtime/matmul_softmax.onnx", dir + "/mm/model.onnx");
   WriteFile(dir + "/mm/config.yaml", mm_config);
 }

@@ -16,7 +16,13 @@ using Json = nlohmann::json;
 
 class ServerLifecycleTest : public ::testing::Test {
  protected:
-  void SetUp() override { MakeRepository(repo_ / "models"); }
+  // The toy pipeline (tools/sd_toy.py): these tests need jobs the server files in its large lane
+  // (1024x1024, 150 steps) that finish in about a second; on the real-architecture UNet such a
+  // job costs minutes of CPU and gigabytes of attention scores.
+  void SetUp() override {
+    MakeRepository(repo_ / "models", "max_batch: 4\nbatch_delay_ms: 20\nwarmup:\n  - {x: [2, 8]}\n",
+                   "sd15-toy");
+  }
   std::string Models() const { return repo_ / "models"; }
   static HttpResult Generate(int port, int steps, const std::string& size = "256x256") {
     return Request(

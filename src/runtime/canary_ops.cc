@@ -1,6 +1,7 @@
 #include "runtime/canary_ops.h"
 
 #include <functional>
+#include <set>
 
 #include "common/file_util.h"
 #include "runtime/onnx_builder.h"
@@ -49,11 +50,13 @@ struct Builder {
     g.nodes.push_back({op, std::move(in), std::move(out), std::move(attrs)});
     return *this;
   }
-  CanaryCase Done(const Dims& out_dims) {
+  // `op_type`: the op under test when it is not the last node (a Cast back to float follows ops
+  // whose output is not float).
+  CanaryCase Done(const Dims& out_dims, const std::string& op_type = "") {
     g.outputs.push_back({"y", ElemType::kFloat, out_dims});
     CanaryCase c;
     c.name = name;
-    c.op_type = g.nodes.empty() ? "" : g.nodes.back().op_type;
+    c.op_type = !op_type.empty() ? op_type : g.nodes.empty() ? "" : g.nodes.back().op_type;
     c.model = onnx::SerializeModel(g);
     c.inputs = std::move(inputs);
     return c;
@@ -147,6 +150,47 @@ void AddShapeOps(std::vector<CanaryCase>* out) {
                      .Init(Int64Tensor("sz", {4}, {1, 4, 16, 16}))
                      .Op("Resize", {"x0", "", "", "sz"}, {onnx::StringAttr("mode", "nearest")})
                      .Done({1, 4, 16, 16}));
+  out->push_back(Case("GatherND")
+                     .Input({2, 8, 16})
+                     .Init(Int64Tensor("i", {2, 1}, {7, 2}))
+                     .Op("GatherND", {"x0", "i"}, {IntAttr("batch_dims", 1)})
+                     .Done({2, 16}));
+  out->push_back(Case("Unsqueeze")
+                     .Input({2, 8})
+                     .Init(Int64Tensor("ax", {2}, {2, 3}))
+                     .Op("Unsqueeze", {"x0", "ax"})
+                     .Done({2, 8, 1, 1}));
+  out->push_back(Case("Identity").Input({2, 8}).Op("Identity", {"x0"}).Done({2, 8}));
+  // Shape's int64 output and ArgMax over int32 ids (as CLIP exports pick the end-of-text token)
+  // are cast to float for the comparison.
+  out->push_back(Case("Shape")
+                     .Input({2, 8, 4})
+                     .Op("Shape", {"x0"}, {}, {"s"})
+                     .Op("Cast", {"s"}, {IntAttr("to", static_cast<int>(ElemType::kFloat))})
+                     .Done({3}, "Shape"));
+  out->push_back(Case("ArgMax(int32)")
+                     .Input({2, 16})
+                     .Init(FloatTensor("k", {1}, {1000.0f}))
+                     .Op("Mul", {"x0", "k"}, {}, {"m"})
+                     .Op("Cast", {"m"}, {IntAttr("to", static_cast<int>(ElemType::kInt32))}, {"i"})
+                     .Op("ArgMax", {"i"}, {IntAttr("axis", -1), IntAttr("keepdims", 1)}, {"a"})
+                     .Op("Cast", {"a"}, {IntAttr("to", static_cast<int>(ElemType::kFloat))})
+                     .Done({2, 1}, "ArgMax"));
+  // The toy pipeline's ops (tools/sd_toy.py): ids folded with Mod, latents to pixels by
+  // DepthToSpace.
+  out->push_back(Case("Mod(int64)")
+                     .Input({2, 16})
+                     .Init(FloatTensor("k", {1}, {1000.0f}))
+                     .Init(Int64Tensor("d", {1}, {7}))
+                     .Op("Mul", {"x0", "k"}, {}, {"m"})
+                     .Op("Cast", {"m"}, {IntAttr("to", static_cast<int>(ElemType::kInt64))}, {"i"})
+                     .Op("Mod", {"i", "d"}, {}, {"r"})
+                     .Op("Cast", {"r"}, {IntAttr("to", static_cast<int>(ElemType::kFloat))})
+                     .Done({2, 16}, "Mod"));
+  out->push_back(Case("DepthToSpace")
+                     .Input({1, 16, 4, 4})
+                     .Op("DepthToSpace", {"x0"}, {IntAttr("blocksize", 2)})
+                     .Done({1, 4, 8, 8}));
   out->push_back(Case("Gather")
                      .Input({16, 8})
                      .Init(Int64Tensor("i", {3}, {3, 0, 15}))
@@ -180,7 +224,7 @@ void AddElementwiseOps(std::vector<CanaryCase>* out) {
                      .Init(onnx::BoolTensor("c", {2, 8}, std::vector<bool>(16, true)))
                      .Op("Where", {"c", "x0", "x1"})
                      .Done({2, 8}));
-  for (const char* op : {"Erf", "Sigmoid", "Sin", "Tanh"}) {
+  for (const char* op : {"Erf", "Sigmoid", "Sin", "Cos", "Tanh"}) {
     out->push_back(Case(op).Input({2, 8, 16}).Op(op, {"x0"}).Done({2, 8, 16}));
   }
   for (const char* op : {"Add", "Mul", "Sub", "Div"}) {
@@ -208,6 +252,25 @@ std::vector<CanaryCase> BuiltinCanaryCases() {
     if (c.name == "Cast(fp16)") c.op_type = "Cast";
   }
   return out;
+}
+
+const std::vector<CanaryExclusion>& CanaryExcludedOps() {
+  static const std::vector<CanaryExclusion> kExcluded = {
+      {"Constant",
+       "no kernel runs: ONNX Runtime turns Constant nodes into initializers when it loads a model"},
+  };
+  return kExcluded;
+}
+
+std::vector<std::string> UncoveredOpTypes(const std::vector<std::string>& op_types) {
+  std::set<std::string, std::less<>> known;
+  for (const auto& c : BuiltinCanaryCases()) known.insert(c.op_type);
+  for (const auto& e : CanaryExcludedOps()) known.insert(e.op_type);
+  std::set<std::string> missing;
+  for (const auto& op : op_types) {
+    if (known.count(op) == 0) missing.insert(op);
+  }
+  return {missing.begin(), missing.end()};
 }
 
 std::string CanaryOpSetHash(const std::vector<CanaryCase>& cases) {

@@ -63,15 +63,18 @@ bool GpuProviderAttached(const SessionFactory& f) {
   return false;
 }
 
-// The op types of `paths` that the built-in canary set covers (sorted, unique). A model that
-// cannot be read contributes nothing here: opening it already proved or refused it.
-std::vector<std::string> CanaryOpTypes(const std::vector<std::string>& paths) {
+// The op types of `paths` that the built-in canary set covers (sorted, unique); `uncovered` gets
+// those it neither covers nor excludes (canary_ops.h). A model that cannot be read contributes
+// nothing here: opening it already proved or refused it.
+std::vector<std::string> CanaryOpTypes(const std::vector<std::string>& paths,
+                                       std::vector<std::string>* uncovered) {
   std::set<std::string> used;
   for (const auto& p : paths) {
     auto g = ReadOnnxGraph(p);
     if (!g.ok()) continue;
     for (const auto& n : g->nodes) used.insert(n.op_type);
   }
+  *uncovered = UncoveredOpTypes({used.begin(), used.end()});
   std::set<std::string> covered;
   for (const auto& c : BuiltinCanaryCases()) {
     if (used.count(c.op_type) != 0) covered.insert(c.op_type);
@@ -204,7 +207,7 @@ Status StartupChain::Finish(const std::vector<std::string>& model_paths,
   const auto start = Clock::now();
   auto t0 = Clock::now();
   Status st = Status::Ok();
-  std::vector<std::string> ops;
+  std::vector<std::string> ops, uncovered;
   if (!GpuProviderAttached(factory_)) {
     // A CPU-only run: nothing to canary, and no child process (tests run this path often).
     RecordStep(report, "canary", MsSince(t0), Status::Ok(), production_,
@@ -213,7 +216,7 @@ Status StartupChain::Finish(const std::vector<std::string>& model_paths,
   } else if (!options.canary) {
     RecordStep(report, "canary", MsSince(t0), Status::Ok(), production_, "skipped: not asked for");
     report->steps.back().outcome = "skipped";
-  } else if (ops = CanaryOpTypes(model_paths); !model_paths.empty() && ops.empty()) {
+  } else if (ops = CanaryOpTypes(model_paths, &uncovered); !model_paths.empty() && ops.empty()) {
     RecordStep(report, "canary", MsSince(t0), Status::Ok(), production_,
                "skipped: no op of the model(s) is in the built-in canary set");
     report->steps.back().outcome = "skipped";
@@ -229,6 +232,10 @@ Status StartupChain::Finish(const std::vector<std::string>& model_paths,
                            : Status::Unavailable("op canary " + v + ": " + report->canary->reason);
     std::string detail = report->canary->reason;
     if (report->canary->from_cache) detail += " (cached)";
+    if (!uncovered.empty()) {
+      detail += "; op types of the model(s) not in the canary set:";
+      for (const auto& op : uncovered) detail += " " + op;
+    }
     st = Record(report, "canary", t0, c, production_, detail);
   }
   if (st.ok() && (options.warmup_runs <= 0 || sessions_.empty())) {

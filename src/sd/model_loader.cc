@@ -416,10 +416,29 @@ Result<std::int64_t> LoadTextEncoders(const runtime::SessionFactory& factory,
   return context;
 }
 
+// SD 2.x conditions on OpenCLIP ViT-H (GELU), SD 1.x on OpenAI's CLIP ViT-L (quick-GELU): the text
+// encoder's config says which, whatever its width (small test models share the architecture at
+// another width). Legacy exports have no config; there the published width (1024) decides.
+bool IsSd2TextEncoder(const std::string& dir, std::int64_t width) {
+  std::error_code ec;
+  const fs::path cfg = fs::path(dir) / "text_encoder" / "config.json";
+  if (fs::is_regular_file(cfg, ec)) {
+    auto j = common::LoadJsonFile(cfg.string());
+    if (j.ok() && j->is_object()) {
+      auto it = j->find("hidden_act");
+      if (it != j->end() && it->is_string()) return it->get<std::string>() == "gelu";
+    }
+  }
+  return width == 1024;
+}
+
 // Variant, precision and the variant's published defaults (size, guidance, empty-prompt zeros).
-void SetVariantDefaults(const Json& index, bool sdxl, std::int64_t context, SdModel* m) {
+void SetVariantDefaults(const std::string& dir, const Json& index, bool sdxl, std::int64_t context,
+                        SdModel* m) {
   const std::int64_t width = context > 0 ? context : m->unet.context_size;
-  m->variant = sdxl ? SdVariant::kSdxl : (width == 1024 ? SdVariant::kSd2 : SdVariant::kSd1);
+  m->variant = sdxl                           ? SdVariant::kSdxl
+               : IsSd2TextEncoder(dir, width) ? SdVariant::kSd2
+                                              : SdVariant::kSd1;
   m->fp16 = m->unet.sample_dtype == DataType::kFloat16;
   m->default_size = sdxl ? 1024
                          : (m->variant == SdVariant::kSd2 && m->scheduler_config.prediction_type ==
@@ -491,7 +510,7 @@ Result<std::unique_ptr<SdModel>> LoadSdModel(const std::string& dir,
   TG_ASSIGN_OR_RETURN(const std::int64_t context, LoadTextEncoders(factory, dir, sdxl, m.get()));
   TG_ASSIGN_OR_RETURN(m->vae, LoadVae(factory, dir));
 
-  SetVariantDefaults(index, sdxl, context, m.get());
+  SetVariantDefaults(dir, index, sdxl, context, m.get());
   TG_RETURN_IF_ERROR(SetVaeScaling(dir, sdxl, m.get()));
   spdlog::debug("loaded {} pipeline {} ({} export, {})", SdVariantName(m->variant), dir,
                 ExportStyleName(m->style), m->fp16 ? "fp16" : "fp32");
