@@ -7,8 +7,17 @@
 #   scheduler); the `gpu` tests; `serve` ready on the GPU with its GPU-use proof, also in its own
 #   PID namespace (scripts/gpu_serve_check.py); the fault cases (CUDA_VISIBLE_DEVICES=, provider
 #   not beside the core, CPU core + GPU provider); wall time of every step.
+# The real workload (the weights never travel: tools/gen_sd.py writes them here, on the node):
+#   the full-size SD 1.5 and SDXL pipelines in fp16 (computing in fp16) and SD 1.5 in fp32; `run`
+#   on the SD 1.5 UNet (batch 2, 512x512: placement, IO binding, first-call and steady latency);
+#   `generate` SD 1.5 512x512 at 20 and 50 steps and SDXL 1024x1024 at 20 steps; `serve` + `bench`
+#   at concurrency 1, 16 and 32 (images/min, GPU utilisation from NVML) and the in-process time of
+#   the same request, for the HTTP overhead; pathology A: the same SD 1.5 (fp32) request on the
+#   GPU and on the CPU under --policy dev, and the slowdown per UNet step.
+# The small pipelines of the build are generated here too when the tree has none (the pack does
+# not carry models).
 # Without a GPU (no nvidia-smi / no libcuda) it still writes the JSON, with "gpu": false and why,
-# and runs only the steps that need none.
+# and runs only the steps that need none (the full-size models' parameter counts among them).
 #
 # Usage: scripts/gpu_check.sh [--build DIR] [--gpu-ort DIR] [--out FILE]
 set -uo pipefail
@@ -54,10 +63,42 @@ step() {
   echo "gpu_check: $name -> exit $(cat "$d/rc") ($(cat "$d/wall") s)" >&2
 }
 
+# The real workload on the GPU (CUDA provider; the GPU release pair when --gpu-ort is given).
+real_workload() {
+  local full="$work/sd-full" lib=() pol=(--policy "$work/cuda_policy.yaml")
+  [ -n "$gpu_ort" ] && lib=(--lib-path "$gpu_ort")
+  local p="a photo of a cat"
+  step "write full-size SD 1.5 fp16, SDXL fp16 and SD 1.5 fp32 pipelines (on the node)" -- bash -c \
+    "'$py' '$gen_sd' --out '$full/a' --width 1 --depth 1 --fp16-compute fp16 --variant sd15-optimum-fp16 & a=\$!
+     '$py' '$gen_sd' --out '$full/b' --width 1 --depth 1 --fp16-compute fp16 --variant sdxl-optimum-fp16 & b=\$!
+     '$py' '$gen_sd' --out '$full/c' --width 1 --depth 1 --variant sd15-optimum & c=\$!
+     wait \$a && wait \$b && wait \$c"
+  local sd15="$full/a/sd15-optimum-fp16" xl="$full/b/sdxl-optimum-fp16" sd15f="$full/c/sd15-optimum"
+  step "run full SD 1.5 fp16 UNet, batch 2, 512x512" -- "$tg" "${lib[@]}" "${pol[@]}" --json run --model "$sd15/unet/model.onnx" --shape sample:2x4x64x64 --shape encoder_hidden_states:2x77x768 --mode bound --runs 20 --min-time 0 --warmup 3
+  step "generate full SD 1.5 fp16 512x512 20 steps gpu" -- "$tg" "${lib[@]}" "${pol[@]}" --json generate --model "$sd15" --prompt "$p" --steps 20 --size 512x512 -o "$work/full-sd15-20.png"
+  step "generate full SD 1.5 fp16 512x512 50 steps gpu" -- "$tg" "${lib[@]}" "${pol[@]}" --json generate --model "$sd15" --prompt "$p" --steps 50 --size 512x512 -o "$work/full-sd15-50.png"
+  step "generate full SDXL fp16 1024x1024 20 steps gpu" -- "$tg" "${lib[@]}" "${pol[@]}" --json generate --model "$xl" --prompt "$p" --steps 20 --size 1024x1024 -o "$work/full-sdxl-20.png"
+  step "serve full SD 1.5 fp16 + bench 1,16,32" -- python3 "$root/scripts/gpu_serve_check.py" "$tg" "${gpu_ort:--}" "$work/cuda_policy.yaml" "$sd15" --bench 1,16,32 --size 512x512 --steps 20 --window 15
+  step "pathology A: full SD 1.5 fp32 512x512 2 steps gpu" -- "$tg" "${lib[@]}" "${pol[@]}" --json generate --model "$sd15f" --prompt "$p" --steps 2 --size 512x512 -o "$work/patho-gpu.png"
+  step "pathology A: full SD 1.5 fp32 512x512 2 steps cpu" -- "$tg" --policy dev --json generate --model "$sd15f" --prompt "$p" --steps 2 --size 512x512 -o "$work/patho-cpu.png"
+  rm -rf "$full"
+}
+
 gpu=true
 why=""
 if ! command -v nvidia-smi >/dev/null 2>&1; then gpu=false; why="nvidia-smi not found"; fi
 if $gpu && ! nvidia-smi -L >/dev/null 2>&1; then gpu=false; why="nvidia-smi -L failed (no driver or no GPU)"; fi
+
+gen_sd="$root/tools/gen_sd.py"
+# The generator needs numpy and onnx: Debian's python3-onnx here, the node image's python3 there.
+py=python3
+for cand in python3 /usr/bin/python3; do
+  if "$cand" -c 'import numpy, onnx' 2>/dev/null; then py="$cand"; break; fi
+done
+if [ ! -f "$build/models/sd-tiny/.complete" ]; then
+  step "generate the small SD pipelines" -- "$py" "$gen_sd" --out "$build/models/sd-tiny" --external-data unet
+fi
+step "full-size SD models: parameters and MACs (dry run)" -- "$py" "$gen_sd" --dry-run --json --width 1 --depth 1 --variant sd15-optimum-fp16 --variant sdxl-optimum-fp16 --size 512 --batch 2
 
 step probe -- "$tg" --json probe
 step "doctor production (bundled npm pair)" -- "$tg" --json doctor --canary --canary-no-cache
@@ -99,6 +140,7 @@ if $gpu; then
   else
     echo "gpu_check: no --gpu-ort: skipping the GPU release pair steps" >&2
   fi
+  real_workload
   step "fault: CUDA_VISIBLE_DEVICES=" CUDA_VISIBLE_DEVICES= -- "$tg" --json doctor --matrix "$cuda_matrix"
   step "fault: CPU core + GPU provider (npm pair), CUDA-only" -- "$tg" --json doctor --matrix "$cuda_matrix"
 fi
@@ -129,6 +171,16 @@ for d in sorted(os.listdir(steps_dir)):
             s["io"] = j.get("io")
         if "serve" in j:
             s["serve"] = j["serve"]
+        if "timings_ms" in j:
+            t = j["timings_ms"]
+            u = sorted(t.get("unet_per_step") or [0])
+            s["generate"] = {"total_ms": t.get("total"), "unet_total_ms": t.get("unet_total"),
+                             "unet_median_step_ms": u[len(u) // 2], "decode_ms": t.get("decode"),
+                             "encode_ms": t.get("encode"), "unet_calls": j.get("unet_calls"),
+                             "degraded": j.get("degraded"), "startup": j.get("startup")}
+        if "pipelines" in j and "width" in j:
+            s["models"] = {p: {m: {k: v[k] for k in ("params", "macs", "batch")}
+                               for m, v in ms.items()} for p, ms in j["pipelines"].items()}
         if "onnxruntime" in j:
             o = j["onnxruntime"]
             s["ort"] = {"version": o["library"].get("version"), "core_flavor": o.get("core_flavor"),
@@ -143,7 +195,14 @@ for s in steps:
         png = s["command"].split("-o ")[-1].strip().strip("'")
         if os.path.exists(png):
             images[s["name"]] = hashlib.sha256(open(png, "rb").read()).hexdigest()
-summary = {"schema": "truegreen.gpu_check/v1", "gpu": gpu == "true", "reason": why or None,
+def step_named(prefix):
+    return next((s for s in steps if s["name"].startswith(prefix)), None)
+patho = [step_named("pathology A: full SD 1.5 fp32 512x512 2 steps " + d) for d in ("gpu", "cpu")]
+figures = {}
+if all(p and "generate" in p for p in patho):
+    g, c = (p["generate"]["unet_median_step_ms"] for p in patho)
+    figures["pathology_a_cpu_slowdown_per_unet_step"] = round(c / g, 1) if g else None
+summary = {"schema": "truegreen.gpu_check/v1", "figures": figures, "gpu": gpu == "true", "reason": why or None,
            "gpu_ort": gpu_ort or None, "steps": steps, "image_sha256": images,
            "total_wall_s": round(sum(s["wall_s"] for s in steps), 3)}
 with open(out, "w") as f:

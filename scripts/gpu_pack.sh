@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Packs what scripts/gpu_check.sh needs on a GPU node that only accepts limited uploads: the
 # truegreen binaries of a build tree, their Debian shared libraries (ldd; all but the C runtime
-# every Linux has: libc, libm, libstdc++, libgcc_s, the loader), the generated models, the bundled
+# every Linux has: libc, libm, libstdc++, libgcc_s, the loader), the small generic runtime models
+# (no Stable Diffusion weights: gpu_check.sh writes every SD pipeline on the node with
+# tools/gen_sd.py, so weights never travel), the bundled
 # (npm) ONNX Runtime pair, the data and deploy files the binaries read, and the ONNX Runtime GPU
 # release libraries the user points at (--ort-dir: the lib/ of onnxruntime-linux-x64-gpu-<ver>).
 #
@@ -54,9 +56,9 @@ list="$stage/files"
 {
   echo "$build/bin"
   echo "$libs"
-  [ -d "$build/models" ] && echo "$build/models"
+  [ -d "$build/models/runtime" ] && echo "$build/models/runtime"
   echo "$root/third_party/onnxruntime"
-  for d in data deploy scripts tests/fixtures; do [ -e "$root/$d" ] && echo "$root/$d"; done
+  for d in data deploy scripts tools tests/fixtures; do [ -e "$root/$d" ] && echo "$root/$d"; done
   [ -n "$ort_dir" ] && echo "$ort_dir"
 } > "$list"
 

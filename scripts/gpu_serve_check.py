@@ -9,7 +9,11 @@ waits until /readyz answers 200 or the server exits (at most --wait-s seconds), 
              "stderr_tail": "..."}}
 Exit 0 when the server became ready, 1 when it did not, 2 on a usage error.
 
+With --bench CONCURRENCIES (e.g. 1,16,32) it then runs `TG bench` against the ready server
+(--size, --steps, --window seconds per point) and adds its result as "bench".
+
 Usage: gpu_serve_check.py TG ORT_DIR|- POLICY PIPELINE_DIR [--wait-s 600]
+                          [--bench 1,16,32 --size 512x512 --steps 20 --window 15]
 Run it under `unshare --pid --fork` to see the server in its own PID namespace, as in a pod.
 """
 import json
@@ -32,12 +36,31 @@ def get(port, path):
         return 0, ""
 
 
+def run_bench(tg, port, work, concurrency, size, steps, window):
+    """`TG bench` against the server: its JSON result (GPU utilisation from NVML included)."""
+    out = os.path.join(work, "bench.json")
+    cmd = [tg, "bench", "--url", f"http://127.0.0.1:{port}", "--concurrency", concurrency,
+           "--size", size, "--steps", steps, "--warmup", "5", "--window", window,
+           "--max-trials", "1", "--no-progress", "--out", out]
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=900)
+    result = {"command": " ".join(cmd), "exit_code": r.returncode,
+              "stderr_tail": r.stderr.decode(errors="replace")[-2000:]}
+    if os.path.exists(out):
+        try:
+            result["result"] = json.load(open(out))
+        except ValueError as e:
+            result["result_error"] = str(e)
+    return result
+
+
 def main(argv):
     if len(argv) < 5:
         print(__doc__, file=sys.stderr)
         return 2
     tg, ort, policy, pipeline = argv[1:5]
-    wait_s = float(argv[argv.index("--wait-s") + 1]) if "--wait-s" in argv else 600.0
+    opt = lambda name, default: argv[argv.index(name) + 1] if name in argv else default  # noqa
+    wait_s = float(opt("--wait-s", 600.0))
+    bench = opt("--bench", None)
     with tempfile.TemporaryDirectory() as work:
         os.makedirs(os.path.join(work, "models"))
         os.symlink(os.path.abspath(pipeline), os.path.join(work, "models", "sd"))
@@ -57,7 +80,10 @@ def main(argv):
                 ready = True
                 break
             time.sleep(0.2)
-        canary = None
+        canary, bench_result = None, None
+        if ready and bench:
+            bench_result = run_bench(tg, port, work, bench, opt("--size", "512x512"),
+                                     opt("--steps", "20"), opt("--window", "15"))
         if port is not None and server.poll() is None:
             status, body = get(port, "/v1/capabilities")
             if status == 200:
@@ -77,8 +103,11 @@ def main(argv):
         except OSError as e:
             ns = f"unreadable: {e}"
         tail = open(err_path, errors="replace").read()[-3000:]
-    print(json.dumps({"serve": {"ready": ready, "exit_code": exit_code, "pid_namespace": ns,
-                                "canary": canary, "stderr_tail": tail}}))
+    out = {"ready": ready, "exit_code": exit_code, "pid_namespace": ns, "canary": canary,
+           "stderr_tail": tail}
+    if bench:
+        out["bench"] = bench_result
+    print(json.dumps({"serve": out}))
     return 0 if ready else 1
 
 

@@ -1,6 +1,7 @@
 // The GPU verification kit's check script, run here without a GPU: it must still write one valid
 // JSON summary that says there is no GPU and why, with the steps that need none (probe, doctor
-// with the bundled npm pair and the op canary) and their findings.
+// with the bundled npm pair and the op canary, the full-size models' parameter counts) and their
+// findings.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -51,6 +52,16 @@ TEST(GpuKit, CheckScriptWritesOneJsonSummarySayingNoGpu) {
   EXPECT_EQ((*dev)["canary"]["verdict"], "NOT_RUN");
   EXPECT_TRUE((*dev)["canary"]["failed"].empty()) << (*dev)["canary"].dump();
   EXPECT_GT((*j)["total_wall_s"].get<double>(), 0.0);
+
+  // The real workload's models are written on the node; here the kit still counts them.
+  const common::Json* models = Step(*j, "full-size SD models");
+  ASSERT_NE(models, nullptr);
+  EXPECT_EQ((*models)["exit_code"], 0) << (*models)["stderr_tail"];
+  const double unet = (*models)["models"]["sd15-optimum-fp16"]["unet"]["params"].get<double>();
+  EXPECT_NEAR(unet, 859.5e6, 8.6e6);
+  EXPECT_GT((*models)["models"]["sdxl-optimum-fp16"]["unet"]["params"].get<double>(), 2.5e9);
+  EXPECT_EQ(Step(*j, "write full-size"), nullptr) << "no GPU: nothing is generated";
+  EXPECT_TRUE((*j)["figures"].empty()) << (*j)["figures"].dump();
 }
 
 }  // namespace
