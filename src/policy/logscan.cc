@@ -54,7 +54,8 @@ constexpr LogPattern kPatterns[] = {
      "UserWarning: Specified provider 'CUDAExecutionProvider' is not in available provider "
      "names.Available providers: 'CPUExecutionProvider'",
      "Available providers: 'TensorrtExecutionProvider', 'CUDAExecutionProvider'"},
-    {"ort.cpu_fallback_retry", "cpu-fallback", "back to", R"(fall(ing|s)? back to \[?'?(the )?cpu)",
+    {"ort.cpu_fallback_retry", "cpu-fallback", "back to",
+     R"(fall(ing|s)? back to (\[?'?(the )?cpu|\[[^\]]*cpuexecutionprovider))",
      "ONNX Runtime gave up on the GPU providers and retried the whole session on the CPU",
      "EP Error when using ['CUDAExecutionProvider'] Falling back to ['CPUExecutionProvider'] and "
      "retrying.",
@@ -68,7 +69,7 @@ constexpr LogPattern kPatterns[] = {
      "on performance.",
      "All nodes were placed on the preferred execution providers"},
     {"ort.nodes_placed_on_cpu", "node-assignment", "placed on [cpuexecutionprovider]",
-     R"((all nodes|node\(s\)) placed on \[cpuexecutionprovider\])",
+     R"((all nodes( have been)?|node\(s\)) placed on \[cpuexecutionprovider\])",
      "the verbose placement log shows nodes on the CPU provider",
      " Node(s) placed on [CPUExecutionProvider]. Number of nodes: 12",
      " Node(s) placed on [CUDAExecutionProvider]. Number of nodes: 412"},
@@ -98,7 +99,7 @@ constexpr LogPattern kPatterns[] = {
      "CPU EP has been explicitly disabled by the user.",
      "session.disable_cpu_ep_fallback is 0: fallback to CPU EP is allowed"},
     {"trt.deserialize_failed", "tensorrt-engine", "deserializ",
-     R"((fail\w* to deserializ|deserializ\w*[^.]{0,80}(fail|error)))",
+     R"(((fail\w* to|could not|couldn't|unable to|cannot) deserializ|deserializ\w*[^.]{0,80}(fail|error)))",
      "a cached TensorRT engine could not be loaded: it will be rebuilt (minutes of startup) or "
      "the TensorRT provider fails",
      "[TensorRT EP] Failed to deserialize engine from cache: /cache/TRTKernel_graph_0.engine",
@@ -199,6 +200,20 @@ constexpr LogPattern kPatterns[] = {
      "GPU provider) did not load",
      "libcudnn.so.9: cannot open shared object file: No such file or directory",
      "libpng16.so.16: cannot open shared object file: No such file or directory"},
+    {"nvml.library_missing", "library-missing", "nvml",
+     R"((could not|couldn't|failed to|unable to) load (the )?nvml( shared)? library)",
+     "the NVIDIA management library (libnvidia-ml.so.1) is not in the container: the driver "
+     "files were not injected (no GPU runtime, no nvidia.com/gpu request) or the host has no "
+     "driver",
+     "could not load NVML library: libnvidia-ml.so.1: cannot open shared object file",
+     "loaded NVML library libnvidia-ml.so.1"},
+    {"docker.no_gpu_driver", "no-device", "could not select device driver",
+     R"(could not select device driver "[^"]*" with capabilities: \[\[gpu\]\])",
+     "Docker was asked for GPUs (--gpus) but has no NVIDIA runtime: install the NVIDIA container "
+     "toolkit and run `nvidia-ctk runtime configure --runtime=docker`",
+     "docker: Error response from daemon: could not select device driver \"\" with "
+     "capabilities: [[gpu]].",
+     "could not select device driver \"nvidia\" with capabilities: [[compute]] (retrying)"},
 };
 
 using common::Lower;
@@ -218,6 +233,57 @@ LogScanner::~LogScanner() = default;
 
 namespace {
 
+// A console or a quoting tool may wrap a long line where a space was: every literal space of a
+// pattern (outside a character class) also matches a line break, so a key phrase split at a word
+// boundary still matches the text of the two lines (see the line joins in StreamScan).
+std::string WrapTolerant(std::string_view re) {
+  std::string out;
+  bool in_class = false;
+  for (std::size_t i = 0; i < re.size(); ++i) {
+    char c = re[i];
+    if (c == '\\' && i + 1 < re.size()) {
+      out += c;
+      out += re[++i];
+      continue;
+    }
+    if (in_class) {
+      if (c == ']') in_class = false;
+      out += c;
+      continue;
+    }
+    if (c == '[') {
+      in_class = true;
+      out += c;
+      if (i + 1 < re.size() && re[i + 1] == '^') out += re[++i];
+      if (i + 1 < re.size() && re[i + 1] == ']') out += re[++i];  // "[]...]": ']' is literal
+      continue;
+    }
+    out += c == ' ' ? std::string("\\s+") : std::string(1, c);
+  }
+  return out;
+}
+
+// True when `re` uses ^ or $ as an anchor (not escaped, not inside a character class, where ^
+// negates): such a pattern is about line starts and ends, which a whole-chunk search cannot see.
+bool HasLineAnchor(std::string_view re) {
+  bool in_class = false;
+  for (std::size_t i = 0; i < re.size(); ++i) {
+    char c = re[i];
+    if (c == '\\') {
+      ++i;
+    } else if (in_class) {
+      if (c == ']') in_class = false;
+    } else if (c == '[') {
+      in_class = true;
+      if (i + 1 < re.size() && re[i + 1] == '^') ++i;
+      if (i + 1 < re.size() && re[i + 1] == ']') ++i;
+    } else if (c == '^' || c == '$') {
+      return true;
+    }
+  }
+  return false;
+}
+
 re2::RE2::Options EngineOptions() {
   re2::RE2::Options o;
   o.set_case_sensitive(false);
@@ -232,12 +298,9 @@ Status LogScanner::Compile() {
   engine_.reset(new Engine(EngineOptions()));
   anchored_ = false;
   for (std::size_t i = 0; i < patterns_.size(); ++i) {
-    std::string_view re = patterns_[i]->regex;
-    if (re.find('^') != std::string_view::npos || re.find('$') != std::string_view::npos) {
-      anchored_ = true;
-    }
+    if (HasLineAnchor(patterns_[i]->regex)) anchored_ = true;
     std::string error;
-    if (engine_->set.Add(patterns_[i]->regex, &error) != static_cast<int>(i)) {
+    if (engine_->set.Add(WrapTolerant(patterns_[i]->regex), &error) != static_cast<int>(i)) {
       return Status::InvalidArg(fmt::format("pattern '{}': {}", patterns_[i]->id, error));
     }
   }
@@ -353,23 +416,62 @@ class StreamScan {
   const std::function<void(const LogMatch&)>& on_match_;
   LogScanSummary summary_;
   std::map<const LogPattern*, std::int64_t> counts_;
+  void Report(const LogPattern* p, std::int64_t line, const std::string& text);
+  // Patterns that match only where the previous line ends and this one starts (a key phrase
+  // wrapped by a console, at a space or inside a word), not in either line alone.
+  void ReportWrapped(const std::vector<const LogPattern*>& hits);
+
   std::string line_;
   bool truncated_ = false;
   bool pending_ = false;
+  std::string prev_tail_;  // the last kWrapWindow bytes of the previous line ("" = none)
+  std::vector<const LogPattern*> prev_hits_;
 };
+
+// A key phrase is far shorter than this; the window bounds the extra work per line.
+constexpr std::size_t kWrapWindow = 240;
+
+void StreamScan::Report(const LogPattern* p, std::int64_t line, const std::string& text) {
+  ++summary_.matches;
+  ++counts_[p];
+  LogMatch m;
+  m.line = line;
+  m.pattern = p;
+  m.text = text.size() > 400 ? text.substr(0, 400) + "..." : text;
+  on_match_(m);
+}
+
+void StreamScan::ReportWrapped(const std::vector<const LogPattern*>& hits) {
+  if (prev_tail_.empty() || line_.empty()) return;
+  std::string head = line_.substr(0, kWrapWindow);
+  std::vector<const LogPattern*> found;
+  // Joined without a space only inside a word (letters on both sides): "gpu-1" + "0 Memcpy ..."
+  // is two lines, not "gpu-10 Memcpy".
+  auto letter = [](char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; };
+  std::vector<std::string> joins = {prev_tail_ + " " + head};
+  if (letter(prev_tail_.back()) && letter(head.front())) joins.push_back(prev_tail_ + head);
+  for (const std::string& joined : joins) {
+    // The set's match-any test stops at the first match and needs no match list: cheap enough to
+    // run at every line boundary of a candidate chunk.
+    if (!scanner_.MayMatch(joined)) continue;
+    for (const LogPattern* p : scanner_.Match(joined)) {
+      bool known = std::find(hits.begin(), hits.end(), p) != hits.end() ||
+                   std::find(prev_hits_.begin(), prev_hits_.end(), p) != prev_hits_.end() ||
+                   std::find(found.begin(), found.end(), p) != found.end();
+      if (!known) found.push_back(p);
+    }
+  }
+  for (const LogPattern* p : found) Report(p, summary_.lines - 1, prev_tail_ + " / " + head);
+}
 
 void StreamScan::FlushLine() {
   ++summary_.lines;
   if (!line_.empty() && line_.back() == '\r') line_.pop_back();
-  for (const LogPattern* p : scanner_.Match(line_)) {
-    ++summary_.matches;
-    ++counts_[p];
-    LogMatch m;
-    m.line = summary_.lines;
-    m.pattern = p;
-    m.text = line_.size() > 400 ? line_.substr(0, 400) + "..." : line_;
-    on_match_(m);
-  }
+  std::vector<const LogPattern*> hits = scanner_.Match(line_);
+  for (const LogPattern* p : hits) Report(p, summary_.lines, line_);
+  ReportWrapped(hits);
+  prev_tail_ = line_.size() > kWrapWindow ? line_.substr(line_.size() - kWrapWindow) : line_;
+  prev_hits_ = std::move(hits);
   line_.clear();
   truncated_ = false;
 }
@@ -379,14 +481,19 @@ void StreamScan::Chunk(const char* data, std::size_t n) {
   // matches there, no line that lies wholly in the chunk can match, and those lines are only
   // counted (most chunks of a healthy log).
   const char* last_nl = static_cast<const char*>(memrchr(data, '\n', n));
-  bool candidate = last_nl == nullptr || scanner_.MayMatch(std::string_view(
-                                             data, static_cast<std::size_t>(last_nl - data)));
+  // A small chunk (a short log, the tail of a long one) is matched line by line: the prefilter
+  // saves nothing there, and a key phrase wrapped inside a word is only found by the line joins.
+  bool candidate =
+      last_nl == nullptr || n < (64u << 10) ||
+      scanner_.MayMatch(std::string_view(data, static_cast<std::size_t>(last_nl - data)));
   std::size_t start = 0;
   if (!candidate && line_.empty() && !truncated_) {
     // Every complete line of the chunk: count them in one pass.
     std::size_t end = static_cast<std::size_t>(last_nl - data) + 1;
     summary_.lines += std::count(data, data + end, '\n');
     pending_ = false;
+    prev_tail_.clear();
+    prev_hits_.clear();
     start = end;
   }
   for (std::size_t i = start; i < n; ++i) {
@@ -396,6 +503,8 @@ void StreamScan::Chunk(const char* data, std::size_t n) {
     if (!candidate && line_.empty() && !truncated_) {
       ++summary_.lines;  // wholly inside a chunk in which no pattern matched
       pending_ = false;
+      prev_tail_.clear();
+      prev_hits_.clear();
       start = i + 1;
       continue;
     }

@@ -8,7 +8,10 @@
 // compiled into one RE2::Set: a line is scanned once by a DFA whatever the number of patterns, in
 // time linear in its length (no backtracking, no recursion). Scanning is streaming: a line is
 // matched and forgotten, so memory is bounded by the longest line, and lines longer than
-// kMaxLineBytes are matched on their first kMaxLineBytes bytes.
+// kMaxLineBytes are matched on their first kMaxLineBytes bytes. A key phrase wrapped onto the next
+// line (at a space, or inside a word) is found too: a space in a pattern also matches a line
+// break, and at each line boundary the previous line's tail joined with the next line's head is
+// tested; such a match is reported at the line where the phrase starts.
 //
 // Failure behaviour: ScanFile returns NOT_FOUND / INVALID_ARG for unreadable input; matching never
 // fails. Thread safety: the table and LogScanner are immutable after construction; one scanner can

@@ -191,3 +191,83 @@ TEST(LogScanTest, BlockPrefilterKeepsEveryMatchAndLineNumber) {
 
 }  // namespace
 }  // namespace tg::policy
+
+namespace tg::policy {
+namespace {
+
+struct TextScan {
+  LogScanSummary summary;
+  std::vector<LogMatch> matches;
+};
+
+TextScan ScanText(const std::string& text) {
+  TextScan t;
+  std::FILE* f = fmemopen(const_cast<char*>(text.data()), text.size(), "r");
+  EXPECT_NE(f, nullptr);
+  if (f == nullptr) return t;
+  t.summary = ScanLogStream(f, [&](const LogMatch& m) { t.matches.push_back(m); });
+  std::fclose(f);
+  return t;
+}
+
+// Wordings quoted in public ONNX Runtime, TensorRT, NVML and Docker reports that an earlier table
+// missed, each at the exit code its meaning calls for.
+TEST(LogScanTest, ReportedWordingsAreFoundAtTheirExitCode) {
+  struct Case {
+    std::string line;
+    int exit_code;
+  };
+  std::vector<Case> cases = {
+      {"EP Error: [ONNXRuntimeError] : 1 : FAIL : TensorRT EP failed to create engine from "
+       "network. when using ['TensorrtExecutionProvider', 'CUDAExecutionProvider', "
+       "'CPUExecutionProvider']\nFalling back to ['CUDAExecutionProvider', "
+       "'CPUExecutionProvider'] and retrying.",
+       3},
+      {"2024-05-01 10:00:00.1 [V:onnxruntime:, session_state.cc:1152 "
+       "VerifyEachNodeIsAssignedToAnEp]"
+       " All nodes have been placed on [CPUExecutionProvider].",
+       3},
+      {"[E:onnxruntime:Default, tensorrt_execution_provider.h:88 log] [2024-01-01 00:00:00 ERROR] "
+       "[TensorRT EP] could not deserialize engine from cache",
+       5},
+      {"could not load NVML library: libnvidia-ml.so.1: cannot open shared object file: No such "
+       "file or directory",
+       3},
+      {"docker: Error response from daemon: could not select device driver \"\" with "
+       "capabilities: [[gpu]].",
+       3},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.line);
+    TextScan t = ScanText(c.line + "\n");
+    EXPECT_FALSE(t.matches.empty());
+    EXPECT_EQ(LogScanExitCode(t.summary), c.exit_code);
+  }
+}
+
+TEST(LogScanTest, KeyPhraseWrappedAcrossLinesIsFound) {
+  const std::string phrase =
+      "[W:onnxruntime:, session_state.cc:1280 VerifyEachNodeIsAssignedToAnEp] Some nodes were not "
+      "assigned to the preferred execution providers which may or may not have an negative impact";
+  // Wrapped where a space was (a word-wrapping console) and inside a word (a fixed-width one).
+  for (std::size_t cut : {phrase.find(" assigned"), phrase.find("igned to") - 1}) {
+    SCOPED_TRACE(cut);
+    std::string wrapped = "info: starting\n" + phrase.substr(0, cut) + "\n" +
+                          phrase.substr(cut + (phrase[cut] == ' ' ? 1 : 0)) + "\ninfo: ready\n";
+    TextScan t = ScanText(wrapped);
+    ASSERT_EQ(t.matches.size(), 1u) << wrapped;
+    EXPECT_STREQ(t.matches[0].pattern->id, "ort.nodes_not_assigned");
+    EXPECT_EQ(t.matches[0].line, 2);  // reported at the line where the phrase starts
+    EXPECT_EQ(LogScanExitCode(t.summary), 3);
+    EXPECT_EQ(t.summary.lines, 4);
+  }
+  // Unrelated neighbouring lines do not combine into findings.
+  TextScan healthy = ScanText(
+      "[I:onnxruntime:, inference_session.cc:1722 Initialize] Initializing session.\n"
+      "Some nodes were\nplaced by the scheduler on node gpu-1\n"
+      "0 Memcpy nodes are added to the graph main_graph for CUDAExecutionProvider\n");
+  EXPECT_TRUE(healthy.matches.empty()) << healthy.matches.size();
+}
+
+}  // namespace
+}  // namespace tg::policy
