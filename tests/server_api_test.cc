@@ -226,6 +226,8 @@ std::vector<Bad> BadRequests() {
       {"partial_images 4", Img(R"({"prompt":"a","stream":true,"partial_images":4})"), 400},
       {"stream string", Img(R"({"prompt":"a","stream":"yes"})"), 400},
       {"n 11", Img(R"({"prompt":"a","n":11})"), 400},
+      {"seed overflows at n 10",
+       Img(R"({"prompt":"a","n":10,"size":"256x256","steps":1,"seed":18446744073709551607})"), 400},
       {"unknown field", Img(R"({"prompt":"a","evil":1})"), 400},
       {"unknown model", Img(R"({"prompt":"a","model":"nope"})"), 404},
       {"generic model for images", Img(R"({"prompt":"a","model":"mm"})"), 404},

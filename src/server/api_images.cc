@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <ctime>
+#include <limits>
 
 #include "common/strings.h"
 #include "server/server_internal.h"
@@ -129,6 +130,28 @@ ParseError SizeField(const Json& body, sd::GenerateRequest* r, ImagesOptions* o)
   return std::nullopt;
 }
 
+// The request field a pipeline validation message is about (its messages start with the field's
+// own name: "seed 5 ...", "steps 0 ...", "unknown scheduler ..."), "" when none fits.
+std::string PipelineParam(const std::string& message) {
+  static const std::pair<const char*, const char*> kWords[] = {{"seed", "seed"},
+                                                               {"steps", "steps"},
+                                                               {"guidance", "guidance_scale"},
+                                                               {"size", "size"},
+                                                               {"width", "size"},
+                                                               {"height", "size"},
+                                                               {"batch", "n"},
+                                                               {"prompt", "prompt"},
+                                                               {"negative", "negative_prompt"},
+                                                               {"scheduler", "scheduler"}};
+  std::string_view m = message;
+  if (m.starts_with("unknown ")) m.remove_prefix(8);  // "unknown scheduler 'x' ..."
+  const std::string first(m.substr(0, m.find(' ')));
+  for (const auto& [word, field] : kWords) {
+    if (first == word) return field;
+  }
+  return "";
+}
+
 // CreateImageRequest fields, in the order of openai-openapi, then this server's extensions.
 constexpr const char* kKnownFields[] = {"prompt",
                                         "model",
@@ -230,7 +253,9 @@ ParseError ParseImagesRequest(const Json& body, const Limits& limits, ImagesOpti
   // The pipeline generates at most sd::kMaxBatch images at once; a larger n runs in parts.
   sd::GenerateRequest check = *r;
   check.batch = std::min(check.batch, sd::kMaxBatch);
-  if (Status st = sd::ValidateRequestBasics(check); !st.ok()) return ApiError::From(st);
+  if (Status st = sd::ValidateRequestBasics(check); !st.ok()) {
+    return ApiError::From(st, PipelineParam(st.message()), "invalid_value");
+  }
   return std::nullopt;
 }
 
@@ -451,10 +476,17 @@ void Server::HandleImages(const HttpRequest& req, std::shared_ptr<RequestCtx> ct
   sd::GenerateRequest& g = job->req;
   g.batch = std::min(n, sd::kMaxBatch);
   if (Status s = sd::ValidateRequest(*mr->model->sd, &g); !s.ok()) {
-    return fail(ApiError::From(s));
+    return fail(ApiError::From(s, PipelineParam(s.message()), "invalid_value"));
   }
-  for (int k = g.batch; k < n; ++k)
+  if (g.seeds.front() > std::numeric_limits<std::uint64_t>::max() - static_cast<std::uint64_t>(n)) {
+    return fail(
+        ApiError::From(Status::InvalidArg("seed " + std::to_string(g.seeds.front()) +
+                                          " + image index overflows for n " + std::to_string(n)),
+                       "seed", "invalid_value"));
+  }
+  for (int k = g.batch; k < n; ++k) {
     g.seeds.push_back(g.seeds.front() + static_cast<std::uint64_t>(k));
+  }
   g.batch = n;
   job->base_url = BaseUrl(req, config_.host, port_);
   const double units = static_cast<double>(g.width) * g.height * g.steps / 50.0 * g.batch;
