@@ -19,7 +19,11 @@ using Json = nlohmann::json;
 
 class ServerConformanceTest : public SharedServerTest<ServerConformanceTest> {
  public:
-  static void MakeRepo(const std::string& dir) { MakeRepository(dir); }
+  // The toy pipeline (tools/sd_toy.py): these tests judge the protocol, not the images, and
+  // generate at 512x512 with many steps, which costs milliseconds on the toy.
+  static void MakeRepo(const std::string& dir) {
+    MakeRepository(dir, "max_batch: 4\nbatch_delay_ms: 20\nwarmup:\n  - {x: [2, 8]}\n", "sd15-toy");
+  }
   static std::vector<std::string> ServeArgs(const std::string& dir) {
     return {"--models",     dir,  "--max-body-bytes", "65536",
             "--max-steps",  "50", "--model-alias",    "dall-e-3=sd15",
@@ -289,7 +293,7 @@ TEST_F(ServerConformanceTest, StreamSendsPartialImagesWhileGeneratingThenTheImag
   const int fd = Connect(port_);
   ASSERT_GE(fd, 0);
   const std::string body =
-      R"({"prompt":"a cat","size":"512x512","steps":24,"stream":true,"partial_images":3})";
+      R"({"prompt":"a cat","size":"1024x1024","steps":48,"stream":true,"partial_images":3})";
   ASSERT_TRUE(SendAll(fd, "POST /v1/images/generations HTTP/1.1\r\nHost: x\r\nContent-Length: " +
                               std::to_string(body.size()) + "\r\n\r\n" + body));
   std::string head;
@@ -308,13 +312,16 @@ TEST_F(ServerConformanceTest, StreamSendsPartialImagesWhileGeneratingThenTheImag
     Expect(partial ? "openai:ImageGenPartialImageEvent" : "openai:ImageGenCompletedEvent",
            names.back(), data);
     Expect("openai:ImageGenStreamEvent", names.back() + " (union)", data);
-    if (partial) EXPECT_EQ(Json::parse(data)["partial_image_index"], names.size() - 1);
+    if (partial) {
+      EXPECT_EQ(Json::parse(data)["partial_image_index"], static_cast<int>(names.size()) - 1);
+    }
     at = end;
   }
   EXPECT_EQ(names, (std::vector<std::string>{
                        "image_generation.partial_image", "image_generation.partial_image",
                        "image_generation.partial_image", "image_generation.completed"}));
-  // Streamed, not buffered: the first preview arrived in a read before the final image's.
+  // Streamed, not buffered: the first preview arrived in a read before the final image's (1024²
+  // and 48 steps leave the rest of the generation between them).
   ASSERT_FALSE(reads.empty());
   EXPECT_EQ(reads.front().find("image_generation.completed"), std::string::npos)
       << reads.size() << " reads";

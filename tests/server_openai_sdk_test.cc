@@ -15,7 +15,11 @@ using Json = nlohmann::json;
 
 class ServerOpenAiSdkTest : public SharedServerTest<ServerOpenAiSdkTest> {
  public:
-  static void MakeRepo(const std::string& dir) { MakeRepository(dir); }
+  // The toy pipeline (tools/sd_toy.py): these tests judge the protocol, not the images, and
+  // generate at 512x512 with many steps, which costs milliseconds on the toy.
+  static void MakeRepo(const std::string& dir) {
+    MakeRepository(dir, "max_batch: 4\nbatch_delay_ms: 20\nwarmup:\n  - {x: [2, 8]}\n", "sd15-toy");
+  }
   static std::vector<std::string> ServeArgs(const std::string& dir) {
     return {"--models",     dir,  "--max-steps", "50", "--model-alias", "dall-e-3=sd15",
             "--access-log", "off"};
