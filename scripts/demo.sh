@@ -4,11 +4,12 @@
 #     NOT ACCELERATED with the named cause (exit 3) — the point of truegreen; on a GPU node that
 #     passes the matrix it says ACCELERATED (exit 0).
 #  2. doctor with the dev policy: CPU allowed, reported DEGRADED (exit 0).
-#  3. generate an image with the bundled tiny SD 1.5-shaped pipeline on the dev policy.
-#  4. truegreen serve on the tiny pipeline and a generic ONNX model (dev policy): wait for ready,
+#  3. generate an image with the bundled small SD 1.5 pipeline (the published architecture at width
+#     0.1 and depth 0.25, random weights: tools/gen_sd.py) on the dev policy.
+#  4. truegreen serve on that pipeline and a generic ONNX model (dev policy): wait for ready,
 #     one image through the OpenAI endpoint, one KServe v2 inference, /readyz and a few metrics,
 #     then SIGTERM (drain, exit 0).
-#  5. a short A/B with `bench --ab`: the same tiny model served with one lane worker and with two,
+#  5. a short A/B with `bench --ab`: the same small model served with one lane worker and with two,
 #     the same sweep against both, and the comparison report (markdown table shown, HTML written).
 # The demo itself fails only if a step does something other than what is stated above.
 set -uo pipefail
@@ -31,7 +32,7 @@ expect() {  # expect "CODES" DESCRIPTION -- CMD...
 expect "3 0 4" "truegreen doctor (production expectations: GPU path required)" -- $TG doctor
 expect 0 "truegreen doctor --policy dev (CPU allowed, labelled degraded)" -- $TG --policy dev doctor
 mkdir -p build/demo
-expect 0 "truegreen generate (tiny SD 1.5-shaped pipeline, dev policy = CPU, degraded)" -- \
+expect 0 "truegreen generate (small SD 1.5 pipeline, real architecture, dev policy = CPU, degraded)" -- \
   $TG --policy dev generate --model build/models/sd-tiny/sd15-legacy --prompt "a photo of a cat" \
   --steps 20 --size 512x512 --seed 0 -o build/demo/sd15-cat.png
 if [ -f build/demo/sd15-cat.png ]; then echo "image: build/demo/sd15-cat.png"; fi
@@ -94,7 +95,7 @@ echo "(server exit ${rc} after SIGTERM; expected 0)"
 [ "${rc}" -eq 0 ] || fail=1
 
 echo
-echo "== truegreen bench --ab: one lane worker against two, same tiny model, same sweep =="
+echo "== truegreen bench --ab: one lane worker against two, same small model, same sweep =="
 ab=build/demo/ab
 rm -rf "${ab}" && mkdir -p "${ab}/models"
 ln -s "$(pwd)/build/models/sd-tiny/sd15-legacy" "${ab}/models/sd15"
