@@ -1,9 +1,11 @@
 // SARIF 2.1.0 and JUnit XML from every audit command and logscan, validated outside the binary
-// (Debian's python3-jsonschema against docs/schemas/sarif-2.1.0-subset.schema.json, and
-// xml.etree for JUnit); the severity gate (--fail-on) and suppressions (reported, never dropped;
-// expired ones do not suppress).
+// (Debian's python3-jsonschema against the official SARIF 2.1.0 schema in tests/data/schemas and
+// the stricter docs/schemas/sarif-2.1.0-subset.schema.json; xmllint against Jenkins xUnit's
+// junit-10.xsd, plus Apache Ant's required attributes, for JUnit); the severity gate (--fail-on)
+// and suppressions (reported, never dropped; expired ones do not suppress).
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "tests/support/test_util.h"
@@ -30,8 +32,29 @@ ProcessResult ValidateSarif(const std::string& file) {
       "jsonschema.Draft7Validator.check_schema(schema)\n"
       "jsonschema.validate(doc, schema)\n"
       "print('valid', len(doc['runs'][0]['results']))\n";
-  return RunProcess({SystemPython(), "-c", script,
-                     SourceDir() + "/docs/schemas/sarif-2.1.0-subset.schema.json", file});
+  ProcessResult subset =
+      RunProcess({SystemPython(), "-c", script,
+                  SourceDir() + "/docs/schemas/sarif-2.1.0-subset.schema.json", file});
+  if (subset.exit_code != 0) return subset;
+  // The official schema is draft-04: jsonschema picks the validator from its $schema.
+  const std::string full =
+      "import json,sys,jsonschema\n"
+      "schema=json.load(open(sys.argv[1]))\n"
+      "doc=json.load(open(sys.argv[2]))\n"
+      "cls=jsonschema.validators.validator_for(schema)\n"
+      "cls.check_schema(schema)\n"
+      "cls(schema).validate(doc)\n"
+      "assert doc['$schema'].endswith('sarif-schema-2.1.0.json')\n"
+      "run=doc['runs'][0]\n"
+      "assert run['originalUriBaseIds']['%SRCROOT%']['uri'].endswith('/')\n"
+      "for r in run['tool']['driver']['rules']: assert r['help']['text'], r\n"
+      "for r in run['results']:\n"
+      "  for l in r.get('locations', []):\n"
+      "    a=l['physicalLocation']['artifactLocation']\n"
+      "    assert a['uri'].startswith('/') or a['uriBaseId']=='%SRCROOT%', a\n"
+      "print('valid (official schema)')\n";
+  return RunProcess({SystemPython(), "-c", full,
+                     SourceDir() + "/tests/data/schemas/sarif-schema-2.1.0.json", file});
 }
 
 // Well-formed, and the structure CI readers expect: testsuites > testsuite > testcase, with
@@ -47,8 +70,31 @@ ProcessResult ValidateJunit(const std::string& file) {
       "  assert int(s.get('failures'))==sum(1 for c in cases if c.find('failure') is not None)\n"
       "  assert int(s.get('skipped'))==sum(1 for c in cases if c.find('skipped') is not None)\n"
       "  for c in cases: assert c.get('name') and c.get('classname')\n"
-      "print('valid', root.get('tests'), root.get('failures'), root.get('skipped'))\n";
-  return RunProcess({SystemPython(), "-c", script, file});
+      "  for a in "
+      "('name','tests','failures','errors','time','timestamp','hostname','package','id'):\n"
+      "    assert s.get(a) is not None, 'Ant schema: testsuite@'+a\n"
+      "  for c in cases: assert c.get('time') is not None, 'Ant schema: testcase@time'\n"
+      "assert root.get('skipped') is None, 'junit-10.xsd: no testsuites@skipped'\n"
+      "print('valid', root.get('tests'), root.get('failures'))\n";
+  ProcessResult r = RunProcess({SystemPython(), "-c", script, file});
+  if (r.exit_code != 0 || !std::filesystem::exists("/usr/bin/xmllint")) return r;
+  return RunProcess({"/usr/bin/xmllint", "--noout", "--schema",
+                     SourceDir() + "/tests/data/schemas/junit-10.xsd", file});
+}
+
+TEST(AuditFormats, JunitSchemaValidatorIsPresent) {
+  if (!std::filesystem::exists("/usr/bin/xmllint")) {
+    GTEST_SKIP() << "xmllint (Debian libxml2-utils) is absent: JUnit is checked for structure "
+                    "and Ant's attributes only, not against junit-10.xsd";
+  }
+  // The validator must be able to fail: a testsuites@skipped (what Jenkins refused) is invalid.
+  TempDir d;
+  WriteFile(d / "bad.xml",
+            "<testsuites skipped=\"0\"><testsuite name=\"a\" tests=\"0\" failures=\"0\" "
+            "errors=\"0\"/></testsuites>\n");
+  ProcessResult r = RunProcess({"/usr/bin/xmllint", "--noout", "--schema",
+                                SourceDir() + "/tests/data/schemas/junit-10.xsd", d / "bad.xml"});
+  EXPECT_NE(r.exit_code, 0) << r.out << r.err;
 }
 
 TEST(AuditFormats, DockerfileSarifAndJunitValidate) {
@@ -68,7 +114,7 @@ TEST(AuditFormats, DockerfileSarifAndJunitValidate) {
   EXPECT_TRUE(error && warning) << j.dump(2);
   ProcessResult x = ValidateJunit(d / "out.xml");
   EXPECT_EQ(x.exit_code, 0) << x.out << x.err;
-  EXPECT_NE(x.out.find("valid"), std::string::npos);
+  EXPECT_NE((x.out + x.err).find("valid"), std::string::npos) << x.out << x.err;
   // --format sarif puts the same log on stdout.
   ProcessResult f = RunTruegreen({"audit", "dockerfile", df, "--format", "sarif"});
   EXPECT_EQ(nlohmann::json::parse(f.out)["version"], "2.1.0") << f.out;

@@ -5,7 +5,11 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
+#include <cctype>
 #include <ctime>
+#include <filesystem>
 #include <map>
 
 #include "common/config.h"
@@ -42,6 +46,30 @@ std::string SarifLevel(Severity s) {
 
 // XML text: the one escaper (common/strings.h).
 std::string Xml(std::string_view s) { return common::XmlEscape(s); }
+
+// file:// URI of the working directory, '/'-terminated as SARIF requires of a base URI.
+std::string SrcRootUri() {
+  std::error_code ec;
+  std::string cwd = std::filesystem::current_path(ec).string();
+  if (ec || cwd.empty()) cwd = "/";
+  std::string uri = "file://";
+  for (char c : cwd) {
+    unsigned char u = static_cast<unsigned char>(c);
+    if (std::isalnum(u) || c == '/' || c == '-' || c == '_' || c == '.' || c == '~') {
+      uri += c;
+    } else {
+      uri += fmt::format("%{:02X}", u);
+    }
+  }
+  if (uri.back() != '/') uri += '/';
+  return uri;
+}
+
+std::string HostName() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof(buf) - 1) != 0 || buf[0] == '\0') return "localhost";
+  return buf;
+}
 
 std::string Location(const Finding& f) {
   std::string where = f.path.empty() ? "(input)" : f.path;
@@ -134,8 +162,14 @@ nlohmann::json ToSarif(const std::vector<Finding>& findings, std::string_view co
   for (const Finding& f : findings) {
     auto [it, added] = rule_index.emplace(f.rule, static_cast<int>(rules.size()));
     if (added) {
+      // Code-scanning UIs show `help` beside each result: the fix, and where the rule is described.
+      std::string help =
+          (f.fix.empty() ? "" : "Fix: " + f.fix + ". ") + "Rule " + f.rule +
+          " is described in truegreen's " +
+          (f.rule.rfind("image.", 0) == 0 ? "docs/AUDIT_IMAGE.md" : "docs/AUDIT_CONFIG.md") + ".";
       rules.push_back({{"id", f.rule},
                        {"shortDescription", {{"text", f.rule}}},
+                       {"help", {{"text", help}}},
                        {"defaultConfiguration", {{"level", SarifLevel(f.severity)}}}});
     }
     json r = {{"ruleId", f.rule},
@@ -143,7 +177,10 @@ nlohmann::json ToSarif(const std::vector<Finding>& findings, std::string_view co
               {"level", SarifLevel(f.severity)},
               {"message", {{"text", f.message + (f.fix.empty() ? "" : " Fix: " + f.fix)}}}};
     if (!f.path.empty()) {
-      json phys = {{"artifactLocation", {{"uri", f.path}}}};
+      // Relative paths are relative to the directory the command ran in (%SRCROOT%).
+      json loc = {{"uri", f.path}};
+      if (f.path[0] != '/') loc["uriBaseId"] = "%SRCROOT%";
+      json phys = {{"artifactLocation", std::move(loc)}};
       if (f.line > 0) phys["region"] = {{"startLine", f.line}};
       r["locations"] = json::array({{{"physicalLocation", phys}}});
     }
@@ -162,12 +199,19 @@ nlohmann::json ToSarif(const std::vector<Finding>& findings, std::string_view co
       {"name", "truegreen"}, {"version", std::string(version)}, {"rules", std::move(rules)}};
   json run = {{"tool", {{"driver", std::move(driver)}}},
               {"automationDetails", {{"id", std::string(command) + "/"}}},
+              {"originalUriBaseIds", {{"%SRCROOT%", {{"uri", SrcRootUri()}}}}},
               {"results", std::move(results)}};
-  return {{"version", "2.1.0"}, {"runs", json::array({std::move(run)})}};
+  return {{"$schema",
+           "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/"
+           "sarif-schema-2.1.0.json"},
+          {"version", "2.1.0"},
+          {"runs", json::array({std::move(run)})}};
 }
 
 std::string ToJunit(const std::vector<Finding>& findings, std::string_view command,
                     Severity fail_on) {
+  // junit-10.xsd (Jenkins xUnit) allows no `skipped` on <testsuites>; Apache Ant's schema requires
+  // time/timestamp/hostname/package/id on <testsuite> and time on <testcase>: both are met.
   int failures = 0, skipped = 0;
   std::string cases;
   for (const Finding& f : findings) {
@@ -185,21 +229,24 @@ std::string ToJunit(const std::vector<Finding>& findings, std::string_view comma
       body = fmt::format("      <system-out>{}: {}</system-out>\n", SeverityName(f.severity),
                          Xml(f.message));
     }
-    cases += fmt::format("    <testcase classname=\"{}\" name=\"{}\">\n{}    </testcase>\n",
-                         Xml(f.rule), name, body);
+    cases +=
+        fmt::format("    <testcase classname=\"{}\" name=\"{}\" time=\"0\">\n{}    </testcase>\n",
+                    Xml(f.rule), name, body);
   }
   int tests = static_cast<int>(findings.size());
   if (findings.empty()) {
     tests = 1;
-    cases = fmt::format("    <testcase classname=\"{}\" name=\"no findings\"/>\n", Xml(command));
+    cases = fmt::format("    <testcase classname=\"{}\" name=\"no findings\" time=\"0\"/>\n",
+                        Xml(command));
   }
   return fmt::format(
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-      "<testsuites name=\"truegreen\" tests=\"{0}\" failures=\"{1}\" errors=\"0\" "
-      "skipped=\"{2}\">\n"
-      "  <testsuite name=\"{3}\" tests=\"{0}\" failures=\"{1}\" errors=\"0\" skipped=\"{2}\">\n"
-      "{4}  </testsuite>\n</testsuites>\n",
-      tests, failures, skipped, Xml(command), cases);
+      "<testsuites name=\"truegreen\" tests=\"{0}\" failures=\"{1}\" errors=\"0\" time=\"0\">\n"
+      "  <testsuite name=\"{3}\" tests=\"{0}\" failures=\"{1}\" errors=\"0\" skipped=\"{2}\" "
+      "time=\"0\" timestamp=\"{5}\" hostname=\"{6}\" package=\"truegreen\" id=\"0\">\n"
+      "    <properties/>\n{4}    <system-out/>\n    <system-err/>\n  </testsuite>\n</testsuites>\n",
+      tests, failures, skipped, Xml(command), cases, common::UtcNow("%Y-%m-%dT%H:%M:%S"),
+      Xml(HostName()));
 }
 
 }  // namespace tg::audit
