@@ -12,6 +12,7 @@
 #include <cctype>
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 
@@ -53,6 +54,9 @@ struct RunFacts {
   bool dnf = false, dnf_clean = false;
   bool conda = false, conda_clean = false;
   bool npm = false, npm_clean = false;
+  bool yarn = false, yarn_clean = false;
+  bool zypper = false, zypper_clean = false;
+  bool pip_env_no_cache = false;            // `export PIP_NO_CACHE_DIR=...` earlier in the same RUN
   std::vector<std::string> build_packages;  // "apt-get install gcc"
   std::vector<std::string> build_commands;  // "make", "nvcc"
 };
@@ -103,6 +107,7 @@ void NoteRemoved(const std::string& path, RunFacts* f) {
     f->pip_cache_removed = true;
   }
   if (std::string_view(p).starts_with("/root/.npm")) f->npm_clean = true;
+  if (std::string_view(p).starts_with("/var/cache/zypp")) f->zypper_clean = true;
   if (std::string_view(p).starts_with("/opt/conda/pkgs")) f->conda_clean = true;
 }
 
@@ -140,6 +145,7 @@ void AnalyzeApt(const std::vector<std::string>& w, RunFacts* f) {
   if (sub == "update" || sub == "install" || sub == "upgrade" || sub == "dist-upgrade" ||
       sub == "full-upgrade" || sub == "build-dep") {
     f->apt = true;
+    f->apt_lists_removed = false;  // a clean before the install does not remove its lists
   }
   if (sub == "install" || sub == "build-dep") {
     if (sub == "build-dep") f->build_packages.push_back("apt-get build-dep");
@@ -164,27 +170,33 @@ void AnalyzeDnf(const std::vector<std::string>& w, const std::string& prog, RunF
   if (rest[0] == "install" || rest[0] == "groupinstall" || rest[0] == "update" ||
       rest[0] == "upgrade") {
     f->dnf = true;
+    f->dnf_clean = false;  // hadolint DL3032: the clean must come after the install
     if (rest[0] == "groupinstall") f->build_packages.push_back(prog + " groupinstall");
     NoteBuildPackages({rest.begin() + 1, rest.end()}, prog + " install", f);
   }
   if (rest[0] == "clean" && rest.size() > 1 && rest[1] == "all") f->dnf_clean = true;
 }
 
+// pip, pip3, pip3.11 (not pipx or pipenv, which manage their own caches).
+bool IsPipName(std::string_view p) {
+  if (!p.starts_with("pip")) return false;
+  return std::all_of(p.begin() + 3, p.end(), [](char c) { return std::isdigit(c) || c == '.'; });
+}
+
 bool IsPipCommand(const std::vector<std::string>& w, const std::string& prog) {
-  return std::string_view(prog).starts_with("pip") ||
-         (std::string_view(prog).starts_with("python") && w.size() > 2 && w[1] == "-m" &&
-          std::string_view(w[2]).starts_with("pip"));
+  return IsPipName(prog) || (std::string_view(prog).starts_with("python") && w.size() > 2 &&
+                             w[1] == "-m" && IsPipName(w[2]));
 }
 
 void AnalyzePip(const std::vector<std::string>& w, const std::string& prog, RunFacts* f) {
-  std::size_t first = std::string_view(prog).starts_with("pip") ? 1 : 3;
+  std::size_t first = IsPipName(prog) ? 1 : 3;
   std::vector<std::string> rest = NonFlagArgs(
       w, first,
       {"-r", "--requirement", "-c", "--constraint", "-i", "--index-url", "--extra-index-url", "-f",
        "--find-links", "-e", "--editable", "-t", "--target", "--prefix", "--root"});
   if (!rest.empty() && rest[0] == "install") {
     f->pip = true;
-    if (!HasFlag(w, "--no-cache-dir")) f->pip_no_cache = false;
+    if (!HasFlag(w, "--no-cache-dir") && !f->pip_env_no_cache) f->pip_no_cache = false;
     NoteBuildPackages({rest.begin() + 1, rest.end()}, "pip install", f);
   }
   if (!rest.empty() && rest[0] == "cache" && rest.size() > 1 &&
@@ -204,14 +216,40 @@ void AnalyzeConda(const std::vector<std::string>& w, const std::string& prog, Ru
 
 void AnalyzeNpm(const std::vector<std::string>& w, const std::string& prog, RunFacts* f) {
   std::vector<std::string> rest = NonFlagArgs(w, 1, {});
-  if (!rest.empty() && (rest[0] == "install" || rest[0] == "ci" || rest[0] == "i" ||
-                        (prog == "yarn" && rest[0] == "add"))) {
+  // hadolint DL3060 is yarn's: `yarn install` without a later `yarn cache clean`; npm's cache is
+  // the same problem without a hadolint id. A clean counts only after the install.
+  if (prog == "yarn") {
+    if (rest.empty() || rest[0] == "install" || rest[0] == "add") {
+      f->yarn = true;
+      f->yarn_clean = false;
+    }
+    if (rest.size() > 1 && rest[0] == "cache" && rest[1] == "clean") f->yarn_clean = true;
+    return;
+  }
+  if (!rest.empty() && (rest[0] == "install" || rest[0] == "ci" || rest[0] == "i")) {
     f->npm = true;
+    f->npm_clean = false;
   }
   if (rest.size() > 1 && rest[0] == "cache" && rest[1] == "clean") f->npm_clean = true;
 }
 
 void AnalyzeCommand(std::vector<std::string> w, RunFacts* f, int depth) {
+  // PIP_NO_CACHE_DIR set for this command (`PIP_NO_CACHE_DIR=1 pip ...`) or exported before it.
+  bool saved_pip_env = f->pip_env_no_cache;
+  for (const auto& word : w) {
+    if (!IsEnvAssignment(word)) break;
+    if (word.starts_with("PIP_NO_CACHE_DIR=") && word.size() > 17) f->pip_env_no_cache = true;
+  }
+  if (!w.empty() && w[0] == "export") {
+    for (const auto& word : w) {
+      if (word.starts_with("PIP_NO_CACHE_DIR=") && word.size() > 17) saved_pip_env = true;
+    }
+  }
+  struct Restore {
+    RunFacts* f;
+    bool v;
+    ~Restore() { f->pip_env_no_cache = v; }
+  } restore{f, saved_pip_env};
   if (!StripWrappers(&w)) return;
   std::string prog = Basename(w[0]);
 
@@ -235,6 +273,14 @@ void AnalyzeCommand(std::vector<std::string> w, RunFacts* f, int depth) {
     AnalyzePip(w, prog, f);
   } else if (prog == "conda" || prog == "mamba" || prog == "micromamba") {
     AnalyzeConda(w, prog, f);
+  } else if (prog == "zypper") {
+    std::vector<std::string> rest = NonFlagArgs(w, 1, {"-r", "--repo", "-t", "--type"});
+    if (!rest.empty() && (rest[0] == "install" || rest[0] == "in")) {
+      f->zypper = true;
+      f->zypper_clean = false;
+      NoteBuildPackages({rest.begin() + 1, rest.end()}, "zypper install", f);
+    }
+    if (!rest.empty() && (rest[0] == "clean" || rest[0] == "cc")) f->zypper_clean = true;
   } else if (prog == "npm" || prog == "yarn") {
     AnalyzeNpm(w, prog, f);
   } else if (prog == "rm") {
@@ -523,13 +569,21 @@ void CheckRunCaches(const DockerfileRuleContext& c, const DockerfileStage& st,
     cache("[DL3032] yum/dnf install without 'clean all' in the same RUN",
           "end the same RUN with '&& dnf clean all' (or yum) and rm -rf /var/cache/dnf");
   }
+  if (f.zypper && !f.zypper_clean && !mounts.Covers("/var/cache/zypp")) {
+    cache("[DL3036] zypper install without a later 'zypper clean' in the same RUN",
+          "end the same RUN with '&& zypper clean -a'");
+  }
   if (f.conda && !f.conda_clean) {
     cache("conda install without 'conda clean' in the same RUN",
           "end the same RUN with '&& conda clean -afy'");
   }
   if (f.npm && !f.npm_clean && !mounts.Covers("/root/.npm")) {
-    cache("[DL3060] npm install/ci without 'npm cache clean' in the same RUN",
+    cache("npm install/ci without a later 'npm cache clean' in the same RUN (no hadolint id)",
           "end the same RUN with '&& npm cache clean --force'");
+  }
+  if (f.yarn && !f.yarn_clean && !mounts.Covers("/usr/local/share/.cache/yarn")) {
+    cache("[DL3060] yarn install without a later 'yarn cache clean' in the same RUN",
+          "end the same RUN with '&& yarn cache clean'");
   }
 }
 
@@ -673,8 +727,40 @@ const std::vector<DockerfileRule>& DockerfileRuleTable() {
   return k;
 }
 
-Result<DockerfileAuditReport> AuditDockerfile(const Dockerfile& df,
+namespace {
+
+// `ONBUILD RUN x` runs x in every image built FROM this one: the RUN rules judge it as a RUN of
+// this stage (hadolint checks ONBUILD instructions with the rules of the wrapped instruction).
+Dockerfile WithOnbuildRuns(const Dockerfile& df) {
+  Dockerfile out = df;
+  for (auto& st : out.stages) {
+    for (auto& ins : st.instructions) {
+      if (ins.keyword != "ONBUILD") continue;
+      std::string_view a = common::Trim(ins.args);
+      if (a.size() < 4 || Lower(a.substr(0, 4)) != "run ") continue;
+      std::string rest(common::Trim(a.substr(4)));
+      ins.keyword = "RUN";
+      ins.json_form = false;
+      ins.json_args.clear();
+      if (!rest.empty() && rest[0] == '[') {
+        auto j = nlohmann::json::parse(rest, nullptr, false);
+        if (j.is_array() &&
+            std::all_of(j.begin(), j.end(), [](auto& e) { return e.is_string(); })) {
+          ins.json_form = true;
+          for (const auto& e : j) ins.json_args.push_back(e.template get<std::string>());
+        }
+      }
+      ins.args = rest;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<DockerfileAuditReport> AuditDockerfile(const Dockerfile& input,
                                               const DockerfileAuditOptions& options) {
+  const Dockerfile df = WithOnbuildRuns(input);
   DockerfileAuditReport rep;
   rep.stages = static_cast<int>(df.stages.size());
   rep.runtime_chain = df.RuntimeChain();

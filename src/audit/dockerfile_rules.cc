@@ -162,8 +162,11 @@ Status RuleSudo(const DockerfileRuleContext& c) {
     for (const auto& ins : st.instructions) {
       if (ins.keyword != "RUN") continue;
       for (const auto& cmd : SimpleCommands(ins)) {
-        bool sudo = std::any_of(cmd.words.begin(), cmd.words.end(),
-                                [](const std::string& w) { return Base(w) == "sudo"; });
+        // The command runs sudo (past env assignments); installing the sudo package is not
+        // using it (hadolint DL3004 agrees).
+        auto first = std::find_if(cmd.words.begin(), cmd.words.end(),
+                                  [](const std::string& w) { return !IsAssignment(w); });
+        bool sudo = first != cmd.words.end() && Base(*first) == "sudo";
         if (!sudo || Program(cmd).empty()) continue;
         c.Add("dockerfile.sudo", ins.line,
               "[DL3004] RUN uses sudo: it has unpredictable TTY and signal behaviour, and an "

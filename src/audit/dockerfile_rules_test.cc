@@ -162,6 +162,41 @@ TEST(DockerfileRules, EveryRulePositiveAndNegative) {
       {"chpasswd from a variable", Good("RUN echo \"root:${ROOT_PW}\" | chpasswd\n"),
        "dockerfile.password-literal", false},
       {"passwd -d", Good("RUN passwd -d root\n"), "dockerfile.password-literal", false},
+      {"installing the sudo package", Good("RUN apt-get install -y sudo\n"), "dockerfile.sudo",
+       false},
+      {"sudo after an assignment", Good("RUN A=1 sudo make\n"), "dockerfile.sudo", true, "DL3004"},
+      {"ONBUILD RUN sudo", Good("ONBUILD RUN sudo make\n"), "dockerfile.sudo", true, "DL3004"},
+      {"ONBUILD RUN cd", Good("ONBUILD RUN cd /src && make\n"), "dockerfile.cd", true, "DL3003",
+       Severity::kWarning},
+      {"ONBUILD COPY is not a RUN", Good("ONBUILD COPY . /src\n"), "dockerfile.cd", false},
+      {"pipx is not pip", deb + "RUN pipx install black\nUSER 1\n", "dockerfile.package-cache",
+       false},
+      {"pipenv is not pip", deb + "RUN pipenv install\nUSER 1\n", "dockerfile.package-cache",
+       false},
+      {"pip3.11", deb + "RUN pip3.11 install torch\nUSER 1\n", "dockerfile.package-cache", true,
+       "DL3042"},
+      {"PIP_NO_CACHE_DIR inline", deb + "RUN PIP_NO_CACHE_DIR=1 pip install torch\nUSER 1\n",
+       "dockerfile.package-cache", false},
+      {"PIP_NO_CACHE_DIR exported",
+       deb + "RUN export PIP_NO_CACHE_DIR=1 && pip install torch\nUSER 1\n",
+       "dockerfile.package-cache", false},
+      {"inline PIP_NO_CACHE_DIR holds for its command only",
+       deb + "RUN PIP_NO_CACHE_DIR=1 pip install a && pip install b\nUSER 1\n",
+       "dockerfile.package-cache", true, "DL3042"},
+      {"dnf clean before install", deb + "RUN dnf clean all && dnf install -y jq\nUSER 1\n",
+       "dockerfile.package-cache", true, "DL3032"},
+      {"dnf clean after install", deb + "RUN dnf install -y jq && dnf clean all\nUSER 1\n",
+       "dockerfile.package-cache", false},
+      {"yarn install", deb + "RUN yarn install\nUSER 1\n", "dockerfile.package-cache", true,
+       "DL3060"},
+      {"yarn clean before install", deb + "RUN yarn cache clean && yarn install\nUSER 1\n",
+       "dockerfile.package-cache", true, "DL3060"},
+      {"yarn clean after install", deb + "RUN yarn install && yarn cache clean\nUSER 1\n",
+       "dockerfile.package-cache", false},
+      {"zypper install", deb + "RUN zypper install -y jq\nUSER 1\n", "dockerfile.package-cache",
+       true, "DL3036"},
+      {"zypper clean", deb + "RUN zypper install -y jq && zypper clean -a\nUSER 1\n",
+       "dockerfile.package-cache", false},
       {"cd", Good("RUN cd /src && make\n"), "dockerfile.cd", true, "DL3003", Severity::kWarning},
       {"WORKDIR", Good("WORKDIR /src\n"), "dockerfile.cd", false},
   };
@@ -180,6 +215,15 @@ TEST(DockerfileRules, EveryRulePositiveAndNegative) {
       EXPECT_NE(f->message.find(c.id), std::string::npos) << c.name << ": " << f->message;
     }
   }
+}
+
+TEST(DockerfileRules, NpmCacheHasNoHadolintId) {
+  // hadolint's DL3060 is yarn's cache; npm's is the same problem without an id.
+  std::vector<Finding> fs = AuditFindings("FROM debian:12" + kPin + "\nRUN npm ci\nUSER 1\n");
+  const Finding* f = Find(fs, "dockerfile.package-cache");
+  ASSERT_NE(f, nullptr) << RenderFindingsText(fs);
+  EXPECT_EQ(f->message.find("DL3060"), std::string::npos) << f->message;
+  EXPECT_NE(f->message.find("npm"), std::string::npos) << f->message;
 }
 
 TEST(DockerfileRules, TableNamesEveryRuleOnce) {
