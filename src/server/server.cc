@@ -39,29 +39,17 @@ std::string ReadFault(const std::string& path) {
 
 }  // namespace
 
-std::string_view GateStateName(GateState s) {
-  switch (s) {
-    case GateState::kPending:
-      return "pending";
-    case GateState::kRunning:
-      return "running";
-    case GateState::kPassed:
-      return "passed";
-    case GateState::kFailed:
-      return "failed";
-  }
-  return "unknown";
-}
-
 Server::Server(ServeConfig config, std::vector<ModelSpec> specs, common::LibraryLoader loader)
-    : config_(std::move(config)), specs_(std::move(specs)), loader_(std::move(loader)) {
+    : config_(std::move(config)),
+      specs_(std::move(specs)),
+      loader_(std::move(loader)),
+      readiness_({"admit", "sessions", "warmup", "canary"},
+                 [this] { return gpu_ ? gpu_->LivenessFault() : std::string(); }) {
   startup_ = MakeChainStartup(config_, loader_);
   gpu_ = std::make_unique<GpuMonitor>(loader_, &metrics_, [this](const std::string& l) { Log(l); });
   images_ = std::make_unique<ImageStore>(config_.image_store_bytes,
                                          std::chrono::seconds(config_.image_ttl_s));
   started_unix_ = static_cast<std::int64_t>(std::time(nullptr));
-  for (const char* g : {"admit", "sessions", "warmup", "canary"})
-    gates_.push_back({g, GateState::kPending, 0.0, ""});
   DeclareMetrics();
   if (config_.access_log == "-") {
     access_log_ = stderr;
@@ -95,41 +83,29 @@ HttpResponse Server::Error(const RequestCtx& ctx, const ApiError& e) {
 // ---- start-up gates -------------------------------------------------------------------------
 
 bool Server::RunGate(std::size_t index, const std::function<Status()>& step, int* exit_code) {
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    gates_[index].state = GateState::kRunning;
-    ++gates_version_;
-  }
-  Log("gate " + gates_[index].name + ": running");
+  const std::string& name = readiness_.gate_name(index);
+  readiness_.GateRunning(index);
+  Log("gate " + name + ": running");
   const auto t0 = Clock::now();
   Status s = step();
   const double ms = MsSince(t0);
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    gates_[index].duration_ms = ms;
-    gates_[index].state = s.ok() ? GateState::kPassed : GateState::kFailed;
-    gates_[index].message = s.message();
-    ++gates_version_;
-  }
-  metrics_.Set("truegreen_gate_status", {{"gate", gates_[index].name}}, s.ok() ? 1 : 0);
+  readiness_.GateDone(index, s, ms);
+  metrics_.Set("truegreen_gate_status", {{"gate", name}}, s.ok() ? 1 : 0);
   char buf[64];
   std::snprintf(buf, sizeof(buf), "%.1f ms", ms);
   if (s.ok()) {
-    Log("gate " + gates_[index].name + ": passed in " + buf +
+    Log("gate " + name + ": passed in " + buf +
         (s.message().empty() ? "" : " (" + s.message() + ")"));
   } else {
-    Log("gate " + gates_[index].name + ": FAILED in " + buf + " (exit " +
-        std::to_string(*exit_code) + "): " + s.message());
+    Log("gate " + name + ": FAILED in " + buf + " (exit " + std::to_string(*exit_code) +
+        "): " + s.message());
   }
   return s.ok();
 }
 
 Status Server::GateAdmit(int* exit_code) {
   AdmitOutcome a = startup_->SnapshotAndAdmit();
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    admit_ = a;
-  }
+  readiness_.SetAdmit(a);
   if (a.ok) return Status(common::StatusCode::kOk, "");
   *exit_code = a.exit_code == 0 ? common::kExitIntegrity : a.exit_code;
   return Status::Unavailable(a.verdict + ": " + a.message);
@@ -146,7 +122,7 @@ Status Server::GateSessions(int* exit_code) {
     auto mr = std::make_unique<ModelRuntime>();
     mr->model = std::move(m).value();
     if (mr->model->degraded()) {
-      degraded_ = true;
+      readiness_.SetDegraded();
       Log("model " + spec.name + " DEGRADED: " + mr->model->degraded_reason());
     }
     const Json placement = mr->model->Placement();
@@ -166,7 +142,7 @@ Status Server::GateSessions(int* exit_code) {
     *exit_code = common::kExitIntegrity;
     return c;
   }
-  metrics_.Set("truegreen_degraded", {}, degraded_ ? 1 : 0);
+  metrics_.Set("truegreen_degraded", {}, readiness_.degraded() ? 1 : 0);
   models_open_.store(true, std::memory_order_release);
   return Status::Ok();
 }
@@ -255,11 +231,7 @@ void Server::RecordCanary(const CanaryResult& c) {
 Status Server::GateCanary(int* exit_code) {
   CanaryResult c = RunCanary(nullptr);
   RecordCanary(c);
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    canary_ = c;
-    last_canary_ = c;
-  }
+  readiness_.SetStartupCanary(c);
   const bool gated = config_.canary.p50_ms || config_.canary.p95_ms;
   if (c.ok) {
     return Status(
@@ -284,7 +256,7 @@ void Server::RunGates() {
   if (ok) {
     started_.store(true);
     metrics_.Set("truegreen_ready", {}, 1);
-    Log(std::string("ready") + (degraded_ ? " (DEGRADED: CPU, dev policy)" : ""));
+    Log(std::string("ready") + (readiness_.degraded() ? " (DEGRADED: CPU, dev policy)" : ""));
     if (config_.canary.interval_s > 0) bg_thread_ = std::thread([this] { BackgroundCanary(); });
     return;
   }
@@ -307,15 +279,10 @@ void Server::BackgroundCanary() {
         return;
       }
     }
-    CanaryResult c = RunCanary(&canary_);
+    const CanaryResult baseline = readiness_.StartupCanary();
+    CanaryResult c = RunCanary(&baseline);
     RecordCanary(c);
-    std::string was;
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      was = bg_fault_;
-      bg_fault_ = c.ok ? "" : "background canary failed: " + c.message;
-      last_canary_ = c;
-    }
+    const std::string was = readiness_.SetBackgroundCanary(c);
     metrics_.Set("truegreen_ready", {}, c.ok ? 1 : 0);
     if (c.ok && !was.empty()) Log("background canary recovered: ready again");
     if (!c.ok && was.empty()) Log("background canary FAILED, /readyz now 503: " + c.message);
@@ -323,67 +290,6 @@ void Server::BackgroundCanary() {
 }
 
 // ---- health and introspection ---------------------------------------------------------------
-
-std::string Server::NotReadyReason(std::uint64_t* gates_version) const {
-  std::lock_guard<std::mutex> l(mu_);
-  if (gates_version) *gates_version = gates_version_;
-  if (draining_.load()) return "draining: shutting down";
-  for (const Gate& g : gates_) {
-    if (g.state == GateState::kFailed) return "gate " + g.name + " failed: " + g.message;
-    if (g.state != GateState::kPassed) {
-      return "gate " + g.name + " " + std::string(GateStateName(g.state));
-    }
-  }
-  if (std::string live = gpu_->LivenessFault(); !live.empty()) return live;
-  return bg_fault_;
-}
-
-// The start-up gates as JSON (name, status, duration, message); mu_ must be held.
-Json Server::GatesJsonLocked() const {
-  Json gates = Json::array();
-  for (const Gate& g : gates_) {
-    gates.push_back({{"name", g.name},
-                     {"status", std::string(GateStateName(g.state))},
-                     {"duration_ms", g.duration_ms},
-                     {"message", g.message}});
-  }
-  return gates;
-}
-
-HttpResponse Server::Readyz() const {
-  std::uint64_t version = 0;
-  const std::string reason = NotReadyReason(&version);
-  const bool degraded = degraded_.load();
-  HttpResponse r;
-  r.status = reason.empty() ? 200 : 503;
-  {
-    // The body changes only with the gates (version), the degraded flag or the reason; a probe
-    // while they hold shares the rendered body.
-    std::lock_guard<std::mutex> l(ready_mu_);
-    if (ready_cache_.body && ready_cache_.gates_version == version &&
-        ready_cache_.degraded == degraded && ready_cache_.reason == reason) {
-      r.shared_body = ready_cache_.body;
-      return r;
-    }
-  }
-  Json gates;
-  std::uint64_t rendered_version = 0;
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    gates = GatesJsonLocked();
-    rendered_version = gates_version_;
-  }
-  Json body = {{"ready", reason.empty()}, {"gates", gates}, {"degraded", degraded}};
-  if (!reason.empty()) body["reason"] = reason;
-  r.shared_body = std::make_shared<const std::string>(
-      body.dump(-1, ' ', false, Json::error_handler_t::replace));
-  // Cached only when the gates did not move between the reason and the rendering.
-  if (rendered_version == version) {
-    std::lock_guard<std::mutex> l(ready_mu_);
-    ready_cache_ = {version, degraded, reason, r.shared_body};
-  }
-  return r;
-}
 
 HttpResponse Server::Capabilities() const {
   Json j;
@@ -398,23 +304,8 @@ HttpResponse Server::Capabilities() const {
                       {"placement", mr->model->Placement()}};
     }
   }
-  std::lock_guard<std::mutex> l(mu_);
-  auto canary_json = [](const CanaryResult& c) {
-    Json models = Json::object();
-    for (const auto& [name, mc] : c.models) {
-      models[name] = {{"p50_ms", mc.p50_ms}, {"p95_ms", mc.p95_ms}, {"samples_ms", mc.samples_ms}};
-    }
-    return Json{{"ran", c.ran},         {"ok", c.ok},           {"slow", c.slow},
-                {"message", c.message}, {"at_unix", c.at_unix}, {"models", models},
-                {"gpu", c.gpu}};
-  };
-  j["snapshot"] = admit_.snapshot;
-  j["verdict"] = admit_.verdict;
-  j["admission"] = admit_.report;
+  readiness_.AddCapabilities(&j);
   j["models"] = models;
-  j["canary"] = canary_json(canary_);
-  j["background_canary"] = canary_json(last_canary_);
-  j["degraded"] = degraded_.load();
   j["policy"] = config_.policy;
   j["gpu"] = gpu_->ToJson();
   return JsonResponse(200, j);
@@ -488,7 +379,9 @@ void Server::DeclareMetrics() {
   m.DeclareGauge("truegreen_ready", "1 when /readyz answers 200");
   m.DeclareCounter("truegreen_host_to_device_bytes_total", "Host to device bytes (IO binding)");
   m.DeclareCounter("truegreen_device_to_host_bytes_total", "Device to host bytes (IO binding)");
-  for (const Gate& g : gates_) m.Set("truegreen_gate_status", {{"gate", g.name}}, 0);
+  for (std::size_t i = 0; i < readiness_.gate_count(); ++i) {
+    m.Set("truegreen_gate_status", {{"gate", readiness_.gate_name(i)}}, 0);
+  }
   m.Set("truegreen_ready", {}, 0);
   m.Set("truegreen_canary_ok", {}, 0);
 }
@@ -536,7 +429,7 @@ void Server::Finish(const std::shared_ptr<RequestCtx>& ctx, const Responder& res
     }
   }
   r.headers.emplace_back("X-Request-Id", ctx->id);
-  if (draining_.load()) r.close = true;
+  if (readiness_.draining()) r.close = true;
   if (access_log_) {
     Json line = {{"ts", static_cast<std::int64_t>(std::time(nullptr))},
                  {"id", ctx->id},
@@ -580,7 +473,7 @@ void Server::Handle(HttpRequest req, Responder respond) {
     return done(std::move(r));
   }
   if (path == "/readyz" || path == "/v2/health/ready") {
-    return get ? done(Readyz()) : fail(ApiError::MethodNotAllowed("GET"));
+    return get ? done(readiness_.Readyz()) : fail(ApiError::MethodNotAllowed("GET"));
   }
   if (!Authorized(req)) {
     return fail(ApiError::Of(ErrorKind::kUnauthenticated,
@@ -597,7 +490,7 @@ void Server::Handle(HttpRequest req, Responder respond) {
   if (path.starts_with(kImageStorePrefix)) {
     return get ? done(StoredImage(path, *ctx)) : fail(ApiError::MethodNotAllowed("GET"));
   }
-  if (draining_.load()) {
+  if (readiness_.draining()) {
     return fail(
         ApiError::From(Status::Unavailable("server is draining (SIGTERM): not accepting work")));
   }
@@ -642,7 +535,7 @@ void Server::StartLanes(ModelRuntime* mr) {
 
 void Server::Shutdown(bool drain) {
   if (drain) {
-    draining_.store(true);
+    readiness_.SetDraining();
     metrics_.Set("truegreen_ready", {}, 0);
     http_->StopAccepting();
     Log("draining: no new connections; finishing " + std::to_string(in_flight_.load()) +
@@ -723,13 +616,11 @@ int RunServer(const ServeConfig& config, const std::vector<ModelSpec>& models,
 }
 
 Json Server::Summary(int exit_code) const {
-  std::lock_guard<std::mutex> l(mu_);
-  const Json gates = GatesJsonLocked();
   return {{"ok", exit_code == 0},
           {"exit_code", exit_code},
           {"port", port_},
-          {"degraded", degraded_.load()},
-          {"gates", gates}};
+          {"degraded", readiness_.degraded()},
+          {"gates", readiness_.GatesJson()}};
 }
 
 }  // namespace tg::server

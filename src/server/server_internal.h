@@ -20,36 +20,11 @@
 #include "server/http.h"
 #include "server/image_store.h"
 #include "server/metrics.h"
+#include "server/readiness.h"
 #include "server/scheduler.h"
 #include "server/startup.h"
 
 namespace tg::server {
-
-enum class GateState { kPending, kRunning, kPassed, kFailed };
-std::string_view GateStateName(GateState s);
-
-struct Gate {
-  std::string name;
-  GateState state = GateState::kPending;
-  double duration_ms = 0.0;
-  std::string message;
-};
-
-struct ModelCanary {
-  std::vector<double> samples_ms;
-  double p50_ms = 0.0;
-  double p95_ms = 0.0;
-};
-
-struct CanaryResult {
-  bool ran = false;
-  bool ok = false;
-  bool slow = false;    // every run completed but a ceiling or the drift tolerance was exceeded
-  std::string message;  // why it failed ("" when ok), or the latency summary when ok
-  std::int64_t at_unix = 0;
-  std::map<std::string, ModelCanary> models;
-  common::Json gpu;  // GpuUseVerdict::ToJson of this run (server_gpu.cc)
-};
 
 struct ModelRuntime {
   std::unique_ptr<LoadedModel> model;
@@ -102,10 +77,7 @@ class Server {
   void RecordCanary(const CanaryResult& c);
   void BackgroundCanary();
   void StartLanes(ModelRuntime* mr);
-  // "" when ready; `gates_version` (optional) receives gates_version_ read under the same lock.
-  std::string NotReadyReason(std::uint64_t* gates_version = nullptr) const;
-  HttpResponse Readyz() const;
-  common::Json GatesJsonLocked() const;  // mu_ held
+  std::string NotReadyReason() const { return readiness_.NotReadyReason(); }
   HttpResponse Capabilities() const;
   HttpResponse MetricsText();
   void DeclareMetrics();
@@ -147,37 +119,19 @@ class Server {
   std::unique_ptr<ImageStore> images_;  // response_format "url"
   std::int64_t started_unix_ = 0;       // process start (Model.created of /v1/models)
 
-  mutable std::mutex mu_;  // guards gates_, canary_, admit_, bg_fault_
-  std::vector<Gate> gates_;
-  CanaryResult canary_;              // start-up canary
-  CanaryResult last_canary_;         // latest background canary
-  std::string bg_fault_;             // background canary / liveness failure ("" = holding)
-  std::uint64_t gates_version_ = 0;  // bumped whenever gates_ change (mu_)
-  AdmitOutcome admit_;
+  Readiness readiness_;  // gates, canaries, faults, draining/degraded, /readyz (after gpu_)
   std::map<std::string, std::unique_ptr<ModelRuntime>> models_;  // filled by the sessions gate
   std::atomic<bool> models_open_{false};                         // models_ complete and immutable
   std::atomic<bool> started_{false};                             // every gate passed
-  std::atomic<bool> draining_{false};
   std::atomic<int> exit_code_{-1};  // set by a failed gate with exit_on_fail
   std::atomic<int> in_flight_{0};   // requests accepted and not yet answered
   std::atomic<std::uint64_t> next_id_{1};
-  std::atomic<bool> degraded_{false};
   int port_ = 0;
 
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;
   bool stop_ = false;
 
-  // /readyz's last rendered body, reused while the gates, the degraded flag and the reason are
-  // unchanged: a health probe costs no JSON (issue 11 "Speed").
-  struct ReadyCache {
-    std::uint64_t gates_version = 0;
-    bool degraded = false;
-    std::string reason;
-    std::shared_ptr<const std::string> body;  // null until first rendered
-  };
-  mutable std::mutex ready_mu_;
-  mutable ReadyCache ready_cache_;
   // Responses per HTTP status code, lock-free on the request path; folded into
   // truegreen_http_requests_total when /metrics renders.
   static constexpr int kMaxStatus = 600;

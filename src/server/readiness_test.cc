@@ -1,0 +1,52 @@
+#include "server/readiness.h"
+
+#include <gtest/gtest.h>
+
+namespace tg::server {
+namespace {
+
+using common::Status;
+
+TEST(ReadinessTest, ReasonFollowsGatesFaultsAndDraining) {
+  std::string live;
+  Readiness r({"admit", "canary"}, [&live] { return live; });
+  EXPECT_EQ(r.NotReadyReason(), "gate admit pending");
+  r.GateRunning(0);
+  EXPECT_EQ(r.NotReadyReason(), "gate admit running");
+  r.GateDone(0, Status::Ok(), 1.0);
+  EXPECT_EQ(r.NotReadyReason(), "gate canary pending");
+  r.GateDone(1, Status::Ok(), 2.0);
+  EXPECT_EQ(r.NotReadyReason(), "");
+  live = "GPU 0 lost";
+  EXPECT_EQ(r.NotReadyReason(), "GPU 0 lost");
+  live.clear();
+  CanaryResult bad;
+  bad.message = "too slow";
+  EXPECT_EQ(r.SetBackgroundCanary(bad), "");
+  EXPECT_EQ(r.NotReadyReason(), "background canary failed: too slow");
+  CanaryResult good;
+  good.ok = true;
+  EXPECT_EQ(r.SetBackgroundCanary(good), "background canary failed: too slow");
+  EXPECT_EQ(r.NotReadyReason(), "");
+  r.SetDraining();
+  EXPECT_EQ(r.NotReadyReason(), "draining: shutting down");
+}
+
+TEST(ReadinessTest, AFailedGateNamesItselfAndReadyzSharesItsBodyWhileNothingChanges) {
+  Readiness r({"admit"}, nullptr);
+  r.GateDone(0, Status::Unavailable("no GPU"), 3.0);
+  EXPECT_EQ(r.NotReadyReason(), "gate admit failed: no GPU");
+  HttpResponse a = r.Readyz(), b = r.Readyz();
+  EXPECT_EQ(a.status, 503);
+  ASSERT_NE(a.shared_body, nullptr);
+  EXPECT_EQ(a.shared_body, b.shared_body);  // rendered once
+  EXPECT_NE(a.shared_body->find("\"reason\":\"gate admit failed: no GPU\""), std::string::npos);
+  r.SetDegraded();
+  HttpResponse c = r.Readyz();
+  EXPECT_NE(c.shared_body, a.shared_body);
+  EXPECT_NE(c.shared_body->find("\"degraded\":true"), std::string::npos);
+  EXPECT_EQ(r.GatesJson()[0]["status"], "failed");
+}
+
+}  // namespace
+}  // namespace tg::server
