@@ -218,6 +218,8 @@ std::vector<Bad> BadRequests() {
        400},
       {"response_format unknown", Img(R"({"prompt":"a","response_format":"jpeg"})"), 400},
       {"size zero", Img(R"({"prompt":"a","size":"0x0"})"), 400},
+      {"size sides past int", Img(R"({"prompt":"a","size":"9999999999x1"})"), 400},
+      {"size long height", Img(R"({"prompt":"a","size":"1x99999999999"})"), 400},
       {"size zero width", Img(R"({"prompt":"a","size":"0x512"})"), 400},
       {"output_format webp", Img(R"({"prompt":"a","output_format":"webp"})"), 400},
       {"quality hd", Img(R"({"prompt":"a","quality":"hd"})"), 400},

@@ -117,7 +117,10 @@ ParseError SizeField(const Json& body, sd::GenerateRequest* r, ImagesOptions* o)
                    "invalid_value");
   };
   const auto x = s.find('x');
-  if (x == std::string::npos || x == 0 || x + 1 >= s.size() || s.size() > 11) return bad();
+  // At most 5 digits a side (the limit is 4), so the conversion below cannot overflow.
+  if (x == std::string::npos || x == 0 || x > 5 || x + 1 >= s.size() || s.size() - x - 1 > 5) {
+    return bad();
+  }
   for (std::size_t i = 0; i < s.size(); ++i) {
     if (i != x && (s[i] < '0' || s[i] > '9')) return bad();
   }
