@@ -1,0 +1,54 @@
+// logscan on real log excerpts quoted in public issues (tests/data/logscan/real_excerpts.txt):
+// every failure excerpt is found at the exit code its meaning calls for, and no healthy excerpt
+// is reported.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <sstream>
+
+#include "policy/logscan.h"
+#include "tests/support/test_util.h"
+
+namespace tg::policy {
+namespace {
+
+struct Excerpt {
+  int exit_code = 0;
+  std::string source, text;
+};
+
+std::vector<Excerpt> ReadCorpus() {
+  std::istringstream in(
+      testing::ReadFile(testing::SourceDir() + "/tests/data/logscan/real_excerpts.txt"));
+  std::vector<Excerpt> out;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("=== exit ", 0) == 0) {
+      Excerpt e;
+      e.exit_code = line[9] - '0';
+      e.source = line.substr(line.find('|') + 2);
+      out.push_back(std::move(e));
+    } else if (!out.empty()) {
+      out.back().text += line + "\n";
+    }
+  }
+  return out;
+}
+
+TEST(LogScanCorpus, RealExcerptsAtTheirExitCodeAndNoFalsePositive) {
+  std::vector<Excerpt> corpus = ReadCorpus();
+  int failures = 0, healthy = 0;
+  for (const Excerpt& e : corpus) {
+    SCOPED_TRACE(e.source);
+    std::FILE* f = fmemopen(const_cast<char*>(e.text.data()), e.text.size(), "r");
+    ASSERT_NE(f, nullptr);
+    LogScanSummary s = ScanLogStream(f, [](const LogMatch&) {});
+    std::fclose(f);
+    EXPECT_EQ(LogScanExitCode(s), e.exit_code) << e.text;
+    (e.exit_code == 0 ? healthy : failures)++;
+  }
+  EXPECT_GE(failures, 30);
+  EXPECT_GE(healthy, 8);
+}
+
+}  // namespace
+}  // namespace tg::policy
