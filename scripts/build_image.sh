@@ -4,9 +4,10 @@
 # No registry image can be pulled here, so the image is assembled FROM scratch out of what this
 # machine already built: the truegreen binary, exactly the shared libraries it loads (from ldd, at
 # the paths ldd reports, so the dynamic loader finds them without /etc/ld.so.cache) and the ONNX
-# Runtime libraries (core + GPU provider plugins, under /opt/truegreen/lib, found through
-# TRUEGREEN_LIB_PATH). NVIDIA driver libraries (libcuda, libnvidia-*) are never copied: the
-# container toolkit injects them. No shell, no package manager.
+# Runtime libraries (the GPU-flavor core with its CUDA/TensorRT provider plugins and the CUDA
+# libraries those load, under /opt/truegreen/lib, found through TRUEGREEN_LIB_PATH). NVIDIA driver
+# libraries (libcuda, libnvidia-*) are never copied: the container toolkit injects them. No shell,
+# no package manager.
 #
 # The root filesystem is smoke-tested with `chroot ROOTFS /usr/bin/truegreen --version` (root
 # only) so a missing library fails here, not in the cluster. The image is built with Debian's
@@ -99,24 +100,33 @@ copy_deps() {
 }
 
 copy_deps "${BINARY}" 1
-# Core and providers: lib/ of a GPU release archive holds both. The npm layout splits them: lib/
-# is the CPU-built core and gpu/ the provider plugins from another package, a pair that crashes on
-# a GPU (docs/POLICY.md, build flavour; `audit image` fails it as image.ort.pair). So from that
-# layout the image gets the CPU core only: a development image, said plainly in the log.
+# Core and providers, as lib/ of a GPU release archive holds them (scripts/setup.sh lays
+# third_party/onnxruntime/lib out so): the GPU-flavor core with its CUDA/TensorRT providers and the
+# provider bridge, all in ONE folder, since ORT opens the bridge from the core's own directory.
+# Symlinks within the folder (libonnxruntime.so -> .so.1 -> .so.1.29.0) stay symlinks; any other
+# is copied as the file it points to. The split layout of older setups (a CPU-built core in lib/,
+# providers in gpu/) crashes on a GPU and is refused. `audit image` checks the pair's flavor.
 if [ -d "${ORT_DIR}/gpu" ]; then
-  log "ONNX Runtime from the npm layout (${ORT_DIR}): its core is a CPU build, so the GPU provider" \
-    "plugins in ${ORT_DIR}/gpu are left out and this image runs on the CPU only. For a GPU image" \
-    "pass --ort-dir with the GPU release archive (core and providers from one archive)."
+  die "${ORT_DIR} has the split layout of an older setup (CPU-built core in lib/, providers in" \
+    "gpu/), a pair that crashes on a GPU: run scripts/setup.sh, or pass --ort-dir with a GPU" \
+    "release archive (core and providers in its lib/)"
 fi
+nort=0
 for lib in "${ORT_DIR}"/lib/libonnxruntime*.so*; do
   [ -e "${lib}" ] || continue
   name="$(basename "${lib}")"
-  # The npm lib/ links libonnxruntime_providers_shared.so into gpu/: it goes with gpu/.
-  if [ -d "${ORT_DIR}/gpu" ] && [[ "${name}" == libonnxruntime_providers_* ]]; then continue; fi
-  cp -L "${lib}" "${ROOTFS}/opt/truegreen/lib/${name}"
+  target="$(readlink "${lib}" || true)"
+  if [ -n "${target}" ] && [[ "${target}" != */* ]] && [ -e "${ORT_DIR}/lib/${target}" ]; then
+    ln -sfn "${target}" "${ROOTFS}/opt/truegreen/lib/${name}"
+  else
+    cp -L "${lib}" "${ROOTFS}/opt/truegreen/lib/${name}"
+  fi
+  nort=$((nort + 1))
 done
+log "ONNX Runtime: ${nort} files from ${ORT_DIR}/lib:" \
+  "$(cd "${ROOTFS}/opt/truegreen/lib" && ls | paste -sd' ' -)"
 for lib in "${ROOTFS}"/opt/truegreen/lib/*.so*; do
-  copy_deps "${lib}" 0
+  [ -L "${lib}" ] || copy_deps "${lib}" 0
 done
 # cuDNN 9 opens its sub-libraries (ops, cnn, adv, graph, heuristic, engines_*) lazily with dlopen,
 # so ldd never lists them: bundle the siblings of every libcudnn.so.N that was collected.

@@ -58,6 +58,7 @@ list="$stage/files"
   echo "$libs"
   [ -d "$build/models/runtime" ] && echo "$build/models/runtime"
   echo "$root/third_party/onnxruntime"
+  [ -d "$root/third_party/onnxruntime-cpu" ] && echo "$root/third_party/onnxruntime-cpu"  # flavor-test fixture
   for d in data deploy scripts tools tests/fixtures; do [ -e "$root/$d" ] && echo "$root/$d"; done
   [ -n "$ort_dir" ] && echo "$ort_dir"
 } > "$list"

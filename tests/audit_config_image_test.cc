@@ -1,7 +1,8 @@
 // scripts/build_image.sh builds a runtime image archive without a Docker daemon (buildah, with
-// the umoci fallback) from this build tree's truegreen binary. To stay fast the image carries the
-// real ONNX Runtime core library in the npm layout (lib/ + gpu/): the script must leave the GPU
-// provider plugins of that layout out, because the npm core is CPU-built and cannot host them.
+// the umoci fallback) from this build tree's truegreen binary. The image carries the ONNX Runtime
+// folder the way setup lays it out (a GPU release archive's lib/: the real GPU-flavor core, its
+// soname links, the provider bridge and a provider), and the result passes `audit image`. The
+// split layout of older setups (a CPU-built core in lib/, providers in gpu/) is refused.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -25,14 +26,23 @@ struct Built {
   std::string archive;
 };
 
+// The layout setup installs (a GPU release archive's lib/): the real GPU-flavor core under its
+// release name with the soname links beside it, the real provider bridge, and a stand-in CUDA
+// provider: the bridge's ELF carrying the release string a real provider carries. The real CUDA
+// provider would pull a gigabyte of CUDA libraries into each of these images (make audit-deploy
+// builds that one).
 Built BuildImage(const TempDir& dir, const std::string& builder) {
-  fs::create_directories(dir / "ort/lib");
-  fs::create_symlink(OrtDir() + "/lib/libonnxruntime.so", dir / "ort/lib/libonnxruntime.so");
-  fs::create_directories(dir / "ort/gpu");
-  WriteFile(dir / "ort/gpu/libonnxruntime_providers_cuda.so", "not a library");
-  fs::create_symlink("../gpu/libonnxruntime_providers_shared.so",
-                     dir / "ort/lib/libonnxruntime_providers_shared.so");
-  WriteFile(dir / "ort/gpu/libonnxruntime_providers_shared.so", "not a library");
+  const std::string lib = dir / "ort/lib";
+  fs::create_directories(lib);
+  fs::create_symlink(fs::canonical(OrtDir() + "/lib/libonnxruntime.so"),
+                     lib + "/libonnxruntime.so.1.29.0");
+  fs::create_symlink("libonnxruntime.so.1.29.0", lib + "/libonnxruntime.so.1");
+  fs::create_symlink("libonnxruntime.so.1", lib + "/libonnxruntime.so");
+  const std::string bridge = ReadFile(OrtDir() + "/lib/libonnxruntime_providers_shared.so");
+  WriteFile(lib + "/libonnxruntime_providers_shared.so", bridge);
+  WriteFile(lib + "/libonnxruntime_providers_cuda.so", bridge + std::string("\0"
+                                                                            "1.29.0\0",
+                                                                            8));
   Built b;
   b.archive = dir / ("image-" + builder + ".tar");
   b.result =
@@ -72,9 +82,12 @@ void ExpectImage(const Built& b) {
   EXPECT_NE(list.out.find("opt/truegreen/lib/libonnxruntime.so"), std::string::npos) << list.out;
   EXPECT_NE(list.out.find("ld-linux-x86-64.so.2"), std::string::npos) << list.out;
   EXPECT_EQ(list.out.find("libcuda.so"), std::string::npos) << list.out;
-  // npm layout: the CPU core without the GPU providers it cannot host, and the log says why.
-  EXPECT_EQ(list.out.find("libonnxruntime_providers_"), std::string::npos) << list.out;
-  EXPECT_NE(b.result.err.find("GPU provider plugins in"), std::string::npos) << b.result.err;
+  // The pair ships as one folder, the core once (its soname links stay links).
+  for (const char* f : {"libonnxruntime.so.1.29.0", "libonnxruntime.so.1",
+                        "libonnxruntime_providers_shared.so", "libonnxruntime_providers_cuda.so"}) {
+    EXPECT_NE(list.out.find(std::string("opt/truegreen/lib/") + f), std::string::npos) << f;
+  }
+  EXPECT_NE(b.result.err.find("ONNX Runtime: 5 files from"), std::string::npos) << b.result.err;
   EXPECT_EQ(list.out.find("bin/sh"), std::string::npos) << list.out;
   // The chroot smoke test runs for normal builds; sanitizer builds say why they skip it.
   EXPECT_TRUE(b.result.err.find("smoke test: chroot") != std::string::npos ||
@@ -84,8 +97,12 @@ void ExpectImage(const Built& b) {
   // no driver libraries, GPU environment set, within the CI budget.
   ProcessResult help = RunTruegreen({"audit", "image", "--help"});
   if (help.exit_code == 0 && help.out.find("--budget") != std::string::npos) {
-    ProcessResult a = RunTruegreen({"audit", "image", b.archive, "--budget", "2GiB"});
+    ProcessResult a = RunTruegreen({"--json", "audit", "image", b.archive, "--budget", "2GiB"});
     EXPECT_EQ(a.exit_code, 0) << a.out << a.err;
+    auto report = nlohmann::json::parse(a.out, nullptr, false);
+    ASSERT_TRUE(report.is_object()) << a.out;
+    EXPECT_EQ(report["onnxruntime"]["core_flavor"], "gpu") << a.out;
+    EXPECT_EQ(report["onnxruntime"]["core"], "opt/truegreen/lib/libonnxruntime.so.1.29.0");
   }
 }
 
@@ -105,6 +122,23 @@ TEST(AuditConfigImage, UmociFallbackBuildsAnOciArchive) {
   Built b = BuildImage(dir, "umoci");
   ExpectImage(b);
   EXPECT_NE(b.result.err.find("with umoci"), std::string::npos) << b.result.err;
+}
+
+TEST(AuditConfigImage, SplitLayoutOfAnOlderSetupIsRefused) {
+  // lib/ with a core, gpu/ with the providers: the layout that paired a CPU-built core with GPU
+  // providers. The script names it instead of building an image that crashes on a GPU.
+  TempDir dir;
+  fs::create_directories(dir / "ort/gpu");
+  fs::create_directories(dir / "ort/lib");
+  fs::create_symlink(CpuOrtCore(), dir / "ort/lib/libonnxruntime.so");
+  WriteFile(dir / "ort/gpu/libonnxruntime_providers_cuda.so", "provider");
+  ProcessResult r =
+      RunProcess({"/bin/bash", SourceDir() + "/scripts/build_image.sh", "--binary", TruegreenPath(),
+                  "--ort-dir", dir / "ort", "--out", dir / "x.tar", "--collect-only", dir / "root"},
+                 {{"TMPDIR", dir.path()}});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("split layout"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "x.tar"));
 }
 
 TEST(AuditConfigImage, FailsLoudlyOnBadInput) {

@@ -1,8 +1,9 @@
-// `audit image` and the ONNX Runtime pair inside an image (audit/image_ort.h): the real npm core
-// (CPU-built) beside a GPU provider fails image.ort.pair through the CLI's child-process
-// inspector; the fake GPU-flavour core (tests/fakegpu/fake_ort_core.c, a real library wrapping the
-// npm core) passes; a provider from another release, a provider without its core, a core that
-// cannot be loaded and --no-load each say what they found, and never pass silently.
+// `audit image` and the ONNX Runtime pair inside an image (audit/image_ort.h): the real CPU-built
+// core (setup's test fixture) beside a GPU provider fails image.ort.pair through the CLI's
+// child-process inspector; the real GPU-flavour core setup installs passes beside the real
+// providers, as does the fake GPU-flavour core (tests/fakegpu/fake_ort_core.c); a provider from
+// another release, a provider without its core, a core that cannot be loaded and --no-load each
+// say what they found, and never pass silently.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -31,7 +32,10 @@ std::string ProviderBytes(const std::string& version) {
          "CUDAExecutionProvider" + std::string(1, '\0');
 }
 
-std::string NpmCore() { return testing::ReadFile(testing::OrtDir() + "/lib/libonnxruntime.so"); }
+std::string CpuCore() { return testing::ReadFile(testing::CpuOrtCore()); }
+std::string OrtLib(const std::string& name) {
+  return testing::ReadFile(testing::OrtDir() + "/lib/" + name);
+}
 std::string FakeGpuCore() {
   return testing::ReadFile(testing::FakeGpuDir() + "/libonnxruntime.so");
 }
@@ -79,8 +83,8 @@ std::vector<common::Json> Findings(const CliRun& r, const std::string& rule) {
   return out;
 }
 
-TEST(AuditImageOrt, NpmCoreWithGpuProviderFailsThroughTheChildInspector) {
-  CliRun r = AuditCli(Image(Pair(NpmCore(), "1.29.0")));
+TEST(AuditImageOrt, CpuBuiltCoreWithGpuProviderFailsThroughTheChildInspector) {
+  CliRun r = AuditCli(Image(Pair(CpuCore(), "1.29.0")));
   ASSERT_TRUE(r.report.is_object()) << r.out << r.err;
   EXPECT_EQ(r.exit_code, 6) << r.out << r.err;
   auto pair = Findings(r, "image.ort.pair");
@@ -95,6 +99,38 @@ TEST(AuditImageOrt, NpmCoreWithGpuProviderFailsThroughTheChildInspector) {
   EXPECT_EQ(ort["core_version"], "1.29.0");
   EXPECT_TRUE(ort["checked"].get<bool>());
   EXPECT_TRUE(Findings(r, "image.ort.unchecked").empty()) << r.out;
+}
+
+// What setup installs and the image ships: the real GPU-flavour core with the real provider
+// bridge and TensorRT provider of the same release (the CUDA provider is the same package's
+// sibling; 230 MB, so make audit-deploy audits it in our own image instead).
+TEST(AuditImageOrt, SetupPairOfRealLibrariesPasses) {
+  CliRun r = AuditCli(
+      Image({File("opt/ort/lib/libonnxruntime.so.1.29.0", OrtLib("libonnxruntime.so.1.29.0")),
+             Symlink("opt/ort/lib/libonnxruntime.so.1", "libonnxruntime.so.1.29.0"),
+             Symlink("opt/ort/lib/libonnxruntime.so", "libonnxruntime.so.1"),
+             File("opt/ort/lib/libonnxruntime_providers_shared.so",
+                  OrtLib("libonnxruntime_providers_shared.so")),
+             File("opt/ort/lib/libonnxruntime_providers_tensorrt.so",
+                  OrtLib("libonnxruntime_providers_tensorrt.so"))}));
+  ASSERT_TRUE(r.report.is_object()) << r.out << r.err;
+  EXPECT_TRUE(Findings(r, "image.ort.pair").empty()) << r.out;
+  EXPECT_TRUE(Findings(r, "image.ort.layout").empty()) << r.out;
+  EXPECT_TRUE(Findings(r, "image.ort.unchecked").empty()) << r.out;
+  const auto& ort = r.report["onnxruntime"];
+  EXPECT_EQ(ort["core_flavor"], "gpu");
+  EXPECT_EQ(ort["core_version"], "1.29.0");
+  EXPECT_EQ(ort["core"], "opt/ort/lib/libonnxruntime.so.1.29.0");
+  EXPECT_TRUE(ort["checked"].get<bool>());
+  // The same provider files beside the CPU-built core of the same release: refused.
+  CliRun cpu = AuditCli(Image({File("opt/ort/lib/libonnxruntime.so", CpuCore()),
+                               File("opt/ort/lib/libonnxruntime_providers_shared.so",
+                                    OrtLib("libonnxruntime_providers_shared.so")),
+                               File("opt/ort/lib/libonnxruntime_providers_tensorrt.so",
+                                    OrtLib("libonnxruntime_providers_tensorrt.so"))}));
+  EXPECT_EQ(cpu.exit_code, 6) << cpu.out << cpu.err;
+  ASSERT_EQ(Findings(cpu, "image.ort.pair").size(), 1u) << cpu.out;
+  EXPECT_EQ(cpu.report["onnxruntime"]["core_flavor"], "cpu");
 }
 
 TEST(AuditImageOrt, GpuFlavourCoreWithItsProviderPasses) {
@@ -118,7 +154,7 @@ TEST(AuditImageOrt, ProviderFromAnotherReleaseFails) {
 }
 
 TEST(AuditImageOrt, NoLoadSaysThePairWasNotChecked) {
-  CliRun r = AuditCli(Image(Pair(NpmCore(), "1.29.0")), {"--no-load"});
+  CliRun r = AuditCli(Image(Pair(CpuCore(), "1.29.0")), {"--no-load"});
   auto un = Findings(r, "image.ort.unchecked");
   ASSERT_EQ(un.size(), 1u) << r.out << r.err;
   EXPECT_EQ(un[0]["severity"], "warning");
@@ -132,7 +168,7 @@ TEST(AuditImageOrt, NoLoadSaysThePairWasNotChecked) {
   TempDir t;
   auto text = RunTruegreen(
       {"audit", "image",
-       WriteImage(Image(Pair(NpmCore(), "1.29.0")), Format::kOciLayout, t / "img", t / "work"),
+       WriteImage(Image(Pair(CpuCore(), "1.29.0")), Format::kOciLayout, t / "img", t / "work"),
        "--no-load"});
   EXPECT_NE(text.out.find("core/provider pair NOT checked"), std::string::npos) << text.out;
 }

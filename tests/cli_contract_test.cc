@@ -323,6 +323,15 @@ TEST(CliContract, VersionNamesTruegreenItsCommitAndTheBundledOrt) {
   ASSERT_TRUE(v.ok()) << j.out;
   EXPECT_EQ((*v)["onnxruntime"], ort);
   EXPECT_TRUE((*v).contains("commit") && (*v).contains("truegreen"));
+  // It also names the pair setup installs, as setup.sh pins it, and why it is a pair.
+  std::smatch core, gpu;
+  ASSERT_TRUE(std::regex_search(setup, core, std::regex("ORT_CORE_PKG=\"([^\"]+)\"")));
+  ASSERT_TRUE(std::regex_search(setup, gpu, std::regex("ORT_GPU_PKG=\"([^\"]+)\"")));
+  EXPECT_THAT(r.out, HasSubstr("GPU-flavor core of " + core[1].str())) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("providers of " + gpu[1].str())) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("GPU providers need a core built with CUDA")) << r.out;
+  EXPECT_EQ((*v)["onnxruntime_setup"]["core"], core[1].str());
+  EXPECT_EQ((*v)["onnxruntime_setup"]["providers"], gpu[1].str());
 }
 
 TEST(CliContract, ColourOnlyWhenAskedOrOnATerminal) {

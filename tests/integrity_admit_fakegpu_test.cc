@@ -47,6 +47,7 @@ struct Row {
   std::string verdict;
   std::string cause_id;    // first entry of "causes"
   std::string cause_text;  // contained in that check's found + cause
+  std::string core;        // a real ONNX Runtime core linked in as libonnxruntime.so, if set
 };
 
 struct Outcome {
@@ -59,6 +60,9 @@ Outcome RunAdmit(const Row& row) {
   testing::WriteFile(dir / "matrix.yaml", row.matrix);
   testing::FakeRoot root(row.root);
   testing::FakeLibDir libs(row.exclude);
+  if (!row.core.empty()) {
+    std::filesystem::create_symlink(row.core, libs.path() + "/libonnxruntime.so");
+  }
   std::map<std::string, std::string> env = {{"NVIDIA_VISIBLE_DEVICES", "all"},
                                             {"NVIDIA_DRIVER_CAPABILITIES", "compute,utility"},
                                             {"CUDA_VISIBLE_DEVICES", testing::kUnset},
@@ -220,7 +224,7 @@ TEST(AdmitFakeGpu, Table) {
        "NOT ACCELERATED",
        "devices.nodes",
        "/dev/nvidiactl"},
-      {"CPU-flavor core (the real npm core) with the GPU providers",
+      {"CPU-flavor core (the real CPU-built core) with the GPU providers",
        {},
        {"libonnxruntime.so"},
        {},
@@ -228,7 +232,8 @@ TEST(AdmitFakeGpu, Table) {
        3,
        "NOT ACCELERATED",
        "onnxruntime.core_flavor.TensorrtExecutionProvider",
-       "one GPU release archive of the same version"},
+       "one GPU release archive of the same version",
+       testing::CpuOrtCore()},
       {"fake core reading as a CPU build",
        {{"TG_FAKE_ORT_FLAVOR", "cpu"}},
        {},
@@ -286,7 +291,7 @@ TEST(AdmitFakeGpu, HumanOutputHasOneLinePerCheckAndTheVerdict) {
 }
 
 // Every admission check passes on the healthy fake node, but doctor's startup chain then tries
-// to attach the provider to the core, and the fake GPU-flavour core is the npm CPU core inside
+// to attach the provider to the core, and the fake GPU-flavour core is the real CPU core inside
 // ("not enabled in this build"): a refused step after admit leaves no ACCELERATED verdict, with
 // --matrix as without it.
 TEST(AdmitFakeGpu, DoctorOnAHealthyFakeNodeStillNeedsTheFactory) {
@@ -311,7 +316,7 @@ TEST(AdmitFakeGpu, DoctorOnAHealthyFakeNodeStillNeedsTheFactory) {
 
 // doctor --matrix M: the startup chain's factory attaches M's providers, not the --policy's. With
 // a CUDA-only matrix, the factory asks for CUDA alone (it used to ask for the production policy's
-// TensorRT + CUDA), and its refusal (the npm core inside the fake core) is the verdict.
+// TensorRT + CUDA), and its refusal (the CPU-built core inside the fake core) is the verdict.
 TEST(AdmitFakeGpu, DoctorMatrixProvidersDriveTheFactory) {
   testing::TempDir dir;
   std::string m = MatrixYaml();
@@ -344,7 +349,7 @@ TEST(AdmitFakeGpu, DoctorMatrixProvidersDriveTheFactory) {
 }
 
 // The build-flavor rule on both sides of the same provider files: the GPU-flavor core passes it,
-// the real npm core (a CPU build) fails it naming both files and the fix.
+// the real CPU-built core (setup's test fixture) fails it naming both files and the fix.
 TEST(AdmitFakeGpu, BuildFlavorRuleNamesCoreAndProvider) {
   Row gpu{"gpu core", {}, {}, {}, MatrixYaml(), 0, "", "", ""};
   Outcome pass = RunAdmit(gpu);
@@ -356,7 +361,8 @@ TEST(AdmitFakeGpu, BuildFlavorRuleNamesCoreAndProvider) {
     EXPECT_THAT((*c)["found"].get<std::string>(), HasSubstr("(gpu build;"));
   }
 
-  Row cpu{"cpu core", {}, {"libonnxruntime.so"}, {}, MatrixYaml(), 3, "", "", ""};
+  Row cpu{"cpu core", {}, {"libonnxruntime.so"}, {}, MatrixYaml(), 3, "",
+          "",         "", testing::CpuOrtCore()};
   Outcome fail = RunAdmit(cpu);
   ASSERT_TRUE(fail.report.is_object()) << fail.proc.err;
   EXPECT_EQ(fail.proc.exit_code, 3);
@@ -364,7 +370,7 @@ TEST(AdmitFakeGpu, BuildFlavorRuleNamesCoreAndProvider) {
   ASSERT_NE(c, nullptr) << Text(fail.report);
   EXPECT_EQ((*c)["result"], "FAIL");
   const std::string found = (*c)["found"].get<std::string>();
-  EXPECT_THAT(found, HasSubstr(testing::OrtDir() + "/lib/libonnxruntime.so (cpu build;"));
+  EXPECT_THAT(found, HasSubstr("/libonnxruntime.so (cpu build;"));
   EXPECT_THAT(found, HasSubstr("libonnxruntime_providers_cuda.so"));
   EXPECT_THAT((*c)["cause"].get<std::string>(),
               HasSubstr("core and providers from one GPU release archive of the same version"));

@@ -75,9 +75,9 @@ TEST(AdmitReal, StubDriverIsRefusedWithADifferentCause) {
   testing::TempDir dir;
   fs::create_symlink(kStub, dir / "libcuda.so.1");
   for (const char* f :
-       {"lib/libonnxruntime.so", "gpu/libonnxruntime_providers_shared.so",
-        "gpu/libonnxruntime_providers_cuda.so", "gpu/libonnxruntime_providers_tensorrt.so"}) {
-    fs::create_symlink(testing::OrtDir() + "/" + f, dir / fs::path(f).filename().string());
+       {"libonnxruntime.so", "libonnxruntime_providers_shared.so",
+        "libonnxruntime_providers_cuda.so", "libonnxruntime_providers_tensorrt.so"}) {
+    fs::create_symlink(testing::OrtDir() + "/lib/" + f, dir / f);
   }
   int rc = 0;
   common::Json j =
@@ -100,18 +100,38 @@ TEST(AdmitReal, StubDriverIsRefusedWithADifferentCause) {
   EXPECT_EQ((*p)["result"], "PASS") << (*p)["found"];
 }
 
-// The build-flavor rule fires for the real npm pair from the core's flavor alone, driver or not:
-// the npm core is a CPU build, and the production matrix names the CUDA provider.
-TEST(AdmitReal, NpmCoreWithGpuProviderIsRefusedByBuildFlavor) {
+// Setup's default pair passes the build-flavor rule: its core is built with CUDA and TensorRT and
+// the providers sit beside it. What keeps this node out is the missing driver, nothing else.
+TEST(AdmitReal, DefaultPairPassesBuildFlavor) {
   int rc = 0;
   common::Json j = AdmitJson({}, &rc);
+  for (const char* p : {"CUDAExecutionProvider", "TensorrtExecutionProvider"}) {
+    const common::Json* c = CheckById(j, std::string("onnxruntime.core_flavor.") + p);
+    ASSERT_NE(c, nullptr) << j.dump(2);
+    EXPECT_EQ((*c)["result"], "PASS") << (*c).dump(2);
+    EXPECT_THAT((*c)["found"].get<std::string>(), HasSubstr("(gpu build;"));
+  }
+}
+
+// The rule fires for the real CPU-built core of the same release (setup's test fixture) beside
+// the same real providers, from the core's flavor alone, driver or not.
+TEST(AdmitReal, CpuBuiltCoreWithGpuProviderIsRefusedByBuildFlavor) {
+  namespace fs = std::filesystem;
+  testing::TempDir dir;
+  fs::create_symlink(testing::CpuOrtCore(), dir / "libonnxruntime.so");
+  for (const char* f : {"libonnxruntime_providers_shared.so", "libonnxruntime_providers_cuda.so",
+                        "libonnxruntime_providers_tensorrt.so"}) {
+    fs::create_symlink(testing::OrtDir() + "/lib/" + f, dir / f);
+  }
+  int rc = 0;
+  common::Json j = AdmitJson({"--lib-path", dir.path()}, &rc);
   EXPECT_EQ(rc, 3);
   const common::Json* c = CheckById(j, "onnxruntime.core_flavor.CUDAExecutionProvider");
   ASSERT_NE(c, nullptr) << j.dump(2);
   EXPECT_EQ((*c)["result"], "FAIL");
   const std::string found = (*c)["found"].get<std::string>();
-  EXPECT_THAT(found, HasSubstr("/lib/libonnxruntime.so (cpu build;"));
-  EXPECT_THAT(found, HasSubstr("/gpu/libonnxruntime_providers_cuda.so"));
+  EXPECT_THAT(found, HasSubstr("libonnxruntime.so (cpu build;"));
+  EXPECT_THAT(found, HasSubstr("libonnxruntime_providers_cuda.so"));
   EXPECT_THAT((*c)["cause"].get<std::string>(),
               HasSubstr("core and providers from one GPU release archive of the same version"));
 }

@@ -2,6 +2,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "common/config.h"
 #include "tests/support/test_util.h"
 
@@ -88,6 +90,46 @@ TEST(DoctorCli, StartupChainStepsInJson) {
   EXPECT_EQ(ds[2]["outcome"], "ok");
   EXPECT_EQ(ds[3]["outcome"], "skipped");
   EXPECT_EQ(ds[3]["detail"], "skipped: no GPU provider attached");
+}
+
+// The failing check ids of `truegreen --json doctor <args>`, with exit code 3 asserted.
+std::set<std::string> FailingChecks(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {"--json", "doctor"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  testing::ProcessResult r = testing::RunTruegreen(argv, kEnv);
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  auto j = common::ParseJson(r.out, "doctor");
+  EXPECT_TRUE(j.ok()) << r.out;
+  std::set<std::string> out;
+  if (!j.ok()) return out;
+  for (const auto& c : (*j)["checks"]) {
+    if (c["result"] == "FAIL") out.insert(c["id"].get<std::string>());
+  }
+  return out;
+}
+
+// With setup's pair (a GPU-flavor core beside its providers), what keeps this GPU-less machine out
+// is the missing driver and devices, and TensorRT where the matrix names it (not installed here):
+// never the ONNX Runtime core or its pairing.
+TEST(DoctorCli, SetupPairFailsOnlyForTheDriverAndTheDevices) {
+  if (GpuPathHere()) GTEST_SKIP() << "this machine has a working GPU path";
+  std::string m = testing::ReadFile(testing::SourceDir() + "/deploy/matrix.production.yaml");
+  const std::string trt = "tensorrt: \"10\"\n";
+  const std::string both = "[TensorrtExecutionProvider, CUDAExecutionProvider]";
+  ASSERT_NE(m.find(trt), std::string::npos) << m;
+  ASSERT_NE(m.find(both), std::string::npos) << m;
+  m.replace(m.find(trt), trt.size(), "");
+  m.replace(m.find(both), both.size(), "[CUDAExecutionProvider]");
+  testing::TempDir dir;
+  testing::WriteFile(dir / "cuda.yaml", m);
+  EXPECT_EQ(FailingChecks({"--matrix", dir / "cuda.yaml"}),
+            (std::set<std::string>{"driver.library", "devices.nodes", "devices.count",
+                                   "onnxruntime.provider.CUDAExecutionProvider"}));
+  // The production matrix adds TensorRT, which this machine does not have; nothing else.
+  EXPECT_EQ(FailingChecks({}),
+            (std::set<std::string>{"driver.library", "devices.nodes", "devices.count",
+                                   "onnxruntime.provider.CUDAExecutionProvider", "tensorrt",
+                                   "onnxruntime.provider.TensorrtExecutionProvider"}));
 }
 
 }  // namespace

@@ -166,7 +166,7 @@ TEST(ProbeCli, NoDriverRealProviderErrorIsVerbatim) {
   EXPECT_THAT(s.nvml.library.error, HasSubstr("libnvidia-ml.so.1"));
   const auto* cuda = Provider(s, "CUDAExecutionProvider");
   ASSERT_NE(cuda, nullptr);
-  EXPECT_EQ(cuda->file, testing::OrtDir() + "/gpu/libonnxruntime_providers_cuda.so");
+  EXPECT_EQ(cuda->file, testing::OrtDir() + "/lib/libonnxruntime_providers_cuda.so");
   EXPECT_FALSE(cuda->library.loaded);
   EXPECT_THAT(cuda->library.error,
               HasSubstr("libcuda.so.1: cannot open shared object file: No such file or directory"));
@@ -189,9 +189,9 @@ TEST(ProbeCli, StubDriverLoadsTheProviderButCuInitFails) {
   namespace fs = std::filesystem;
   fs::create_symlink(kStub, dir / "libcuda.so.1");
   for (const char* f :
-       {"lib/libonnxruntime.so", "gpu/libonnxruntime_providers_shared.so",
-        "gpu/libonnxruntime_providers_cuda.so", "gpu/libonnxruntime_providers_tensorrt.so"}) {
-    fs::create_symlink(testing::OrtDir() + "/" + f, dir / fs::path(f).filename().string());
+       {"libonnxruntime.so", "libonnxruntime_providers_shared.so",
+        "libonnxruntime_providers_cuda.so", "libonnxruntime_providers_tensorrt.so"}) {
+    fs::create_symlink(testing::OrtDir() + "/lib/" + f, dir / f);
   }
   probe::Snapshot s = Probe({"--lib-path", dir.path(), "--lib-path", kCudaLib}, {});
   ASSERT_TRUE(s.cuda_driver.library.loaded) << s.cuda_driver.library.error;

@@ -29,13 +29,13 @@ common::Json ParseOut(const testing::ProcessResult& r) {
 
 constexpr const char* kStubLibcuda = "/usr/local/cuda/lib64/stubs/libcuda.so";
 
-// A --lib-path directory laid out like an official GPU package: libonnxruntime.so with the
-// provider libraries next to it, plus (optionally) the stub driver as libcuda.so.1.
+// A --lib-path directory laid out like an official GPU package (setup's default pair):
+// libonnxruntime.so with the provider libraries next to it, plus (optionally) the stub driver as
+// libcuda.so.1.
 void MakeOrtDir(const std::string& dir, bool with_stub) {
   namespace fs = std::filesystem;
   fs::create_directories(dir);
-  fs::create_symlink(testing::OrtDir() + "/lib/libonnxruntime.so", dir + "/libonnxruntime.so");
-  for (const auto& e : fs::directory_iterator(testing::OrtDir() + "/gpu")) {
+  for (const auto& e : fs::directory_iterator(testing::OrtDir() + "/lib")) {
     fs::create_symlink(e.path(), dir + "/" + e.path().filename().string());
   }
   if (with_stub) fs::create_symlink(kStubLibcuda, dir + "/libcuda.so.1");
@@ -155,39 +155,54 @@ TEST(RuntimeCliTest, ProductionWithoutDriverExits3NamingProviderAndLoaderError) 
             std::string::npos);
 }
 
-TEST(RuntimeCliTest, ProductionWithStubDriverRegistersButFindsNoDevice) {
+TEST(RuntimeCliTest, ProductionWithStubDriverFindsNoDeviceOnEitherAttachPath) {
   if (!std::filesystem::exists(kStubLibcuda)) GTEST_SKIP() << "no CUDA stub at " << kStubLibcuda;
   TempDir dir;
   MakeOrtDir(dir / "ort", /*with_stub=*/true);
+  // Setup's core is built with CUDA, so the provider attaches through the classic API, and ORT
+  // itself names the stub when it asks CUDA for the device.
   auto r = RunTruegreen({"--lib-path", dir / "ort", "--policy", "production", "run", "--model",
                          Model("unet_tiny.onnx")});
   EXPECT_EQ(r.exit_code, 3) << r.err;
-  EXPECT_NE(r.err.find("CUDAExecutionProvider: provider registered but no GPU device"),
-            std::string::npos)
-      << r.err;
+  EXPECT_NE(r.err.find("CUDAExecutionProvider (classic V2 API)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("CUDA driver is a stub library"), std::string::npos) << r.err;
   // Only CUDA in the policy: the verdict is about CUDA alone.
   testing::WriteFile(dir / "cuda_only.yaml", "profile: production\nproviders: [CUDA]\n");
   auto c = RunTruegreen({"--lib-path", dir / "ort", "--policy", dir / "cuda_only.yaml", "--json",
                          "run", "--model", Model("matmul_softmax.onnx")});
   EXPECT_EQ(c.exit_code, 3);
   const std::string err = ParseOut(c)["error"]["message"].get<std::string>();
-  EXPECT_NE(err.find("no GPU device"), std::string::npos) << err;
+  EXPECT_NE(err.find("CUDA driver is a stub library"), std::string::npos) << err;
   EXPECT_EQ(err.find("Tensorrt"), std::string::npos) << err;
+  // The plugin path registers the same provider library and finds no device behind it.
+  testing::WriteFile(dir / "plugin.yaml",
+                     "profile: production\nproviders: [CUDA]\nattach: plugin\n");
+  auto p = RunTruegreen({"--lib-path", dir / "ort", "--policy", dir / "plugin.yaml", "--json",
+                         "run", "--model", Model("matmul_softmax.onnx")});
+  EXPECT_EQ(p.exit_code, 3);
+  const std::string perr = ParseOut(p)["error"]["message"].get<std::string>();
+  EXPECT_NE(perr.find("CUDAExecutionProvider: provider registered but no GPU device"),
+            std::string::npos)
+      << perr;
 }
 
 TEST(RuntimeCliTest, ClassicPathOnCpuBuildNamesOrtsError) {
+  // The real CPU-built core (setup's test fixture), not the default GPU-flavor pair.
   TempDir dir;
+  std::filesystem::create_directories(dir / "cpu");
+  std::filesystem::create_symlink(testing::CpuOrtCore(), dir / "cpu/libonnxruntime.so");
   testing::WriteFile(dir / "classic.yaml", "profile: production\nattach: classic\n");
-  auto r = RunTruegreen(
-      {"--policy", dir / "classic.yaml", "--json", "run", "--model", Model("unet_tiny.onnx")});
+  auto r = RunTruegreen({"--lib-path", dir / "cpu", "--policy", dir / "classic.yaml", "--json",
+                         "run", "--model", Model("unet_tiny.onnx")});
   EXPECT_EQ(r.exit_code, 3) << r.err;
   const std::string err = ParseOut(r)["error"]["message"].get<std::string>();
   EXPECT_NE(err.find("CUDAExecutionProvider (classic V2 API)"), std::string::npos) << err;
   EXPECT_NE(err.find("not enabled in this build"), std::string::npos) << err;
   // Dev: recorded with its path, session degraded on CPU.
   testing::WriteFile(dir / "classic_dev.yaml", "profile: dev\nattach: classic\n");
-  auto d = RunTruegreen({"--policy", dir / "classic_dev.yaml", "--json", "run", "--model",
-                         Model("unet_tiny.onnx"), "--runs", "1", "--min-time", "0"});
+  auto d =
+      RunTruegreen({"--lib-path", dir / "cpu", "--policy", dir / "classic_dev.yaml", "--json",
+                    "run", "--model", Model("unet_tiny.onnx"), "--runs", "1", "--min-time", "0"});
   ASSERT_EQ(d.exit_code, 0) << d.err;
   EXPECT_TRUE(ParseOut(d)["degraded"].get<bool>());
 }
@@ -195,19 +210,27 @@ TEST(RuntimeCliTest, ClassicPathOnCpuBuildNamesOrtsError) {
 TEST(RuntimeCliTest, SplitLayoutIsANamedErrorNotACrash) {
   if (!std::filesystem::exists(kStubLibcuda)) GTEST_SKIP() << "no CUDA stub at " << kStubLibcuda;
   // libonnxruntime.so alone in one directory, the provider libraries elsewhere: ORT cannot find
-  // its provider bridge, and registering the provider would crash in its initialisers.
-  TempDir dir;
-  std::filesystem::create_directories(dir / "core");
-  std::filesystem::create_symlink(testing::OrtDir() + "/lib/libonnxruntime.so",
-                                  dir / "core/libonnxruntime.so");
-  std::filesystem::create_directories(dir / "drv");
-  std::filesystem::create_symlink(kStubLibcuda, dir / "drv/libcuda.so.1");
-  testing::WriteFile(dir / "cuda_only.yaml", "profile: production\nproviders: [CUDA]\n");
-  auto r = RunTruegreen({"--lib-path", dir / "core", "--lib-path", dir / "drv", "--policy",
-                         dir / "cuda_only.yaml", "run", "--model", Model("matmul_softmax.onnx")});
-  EXPECT_EQ(r.exit_code, 3) << r.err;
-  EXPECT_NE(r.err.find("which has no libonnxruntime_providers_shared.so"), std::string::npos)
-      << r.err;
+  // its provider bridge. On the plugin path (a CPU-built core) registering the provider would
+  // crash in its initialisers, so truegreen checks first; a GPU-flavor core's classic path gets
+  // ORT's own error naming the missing bridge.
+  for (const std::string& core :
+       {testing::CpuOrtCore(), testing::OrtDir() + "/lib/libonnxruntime.so"}) {
+    SCOPED_TRACE(core);
+    TempDir dir;
+    std::filesystem::create_directories(dir / "core");
+    std::filesystem::create_symlink(core, dir / "core/libonnxruntime.so");
+    std::filesystem::create_directories(dir / "drv");
+    std::filesystem::create_symlink(kStubLibcuda, dir / "drv/libcuda.so.1");
+    testing::WriteFile(dir / "cuda_only.yaml", "profile: production\nproviders: [CUDA]\n");
+    auto r = RunTruegreen({"--lib-path", dir / "core", "--lib-path", dir / "drv", "--policy",
+                           dir / "cuda_only.yaml", "run", "--model", Model("matmul_softmax.onnx")});
+    EXPECT_EQ(r.exit_code, 3) << r.err;
+    const bool cpu = core == testing::CpuOrtCore();
+    EXPECT_NE(r.err.find(cpu ? "which has no libonnxruntime_providers_shared.so"
+                             : "core/libonnxruntime_providers_shared.so: cannot open shared"),
+              std::string::npos)
+        << r.err;
+  }
 }
 
 TEST(RuntimeCliTest, DevWithStubDriverRecordsWhyAndRunsOnCpu) {
@@ -222,8 +245,9 @@ TEST(RuntimeCliTest, DevWithStubDriverRecordsWhyAndRunsOnCpu) {
   bool cuda_recorded = false;
   for (const auto& p : j["session"]["providers"]) {
     if (p["name"] == "CUDAExecutionProvider") {
-      cuda_recorded = !p["attached"].get<bool>() &&
-                      p["error"].get<std::string>().find("no GPU device") != std::string::npos;
+      cuda_recorded =
+          !p["attached"].get<bool>() &&
+          p["error"].get<std::string>().find("CUDA driver is a stub library") != std::string::npos;
     }
   }
   EXPECT_TRUE(cuda_recorded) << j["session"]["providers"].dump();
@@ -406,7 +430,7 @@ TEST(RuntimeStartupChain, DevRecordsDriftAsAdvisoryAndReportsEveryStep) {
   EXPECT_NE(text.out.find("startup:    canary   skipped"), std::string::npos) << text.out;
 }
 
-// Production on this node (npm CPU core, no driver): the chain stops at its factory step, exit 3,
+// Production on this node (setup's pair, no driver): the chain stops at its factory step, exit 3,
 // and --json says which step refused; a drifted matrix stops it at admit, exit 4.
 TEST(RuntimeStartupChain, ProductionStopsAtTheRefusingStepInJson) {
   auto r = testing::RunTruegreen({"--json", "run", "--model", Model("matmul_softmax.onnx")});

@@ -24,25 +24,11 @@ class RuntimeGpuTest : public ::testing::Test {
     auto gpu = QueryGpuIdentity(common::LibraryLoader::WithDefaults({}), 0);
     if (!gpu.ok()) GTEST_SKIP() << "no CUDA device: " << gpu.status().message();
     // The plugin path needs the provider libraries next to libonnxruntime.so (ORT loads its
-    // provider bridge from its own directory): use the GPU release archive's lib/ directory when
-    // given ($TRUEGREEN_GPU_ORT_DIR, as scripts/gpu_check.sh passes it), else lay the bundled
-    // files out like one. lib/ already links libonnxruntime_providers_shared.so from gpu/: the
-    // first copy of a name wins (linking both threw "File exists" and the test never ran).
-    namespace fs = std::filesystem;
-    dir_ = std::make_unique<tg::testing::TempDir>();
-    lib_dir_ = dir_->path();
-    std::string& lib_dir = lib_dir_;
-    if (const char* g = std::getenv("TRUEGREEN_GPU_ORT_DIR"); g != nullptr && *g) {
-      lib_dir = g;
-    } else {
-      for (const auto& src : {tg::testing::OrtDir() + "/lib", tg::testing::OrtDir() + "/gpu"}) {
-        for (const auto& e : fs::directory_iterator(src)) {
-          const fs::path link = *dir_ / e.path().filename().string();
-          if (fs::exists(fs::symlink_status(link))) continue;
-          fs::create_symlink(e.path(), link);
-        }
-      }
-    }
+    // provider bridge from its own directory): setup's lib/ is laid out so (the GPU-flavor core
+    // with its providers); $TRUEGREEN_GPU_ORT_DIR names another such directory when given.
+    lib_dir_ = tg::testing::OrtDir() + "/lib";
+    if (const char* g = std::getenv("TRUEGREEN_GPU_ORT_DIR"); g != nullptr && *g) lib_dir_ = g;
+    const std::string& lib_dir = lib_dir_;
     RuntimePolicy p = ProductionPolicy();
     p.providers = {"CUDAExecutionProvider"};  // TensorRT needs engine artifacts; not here
     auto f = SessionFactory::Create(p, common::LibraryLoader::WithDefaults({lib_dir}));
@@ -56,7 +42,6 @@ class RuntimeGpuTest : public ::testing::Test {
     ASSERT_TRUE(f.ok()) << f.status().ToString();
     factory_ = std::make_unique<SessionFactory>(std::move(f).value());
   }
-  std::unique_ptr<tg::testing::TempDir> dir_;
   std::string lib_dir_;
   std::unique_ptr<SessionFactory> factory_;
 };

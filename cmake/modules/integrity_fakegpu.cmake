@@ -53,9 +53,10 @@ tg_fake_lib(tg_fake_provider_cuda fake_provider.c onnxruntime_providers_cuda ""
 tg_fake_lib(tg_fake_provider_tensorrt fake_provider.c onnxruntime_providers_tensorrt ""
   DEFINES TG_FAKE_TENSORRT
   LINK tg_fake_cudart tg_fake_cuda tg_fake_nvinfer tg_fake_nvonnxparser tg_fake_cudnn)
-# A GPU-flavor core: wraps the real (CPU-built) core and lists the GPU providers (fake_ort_core.c).
+# A GPU-flavor core: wraps the real CPU-built core (setup's test fixture, not the default pair) and
+# lists the GPU providers (fake_ort_core.c); TG_FAKE_ORT_FLAVOR=cpu makes it that CPU build again.
 tg_fake_lib(tg_fake_ort_core fake_ort_core.c onnxruntime ""
-  DEFINES "TG_FAKE_REAL_ORT=\"${TG_ORT_DIR}/lib/libonnxruntime.so\""
+  DEFINES "TG_FAKE_REAL_ORT=\"${CMAKE_SOURCE_DIR}/third_party/onnxruntime-cpu/lib/libonnxruntime.so\""
   LINK ${CMAKE_DL_LIBS})
 target_include_directories(tg_fake_ort_core SYSTEM PRIVATE ${TG_ORT_DIR}/include)
 

@@ -12,7 +12,7 @@ using ::testing::Contains;
 using ::testing::HasSubstr;
 
 TEST(ElfDynamic, RealCudaProviderIsBuiltForCuda13) {
-  auto info = ReadElfDynamic(testing::OrtDir() + "/gpu/libonnxruntime_providers_cuda.so");
+  auto info = ReadElfDynamic(testing::OrtDir() + "/lib/libonnxruntime_providers_cuda.so");
   ASSERT_TRUE(info.ok()) << info.status().ToString();
   EXPECT_THAT(info->needed, Contains("libcudart.so.13"));
   EXPECT_THAT(info->needed, Contains("libcuda.so.1"));
@@ -22,7 +22,7 @@ TEST(ElfDynamic, RealCudaProviderIsBuiltForCuda13) {
 }
 
 TEST(ElfDynamic, RealTensorRtProviderNeedsCudnn9AndTensorRt10) {
-  auto info = ReadElfDynamic(testing::OrtDir() + "/gpu/libonnxruntime_providers_tensorrt.so");
+  auto info = ReadElfDynamic(testing::OrtDir() + "/lib/libonnxruntime_providers_tensorrt.so");
   ASSERT_TRUE(info.ok()) << info.status().ToString();
   EXPECT_EQ(MajorFromNeeded(info->needed, {"libcudnn"}), 9);
   EXPECT_EQ(MajorFromNeeded(info->needed, {"libnvinfer"}), 10);

@@ -180,8 +180,8 @@ struct OrtInfo {
   std::vector<std::string> compiled_providers;  // GetAvailableProviders()
   // The core's build flavor: "gpu" when GetAvailableProviders lists CUDAExecutionProvider (the
   // core was compiled with USE_CUDA and carries the provider-host entries the CUDA/TensorRT
-  // provider libraries call back into), "cpu" when it is loaded and lists no GPU provider (the
-  // npm core: a GPU provider paired with it crashes inside the core), "" when not loaded.
+  // provider libraries call back into), "cpu" when it is loaded and lists no GPU provider (a
+  // CPU build: a GPU provider paired with it crashes inside the core), "" when not loaded.
   std::string core_flavor;
   LibInfo providers_shared;  // libonnxruntime_providers_shared.so
   std::vector<ProviderLibrary> provider_libraries;

@@ -167,13 +167,16 @@ common::Result<PreparedProvider> OrtEnvironment::PrepareProvider(
 common::Result<PreparedProvider> OrtEnvironment::PrepareClassic(const std::string& provider,
                                                                 int device_id) {
   // Probe the classic V2 options API on throwaway session options, so a core library without the
-  // provider fails here with ORT's own words instead of at the first Open.
+  // provider fails here with ORT's own words instead of at the first Open. The device id goes in
+  // too: parsing it asks CUDA for its devices, so a driver without one (the toolkit's stub, a
+  // device-less node) is refused here, where dev can still fall back to the CPU.
   PreparedProvider p;
   p.info.name = provider;
   p.info.path = AttachPath::kClassic;
   p.info.device = "device_id=" + std::to_string(device_id);
   Ort::SessionOptions so;
-  common::Status st = AppendClassicProvider(so, provider, {}, nullptr);
+  common::Status st =
+      AppendClassicProvider(so, provider, {{"device_id", std::to_string(device_id)}}, nullptr);
   if (!st.ok()) return common::Status::Unavailable(st.message());
   p.info.attached = true;
   return p;
@@ -190,7 +193,7 @@ common::Result<std::string> FindProviderLibrary(const std::string& provider,
     return common::Status::Unavailable(
         provider + ": provider library " + libname +
         " not found in the library search path (--lib-path, $TRUEGREEN_LIB_PATH, bundled "
-        "third_party/onnxruntime/gpu)");
+        "third_party/onnxruntime/lib)");
   }
   return std::filesystem::absolute(library).lexically_normal().string();
 }

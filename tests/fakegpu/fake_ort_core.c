@@ -1,12 +1,14 @@
 /* Fake ONNX Runtime core (libonnxruntime.so) whose build flavor reads as GPU.
  *
- * It wraps the real CPU-built core: OrtGetApiBase dlopens the real library (path compiled in,
+ * It wraps the real CPU-built core (setup's fixture in third_party/onnxruntime-cpu, not the
+ * default GPU-flavor pair): OrtGetApiBase dlopens the real library (path compiled in,
  * TG_FAKE_REAL_ORT), copies its OrtApi table and replaces only GetAvailableProviders /
  * ReleaseAvailableProviders, so the core lists the CUDA and TensorRT providers as a core from the
  * GPU release archive does. Everything else (environments, sessions, provider registration) is the
  * real core's code. truegreen loads it through the same LibraryLoader path as the real core
  * (--lib-path first), which is what the build-flavor rule's tests need: a GPU-flavor core paired
- * with the (fake) GPU providers passes the rule; the real npm core with the same providers fails.
+ * with the (fake) GPU providers passes the rule; the real CPU-built core with the same providers
+ * fails.
  *
  * TG_FAKE_ORT_FLAVOR=cpu makes it report the real core's own list (a CPU build). */
 #include <dlfcn.h>

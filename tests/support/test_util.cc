@@ -95,6 +95,9 @@ std::string ClipMergesFile() {
   return std::string(TG_SOURCE_DIR) + "/data/clip/bpe_simple_vocab_16e6.txt.gz";
 }
 std::string OrtDir() { return std::string(TG_SOURCE_DIR) + "/third_party/onnxruntime"; }
+std::string CpuOrtCore() {
+  return std::string(TG_SOURCE_DIR) + "/third_party/onnxruntime-cpu/lib/libonnxruntime.so";
+}
 std::string FakeGpuDir() { return std::string(TG_BINARY_DIR) + "/fakegpu"; }
 std::string SystemPython() { return "/usr/bin/python3"; }
 

@@ -55,8 +55,13 @@ std::string SourceDir();       // repository root
 std::string BinaryDir();       // CMake build tree of this configuration
 std::string TruegreenPath();   // build/bin/truegreen of this configuration
 std::string ClipMergesFile();  // data/clip/bpe_simple_vocab_16e6.txt.gz (OpenAI CLIP, MIT)
-std::string OrtDir();          // third_party/onnxruntime (lib/, gpu/, include/)
-std::string FakeGpuDir();      // directory with the fake GPU libraries built for tests
+// third_party/onnxruntime: include/ and lib/, which holds the GPU-flavor core (libonnxruntime.so)
+// with the CUDA/TensorRT provider libraries, as in a GPU release archive. The default pair.
+std::string OrtDir();
+// third_party/onnxruntime-cpu/lib/libonnxruntime.so: the real CPU-built core of the same release,
+// the fixture of the build-flavor tests (beside GPU providers it crashes on a GPU).
+std::string CpuOrtCore();
+std::string FakeGpuDir();  // directory with the fake GPU libraries built for tests
 // Debian's python3 (which has python3-onnx), not whatever python3 is first on PATH.
 std::string SystemPython();
 
