@@ -233,16 +233,26 @@ void AnalyzeNpm(const std::vector<std::string>& w, const std::string& prog, RunF
   if (rest.size() > 1 && rest[0] == "cache" && rest[1] == "clean") f->npm_clean = true;
 }
 
+// pip reads PIP_NO_CACHE_DIR as a boolean: 0/false/no/off leave the cache on (hadolint agrees).
+bool PipCacheOff(std::string_view v) {
+  std::string l = Lower(v);
+  return !l.empty() && l != "0" && l != "false" && l != "no" && l != "off";
+}
+
 void AnalyzeCommand(std::vector<std::string> w, RunFacts* f, int depth) {
   // PIP_NO_CACHE_DIR set for this command (`PIP_NO_CACHE_DIR=1 pip ...`) or exported before it.
   bool saved_pip_env = f->pip_env_no_cache;
   for (const auto& word : w) {
     if (!IsEnvAssignment(word)) break;
-    if (word.starts_with("PIP_NO_CACHE_DIR=") && word.size() > 17) f->pip_env_no_cache = true;
+    if (word.starts_with("PIP_NO_CACHE_DIR=") && PipCacheOff(word.substr(17))) {
+      f->pip_env_no_cache = true;
+    }
   }
   if (!w.empty() && w[0] == "export") {
     for (const auto& word : w) {
-      if (word.starts_with("PIP_NO_CACHE_DIR=") && word.size() > 17) saved_pip_env = true;
+      if (word.starts_with("PIP_NO_CACHE_DIR=") && PipCacheOff(word.substr(17))) {
+        saved_pip_env = true;
+      }
     }
   }
   struct Restore {
@@ -556,8 +566,7 @@ void CheckRunCaches(const DockerfileRuleContext& c, const DockerfileStage& st,
   if (f.apk && !f.apk_no_cache && !f.apk_cache_removed && !mounts.Covers("/var/cache/apk")) {
     cache("[DL3019] apk add without --no-cache", "use 'apk add --no-cache ...'");
   }
-  std::string pip_env = Lower(env["PIP_NO_CACHE_DIR"]);
-  bool pip_off = !pip_env.empty() && pip_env != "0" && pip_env != "false";
+  bool pip_off = PipCacheOff(env["PIP_NO_CACHE_DIR"]);
   if (f.pip && !f.pip_no_cache && !f.pip_cache_removed && !pip_off &&
       !mounts.Covers("/root/.cache/pip")) {
     cache("[DL3042] pip install without --no-cache-dir",
@@ -581,7 +590,8 @@ void CheckRunCaches(const DockerfileRuleContext& c, const DockerfileStage& st,
     cache("npm install/ci without a later 'npm cache clean' in the same RUN (no hadolint id)",
           "end the same RUN with '&& npm cache clean --force'");
   }
-  if (f.yarn && !f.yarn_clean && !mounts.Covers("/usr/local/share/.cache/yarn")) {
+  if (f.yarn && !f.yarn_clean && !mounts.Covers("/usr/local/share/.cache/yarn") &&
+      !mounts.Covers("/root/.cache/yarn")) {
     cache("[DL3060] yarn install without a later 'yarn cache clean' in the same RUN",
           "end the same RUN with '&& yarn cache clean'");
   }
@@ -739,6 +749,13 @@ Dockerfile WithOnbuildRuns(const Dockerfile& df) {
       std::string_view a = common::Trim(ins.args);
       if (a.size() < 4 || Lower(a.substr(0, 4)) != "run ") continue;
       std::string rest(common::Trim(a.substr(4)));
+      // Leading flags (--mount=..., --network=...) are the RUN's flags, as in a plain RUN.
+      ins.flags.clear();
+      while (rest.starts_with("--")) {
+        std::size_t sp = rest.find_first_of(" \t");
+        ins.flags.push_back(rest.substr(0, sp));
+        rest = sp == std::string::npos ? "" : std::string(common::Trim(rest.substr(sp)));
+      }
       ins.keyword = "RUN";
       ins.json_form = false;
       ins.json_args.clear();
