@@ -422,40 +422,6 @@ std::string BaseUrl(const HttpRequest& req, const std::string& host, int port) {
 
 }  // namespace
 
-ModelRuntime* Server::ImageModel(const std::string& requested, ApiError* err) const {
-  std::string name = requested;
-  if (auto it = config_.model_aliases.find(name); it != config_.model_aliases.end()) {
-    name = it->second;
-  }
-  if (name.empty()) {
-    ModelRuntime* mr = nullptr;
-    for (const auto& [n, m] : models_) {
-      if (!m->model->sd) continue;
-      if (mr) {
-        *err = ApiError::From(
-            Status::InvalidArg("several image models are served: name one in 'model'"), "model",
-            "invalid_value");
-        return nullptr;
-      }
-      mr = m.get();
-    }
-    if (!mr)
-      *err =
-          ApiError::From(Status::NotFound("no image model is served"), "model", "model_not_found");
-    return mr;
-  }
-  ModelRuntime* mr = FindModel(name);
-  if (!mr || !mr->model->sd) {
-    *err =
-        ApiError::From(Status::NotFound("the model '" + requested.substr(0, 64) +
-                                        "' does not exist or is not an image model (GET "
-                                        "/v1/models lists them; --model-alias maps other names)"),
-                       "model", "model_not_found");
-    return nullptr;
-  }
-  return mr;
-}
-
 void Server::HandleImages(const HttpRequest& req, std::shared_ptr<RequestCtx> ctx,
                           Responder respond) {
   auto done = [&](HttpResponse r) { Finish(ctx, respond, std::move(r)); };
@@ -470,7 +436,7 @@ void Server::HandleImages(const HttpRequest& req, std::shared_ptr<RequestCtx> ct
     return fail(ApiError::From(Status::Unavailable("not ready: " + NotReadyReason())));
   }
   ApiError err;
-  ModelRuntime* mr = ImageModel(job->opt.model, &err);
+  ModelRuntime* mr = models_.ImageModel(job->opt.model, config_.model_aliases, &err);
   if (!mr) return fail(err);
   ctx->model = mr->model->spec.name;
   // The pipeline validates up to sd::kMaxBatch images; a larger n runs in parts (RunSdJobs), the
@@ -592,12 +558,12 @@ HttpResponse Server::ModelsList(const std::string& path, const RequestCtx& ctx) 
         {"id", id}, {"object", "model"}, {"created", started_unix_}, {"owned_by", "truegreen"}};
   };
   Json data = Json::array();
-  if (models_open_.load(std::memory_order_acquire)) {
-    for (const auto& [name, mr] : models_) {
+  if (models_.open()) {
+    for (const auto& [name, mr] : models_.all()) {
       if (mr->model->sd) data.push_back(model(name));
     }
     for (const auto& [alias, target] : config_.model_aliases) {
-      if (auto* mr = FindModel(target); mr && mr->model->sd) data.push_back(model(alias));
+      if (auto* mr = models_.Find(target); mr && mr->model->sd) data.push_back(model(alias));
     }
   }
   if (path == "/v1/models") return JsonResponse(200, {{"object", "list"}, {"data", data}});

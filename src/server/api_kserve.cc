@@ -492,7 +492,7 @@ void Server::HandleKserve(const HttpRequest& req, const std::string& path,
   }
   if (!started_.load())
     return fail(ApiError::From(Status::Unavailable("not ready: " + NotReadyReason())));
-  ModelRuntime* mr = FindModel(mp.name);
+  ModelRuntime* mr = models_.Find(mp.name);
   if (!mr)
     return fail(ApiError::From(Status::NotFound("no model named '" + mp.name.substr(0, 64) + "'")));
   ctx->model = mr->model->spec.name;

@@ -134,7 +134,7 @@ Status Server::GateSessions(int* exit_code) {
       }
     }
     StartLanes(mr.get());
-    models_[spec.name] = std::move(mr);
+    models_.Add(spec.name, std::move(mr));
   }
   // The shared chain's op canary over every opened model: a GPU that crashes or miscomputes one
   // of their ops never serves (a CPU-only dev run skips it, saying so).
@@ -143,12 +143,12 @@ Status Server::GateSessions(int* exit_code) {
     return c;
   }
   metrics_.Set("truegreen_degraded", {}, readiness_.degraded() ? 1 : 0);
-  models_open_.store(true, std::memory_order_release);
+  models_.Open();
   return Status::Ok();
 }
 
 Status Server::GateWarmup() {
-  for (auto& [name, mr] : models_) {
+  for (auto& [name, mr] : models_.all()) {
     const auto t0 = Clock::now();
     Status s = mr->model->sd ? WarmupSd(mr.get()) : WarmupOnnx(mr.get());
     if (!s.ok()) return s.WithPrefix("warm-up of model " + name);
@@ -167,7 +167,7 @@ CanaryResult Server::RunTimedCanary(const CanaryResult* baseline) {
     return c;
   }
   std::string summary;
-  for (auto& [name, mr] : models_) {
+  for (auto& [name, mr] : models_.all()) {
     ModelCanary& mc = c.models[name];
     const bool sd = mr->model->sd != nullptr;
     for (int i = 0; i < (sd ? 3 : 5); ++i) {
@@ -294,10 +294,10 @@ void Server::BackgroundCanary() {
 HttpResponse Server::Capabilities() const {
   Json j;
   Json models = Json::object();
-  if (models_open_.load(std::memory_order_acquire)) {
+  if (models_.open()) {
     // The chain's report is final once the models are open (the gate thread no longer writes it).
     j["startup"] = startup_->StartupJson();
-    for (const auto& [name, mr] : models_) {
+    for (const auto& [name, mr] : models_.all()) {
       models[name] = {{"kind", std::string(ModelKindName(mr->model->spec.kind))},
                       {"degraded", mr->model->degraded()},
                       {"degraded_reason", mr->model->degraded_reason()},
@@ -312,8 +312,8 @@ HttpResponse Server::Capabilities() const {
 }
 
 HttpResponse Server::MetricsText() {
-  if (models_open_.load(std::memory_order_acquire)) {
-    for (auto& [name, mr] : models_) {
+  if (models_.open()) {
+    for (auto& [name, mr] : models_.all()) {
       int pending = 0;
       for (const auto& lane : mr->lanes) {
         Labels lb = {{"model", name}, {"lane", lane->name()}};
@@ -397,12 +397,6 @@ bool Server::Authorized(const HttpRequest& req) const {
   SHA256(reinterpret_cast<const unsigned char*>(got.data()), got.size(), a);
   SHA256(reinterpret_cast<const unsigned char*>(want.data()), want.size(), b);
   return CRYPTO_memcmp(a, b, sizeof(a)) == 0;
-}
-
-ModelRuntime* Server::FindModel(const std::string& name) const {
-  if (!models_open_.load(std::memory_order_acquire)) return nullptr;
-  auto it = models_.find(name);
-  return it == models_.end() ? nullptr : it->second.get();
 }
 
 void Server::Finish(const std::shared_ptr<RequestCtx>& ctx, const Responder& respond,
@@ -553,7 +547,7 @@ void Server::Shutdown(bool drain) {
   if (gate_thread_.joinable()) gate_thread_.join();
   if (bg_thread_.joinable()) bg_thread_.join();
   gpu_->Stop();
-  for (auto& [name, mr] : models_) {
+  for (auto& [name, mr] : models_.all()) {
     for (auto& lane : mr->lanes) lane->Drain();
   }
   http_->Stop();

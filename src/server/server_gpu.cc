@@ -10,7 +10,7 @@
 namespace tg::server {
 
 bool Server::AnyGpuSession() const {
-  for (const auto& [name, mr] : models_) {
+  for (const auto& [name, mr] : models_.all()) {
     const common::Json placement = mr->model->Placement();  // items() must not outlive it
     for (const auto& [part, p] : placement.items()) {
       if (p.is_object() && p.value("gpu_active", false)) return true;

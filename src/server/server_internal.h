@@ -20,16 +20,12 @@
 #include "server/http.h"
 #include "server/image_store.h"
 #include "server/metrics.h"
+#include "server/model_registry.h"
 #include "server/readiness.h"
 #include "server/scheduler.h"
 #include "server/startup.h"
 
 namespace tg::server {
-
-struct ModelRuntime {
-  std::unique_ptr<LoadedModel> model;
-  std::vector<std::unique_ptr<Lane>> lanes;  // SD: small, large; ONNX: one
-};
 
 // Per-request bookkeeping for metrics and the access log.
 struct RequestCtx {
@@ -83,7 +79,6 @@ class Server {
   void DeclareMetrics();
   bool Authorized(const HttpRequest& req) const;
   void Finish(const std::shared_ptr<RequestCtx>& ctx, const Responder& respond, HttpResponse r);
-  ModelRuntime* FindModel(const std::string& name) const;
   void Shutdown(bool drain);
   void Log(const std::string& line) const;
 
@@ -92,9 +87,6 @@ class Server {
   bool AnyGpuSession() const;
 
   // api_images.cc
-  // The image model `requested` names (through --model-alias; "" = the only image model), or
-  // nullptr with *err set.
-  ModelRuntime* ImageModel(const std::string& requested, ApiError* err) const;
   HttpResponse ModelsList(const std::string& path, const RequestCtx& ctx) const;
   HttpResponse StoredImage(const std::string& path, const RequestCtx& ctx) const;
   void HandleImages(const HttpRequest& req, std::shared_ptr<RequestCtx> ctx, Responder respond);
@@ -119,12 +111,11 @@ class Server {
   std::unique_ptr<ImageStore> images_;  // response_format "url"
   std::int64_t started_unix_ = 0;       // process start (Model.created of /v1/models)
 
-  Readiness readiness_;  // gates, canaries, faults, draining/degraded, /readyz (after gpu_)
-  std::map<std::string, std::unique_ptr<ModelRuntime>> models_;  // filled by the sessions gate
-  std::atomic<bool> models_open_{false};                         // models_ complete and immutable
-  std::atomic<bool> started_{false};                             // every gate passed
-  std::atomic<int> exit_code_{-1};  // set by a failed gate with exit_on_fail
-  std::atomic<int> in_flight_{0};   // requests accepted and not yet answered
+  Readiness readiness_;   // gates, canaries, faults, draining/degraded, /readyz (after gpu_)
+  ModelRegistry models_;  // filled by the sessions gate, then opened
+  std::atomic<bool> started_{false};  // every gate passed
+  std::atomic<int> exit_code_{-1};    // set by a failed gate with exit_on_fail
+  std::atomic<int> in_flight_{0};     // requests accepted and not yet answered
   std::atomic<std::uint64_t> next_id_{1};
   int port_ = 0;
 
