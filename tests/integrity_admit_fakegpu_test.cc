@@ -309,9 +309,16 @@ TEST(AdmitFakeGpu, DoctorOnAHealthyFakeNodeStillNeedsTheFactory) {
   EXPECT_THAT(r.out, ::testing::Not(HasSubstr("FAIL  "))) << r.out;  // admission itself passed
   EXPECT_THAT(r.out, HasSubstr("because admission passed, but startup step 'factory' was refused"));
   EXPECT_THAT(r.out, HasSubstr("not enabled in this build"));
-  // The closing line agrees with the first one.
-  EXPECT_THAT(r.out, ::testing::Not(HasSubstr("verdict: ACCELERATED"))) << r.out;
-  EXPECT_THAT(r.out, HasSubstr("verdict: NOT ACCELERATED (exit 3)"));
+  // The full check list (behind --verbose) closes with a verdict line that agrees with the first.
+  testing::ProcessResult v =
+      testing::RunTruegreen({"--lib-path", testing::FakeGpuDir(), "doctor", "--verbose", "--matrix",
+                             dir / "matrix.yaml", "--root", root.path()},
+                            {{"NVIDIA_VISIBLE_DEVICES", "all"},
+                             {"NVIDIA_DRIVER_CAPABILITIES", "compute,utility"},
+                             {"CUDA_VISIBLE_DEVICES", testing::kUnset}});
+  EXPECT_EQ(v.exit_code, 3) << v.out << v.err;
+  EXPECT_THAT(v.out, ::testing::Not(HasSubstr("verdict: ACCELERATED"))) << v.out;
+  EXPECT_THAT(v.out, HasSubstr("verdict: NOT ACCELERATED (exit 3)")) << v.out;
 }
 
 // doctor --matrix M: the startup chain's factory attaches M's providers, not the --policy's. With
