@@ -11,8 +11,11 @@
 
 #include <filesystem>
 #include <functional>
+#include <random>
 #include <string>
 #include <vector>
+
+#include "common/json_writer.h"
 
 #include "tests/fixtures/make_images.h"
 #include "tests/support/test_util.h"
@@ -336,6 +339,85 @@ INSTANTIATE_TEST_SUITE_P(Cases, HostileAudit, ::testing::Range<std::size_t>(0, C
                          [](const ::testing::TestParamInfo<std::size_t>& i) {
                            return std::string(Cases()[i.param].name);
                          });
+
+// Property: random bytes, invalid UTF-8 among them, in every text field that reaches a report
+// (a Dockerfile's FROM and RUN, a manifest's image and names, a log line and a suppression
+// reason) never end a command with exit 1 or a signal, and every output format stays a valid
+// document: JSON and SARIF parse, JUnit is well-formed UTF-8 XML with its root element. Before
+// the one JSON writer, nlohmann threw type_error.316 on such bytes (exit 1, "uncaught").
+std::string RandomText(std::mt19937* rng) {
+  std::string s;
+  const int n = 1 + static_cast<int>((*rng)() % 24);
+  for (int i = 0; i < n; ++i) {
+    // Printable ASCII without the quoting characters of YAML and JSON, or any high byte.
+    unsigned char c = (*rng)() % 2 ? static_cast<unsigned char>(0x80 + (*rng)() % 128)
+                                   : static_cast<unsigned char>(0x30 + (*rng)() % 0x4b);
+    if (c == '\\' || c == '"' || c == ':' || c == '#') c = 'x';
+    s.push_back(static_cast<char>(c));
+  }
+  return s;
+}
+
+void ExpectValidReport(const Child& r, const std::string& what) {
+  EXPECT_NE(r.exit_code, 1) << what << "\n" << r.out.substr(0, 2000);
+  EXPECT_LT(r.exit_code, 128) << what << "\n" << r.out.substr(0, 2000);
+}
+
+TEST(HostileAuditProperty, InvalidUtf8NeverExitsOneAndEveryFormatStaysValid) {
+  std::mt19937 rng(1919);
+  for (int round = 0; round < 4; ++round) {
+    TempDir dir;
+    const std::string a = RandomText(&rng), b = RandomText(&rng), c = RandomText(&rng);
+    WriteFile(dir / "Dockerfile", "FROM debian" + a + ":12\nRUN echo " + b + "\n");
+    WriteFile(dir / "pod.yaml", "apiVersion: v1\nkind: Pod\nmetadata:\n  name: \"p" + a +
+                                    "\"\nspec:\n  containers:\n    - name: \"c" + b +
+                                    "\"\n      image: \"img" + c + ":1\"\n");
+    WriteFile(dir / "run.log", "INFO " + a + " falling back to CPU " + b + "\n" + "WARN " + c +
+                                   " 3 Memcpy nodes are added to the graph\n");
+    WriteFile(dir / "supp.yaml",
+              "suppressions:\n  - rule: dockerfile.base-tag\n    reason: \"" + c + "\"\n");
+    const std::vector<std::vector<std::string>> commands = {
+        {"audit", "dockerfile", dir / "Dockerfile"},
+        {"audit", "k8s", dir / "pod.yaml"},
+        {"logscan", dir / "run.log"},
+    };
+    for (const auto& base : commands) {
+      for (const std::string format : {"text", "json", "sarif", "junit"}) {
+        std::vector<std::string> args = base;
+        args.insert(args.end(),
+                    {"--format", format, "--sarif", dir / "r.sarif", "--junit", dir / "r.xml"});
+        if (base[0] == "audit" && base[1] == "dockerfile") {
+          args.insert(args.end(), {"--suppressions", dir / "supp.yaml"});
+        }
+        const std::string what = base[0] + " " + base[1] + " --format " + format;
+        Child r = RunMeasured(args, dir / "out.txt");
+        ExpectValidReport(r, what);
+        if (r.exit_code == 2) continue;  // refused as input: nothing was written
+        for (const std::string& path : {dir / "r.sarif", dir / "r.xml"}) {
+          const std::string text = ReadFile(path);
+          EXPECT_TRUE(common::IsValidUtf8(text)) << what << ": " << path;
+          if (path == dir / "r.sarif") {
+            common::Json j;
+            EXPECT_NO_THROW(j = common::Json::parse(text)) << what;
+            EXPECT_EQ(j.value("version", ""), "2.1.0") << what;
+          } else {
+            EXPECT_EQ(text.rfind("<?xml", 0), 0u) << what;
+            EXPECT_NE(text.find("</testsuites>"), std::string::npos) << what;
+          }
+        }
+      }
+      // --json on stdout: one parseable document, valid UTF-8.
+      std::vector<std::string> args = {"--json"};
+      args.insert(args.end(), base.begin(), base.end());
+      ProcessResult r = RunTruegreen(args);
+      EXPECT_NE(r.exit_code, 1) << base[0] << "\n" << r.err.substr(0, 2000);
+      EXPECT_LT(r.exit_code, 128) << base[0];
+      EXPECT_TRUE(common::IsValidUtf8(r.out)) << base[0];
+      common::Json j;
+      EXPECT_NO_THROW(j = common::Json::parse(r.out)) << base[0] << "\n" << r.out.substr(0, 2000);
+    }
+  }
+}
 
 }  // namespace
 }  // namespace tg::testing

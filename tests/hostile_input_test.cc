@@ -16,12 +16,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstring>
 #include <fstream>
 #include <functional>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "tests/support/test_util.h"
@@ -309,12 +311,137 @@ void MakeFixtures() {
   ::mkfifo((g_dir + "/probe_root/etc/os-release").c_str(), 0600);
 }
 
+// Round two (issue 19): what the second campaign found, in cases of our own.
+void MakeRoundTwoFixtures() {
+  // A generic model whose config asks for a [65536, 65536] warm-up input (16 GiB of float).
+  ::mkdir((g_dir + "/warm").c_str(), 0755);
+  W("warm/m.onnx", testing::ReadFile(Model()));
+  W("warm/m.yaml", "warmup:\n  - {a: [65536, 65536]}\n");
+  ::mkdir((g_dir + "/warm_run").c_str(), 0755);
+  W("warm_run/m.onnx", testing::ReadFile(Model()));
+  W("warm_run/m.yaml", "warmup:\n  - {a: [4096, 4096], b: [4096, 4096], c: [4096, 4096]}\n");
+  // A JSON array of 200k objects: the parser used to be quadratic in it.
+  W("many_objects.json", [] {
+    std::string s = "[";
+    for (int i = 0; i < 200000; ++i) s += i ? ",{}" : "{}";
+    return s + "]";
+  }());
+  // A tokenizer folder whose optional config is a FIFO with no writer.
+  ::mkdir((g_dir + "/tok_cfg_fifo").c_str(), 0755);
+  ::mkfifo((g_dir + "/tok_cfg_fifo/tokenizer_config.json").c_str(), 0600);
+  // A complete byte-level vocabulary (CLIP's 256 byte symbols, each also with "</w>"), so the
+  // load gets as far as the optional config.
+  {
+    common::Json vocab = common::Json::object();
+    int n = 0;
+    int next = 256;
+    for (int b = 0; b < 256; ++b) {
+      const bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174;
+      const int cp = printable ? b : next++;
+      std::string sym;
+      if (cp < 0x80) {
+        sym.push_back(static_cast<char>(cp));
+      } else {
+        sym.push_back(static_cast<char>(0xC0 | (cp >> 6)));
+        sym.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+      }
+      vocab[sym] = n++;
+      vocab[sym + "</w>"] = n++;
+    }
+    vocab["ab"] = n++;
+    vocab["ab</w>"] = n++;
+    vocab["<|startoftext|>"] = n++;
+    vocab["<|endoftext|>"] = n++;
+    W("tok_cfg_fifo/vocab.json", vocab.dump());
+  }
+  W("tok_cfg_fifo/merges.txt", "#version: 0.2\na b\na b</w>\n");
+}
+
+void AddRoundTwoCases(std::vector<Case>* t) {
+  // Bounded allocation: refused when the config is read, before ORT or any tensor.
+  t->push_back({"serve_warmup_shape_over_limit",
+                {"serve", "--models", "@/warm", "--port", "0"},
+                2,
+                "elements (the limit per warm-up input)",
+                250});
+  t->push_back({"serve_warmup_run_over_limit",
+                {"serve", "--models", "@/warm_run", "--port", "0"},
+                2,
+                "(the limit per warm-up run)",
+                250});
+  // Linear parse: 200k objects in well under the watchdog, memory a small multiple of 1.2 MB.
+  t->push_back({"diff_two_hundred_thousand_objects",
+                {"diff", "@/many_objects.json", "@/many_objects.json"},
+                2,
+                "",
+                300});
+  // No blocking opens; unusable outputs refused at start with exit 2.
+  t->push_back({"serve_access_log_fifo",
+                {"serve", "--models", "@/warm", "--access-log", "@/fifo"},
+                2,
+                "--access-log"});
+  t->push_back({"serve_access_log_directory",
+                {"serve", "--models", "@/warm", "--access-log", "@/adir"},
+                2,
+                "--access-log"});
+  t->push_back({"serve_port_file_fifo",
+                {"serve", "--models", "@/warm", "--port-file", "@/fifo"},
+                2,
+                "--port-file"});
+  t->push_back({"serve_port_file_char_device",
+                {"serve", "--models", "@/warm", "--port-file", "/dev/null"},
+                2,
+                "--port-file"});
+  t->push_back({"serve_port_file_missing_folder",
+                {"serve", "--models", "@/warm", "--port-file", "@/nope/port"},
+                2,
+                "--port-file"});
+  // Floating options: NaN, infinities and absurd magnitudes are refused by name.
+  for (const auto& [flag, value, frag] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"--window", "nan", "NaN is refused"},
+           {"--window", "-nan", "NaN is refused"},
+           {"--warmup", "inf", "--warmup"},
+           {"--timeout", "-inf", "--timeout"},
+           {"--rate", "1e999", "--rate"},
+           {"--window", "1e308", "outside the range"},
+       }) {
+    std::string name = "bench" + flag + "_" + value;
+    for (char& c : name) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+    t->push_back({name, {"bench", "--url", "http://127.0.0.1:9", flag, value}, 2, frag});
+  }
+  t->push_back({"serve_canary_p95_nan",
+                {"serve", "--models", "@/warm", "--canary-p95-ms", "nan"},
+                2,
+                "NaN is refused"});
+  Case env_nan{"serve_canary_p50_env_inf", {"serve", "--models", "@/warm"}, 2, "infinite"};
+  env_nan.via_shell = true;
+  env_nan.args = {"TRUEGREEN_CANARY_P50_MS=inf @TG serve --models @/warm"};
+  t->push_back(env_nan);
+  // Integer options: past 2^64 is an overflow, named as one, never clamped.
+  t->push_back(
+      {"generate_seed_two_to_the_64",
+       {"generate", "--model", "@/adir", "--prompt", "x", "--seed", "18446744073709551616"},
+       2,
+       "overflows a 64-bit integer"});
+  t->push_back({"serve_port_overflow",
+                {"serve", "--models", "@/warm", "--port", "99999999999999999999"},
+                2,
+                "overflows a 64-bit integer"});
+  // A tokenizer config that is a FIFO is refused by the one reader, not waited on.
+  t->push_back({"tokenize_config_fifo",
+                {"tokenize", "--tokenizer", "@/tok_cfg_fifo", "x"},
+                2,
+                "tokenizer_config.json: is a FIFO"});
+}
+
 class Env : public ::testing::Environment {
  public:
   void SetUp() override {
     dir_ = std::make_unique<testing::TempDir>();
     g_dir = dir_->path();
     MakeFixtures();
+    MakeRoundTwoFixtures();
   }
   void TearDown() override { dir_.reset(); }
 
@@ -730,6 +857,7 @@ std::vector<Case> AllCases() {
   AddModelCases(&t);
   AddNestedMessageCases(&t);
   AddOutputCases(&t);
+  AddRoundTwoCases(&t);
   return t;
 }
 

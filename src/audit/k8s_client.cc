@@ -17,6 +17,7 @@
 #include <regex>
 
 #include "common/file_util.h"
+#include "common/json_writer.h"
 
 namespace tg::audit {
 namespace {
@@ -297,12 +298,13 @@ Result<std::string> SwitchServiceSelector(const K8sApiConfig& c, const std::stri
   if (!selector.is_object() || !selector.contains(label) || !selector[label].is_string()) {
     return Status::InvalidArg(
         fmt::format("{}: its spec.selector has no '{}' (found {}): not a blue-green Service", what,
-                    label, selector.dump()));
+                    label, common::WriteJson(selector, -1, common::JsonNotice::kNone)));
   }
   const std::string previous = selector[label].get<std::string>();
   const Json patch = {{"spec", {{"selector", {{label, value}}}}}};
-  TG_ASSIGN_OR_RETURN(
-      K8sResponse r, K8sApiRequest(c, "PATCH", path, "application/merge-patch+json", patch.dump()));
+  TG_ASSIGN_OR_RETURN(K8sResponse r,
+                      K8sApiRequest(c, "PATCH", path, "application/merge-patch+json",
+                                    common::WriteJson(patch, -1, common::JsonNotice::kNone)));
   if (r.status != 200) return StatusFromApi(r, "patching " + what);
   auto after = Json::parse(r.body, nullptr, false);
   if (after.is_discarded() ||
@@ -340,7 +342,8 @@ Status StoreConfigMapValue(const K8sApiConfig& c, const std::string& configmap,
     cm["data"][key] = text;
     cm["metadata"]["annotations"]["truegreen.dev/baseline-color"] = color;
     // The read resourceVersion stays in metadata: a concurrent writer makes this PUT a 409.
-    TG_ASSIGN_OR_RETURN(r, K8sApiRequest(c, "PUT", path, "application/json", cm.dump()));
+    TG_ASSIGN_OR_RETURN(r, K8sApiRequest(c, "PUT", path, "application/json",
+                                         common::WriteJson(cm, -1, common::JsonNotice::kNone)));
     if (r.status == 200) return Status::Ok();
     if (r.status != 409) break;
   }

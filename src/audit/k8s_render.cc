@@ -8,6 +8,7 @@
 #include <regex>
 
 #include "audit/k8s_render_internal.h"
+#include "common/json_writer.h"
 
 namespace tg::audit {
 namespace {
@@ -128,10 +129,10 @@ bool NeedsQuotes(const std::string& s) {
 std::string Scalar(const Json& v) {
   if (v.is_string()) {
     const std::string& s = v.get_ref<const std::string&>();
-    return NeedsQuotes(s) ? v.dump() : s;
+    return NeedsQuotes(s) ? common::WriteJson(v, -1, common::JsonNotice::kNone) : s;
   }
   if (v.is_null()) return "null";
-  return v.dump();
+  return common::WriteJson(v, -1, common::JsonNotice::kNone);
 }
 
 bool IsBlockString(const Json& v) {

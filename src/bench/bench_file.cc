@@ -5,6 +5,7 @@
 #include "bench/slo.h"
 #include "common/config.h"
 #include "common/file_util.h"
+#include "common/json_writer.h"
 
 namespace tg::bench {
 
@@ -37,7 +38,8 @@ Result<BenchFile> ParseBenchFile(const std::string& text, const std::string& pat
   TG_RETURN_IF_ERROR(map.Get("model", &f.model));
   if (f.model && f.model->empty()) return map.FieldError("model", "a model name");
   TG_ASSIGN_OR_RETURN(std::optional<common::YamlMap> body, map.GetMap("body"));
-  if (body) f.body = common::YamlToJson(body->node()).dump();
+  if (body)
+    f.body = common::WriteJson(common::YamlToJson(body->node()), -1, common::JsonNotice::kNone);
   TG_RETURN_IF_ERROR(map.Finish());
   return f;
 }

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "bench/svg.h"
+#include "common/json_writer.h"
 #include "policy/snapshot_diff.h"
 
 namespace tg::bench {
@@ -123,7 +124,7 @@ std::string ComparisonsToMarkdown(const std::vector<RunComparison>& cs) {
     else if (c.capability_diff.empty())
       md += "none\n";
     else
-      md += "\n\n```\n" + c.capability_diff.dump(1) + "\n```\n";
+      md += "\n\n```\n" + common::WriteJson(c.capability_diff, 1) + "\n```\n";
     if (!c.gate_failures.empty()) {
       md += "\n**Regression gates FAILED:**\n";
       for (const auto& f : c.gate_failures) md += "- " + f + "\n";
@@ -193,7 +194,8 @@ std::string ComparisonsToHtml(const std::vector<RunComparison>& cs) {
     h += "<h3>Capability diff</h3>\n<table id=\"capability-diff\">";
     if (c.capability_diff.is_null()) h += "<tr><td class=\"l\">not available</td></tr>";
     for (const auto& d : c.capability_diff.is_array() ? c.capability_diff : Json::array()) {
-      h += "<tr><td class=\"l\">" + HtmlEscape(d.dump()) + "</td></tr>";
+      h += "<tr><td class=\"l\">" +
+           HtmlEscape(common::WriteJson(d, -1, common::JsonNotice::kNone)) + "</td></tr>";
     }
     h += "</table>\n";
   }

@@ -1,4 +1,5 @@
 #include "bench/histogram.h"
+#include "common/json_writer.h"
 
 #include <algorithm>
 #include <bit>
@@ -155,7 +156,7 @@ common::Result<Histogram> Histogram::FromJson(const common::Json& j, const std::
         b[0].get<std::int64_t>() < kLowestUs || b[0].get<std::int64_t>() > kHighestUs) {
       return Status::InvalidArg(where + ".buckets[" + std::to_string(n) +
                                 "]: expected [value_us in 1..3600000000, count >= 0], found " +
-                                b.dump());
+                                common::WriteJson(b, -1, common::JsonNotice::kNone));
     }
     h.Record(b[0].get<std::int64_t>(), b[1].get<std::uint64_t>());
     ++n;

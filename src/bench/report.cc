@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "bench/svg.h"
+#include "common/json_writer.h"
 
 namespace tg::bench {
 namespace {
@@ -26,7 +27,8 @@ void Flatten(const common::Json& j, const std::string& prefix,
   } else if (j.is_array()) {
     for (std::size_t i = 0; i < j.size(); ++i) Flatten(j[i], fmt::format("{}[{}]", prefix, i), out);
   } else {
-    out.emplace_back(prefix, j.is_string() ? j.get<std::string>() : j.dump());
+    out.emplace_back(prefix, j.is_string() ? j.get<std::string>()
+                                           : common::WriteJson(j, -1, common::JsonNotice::kNone));
   }
 }
 
@@ -140,7 +142,8 @@ std::string CapabilitiesHtml(const common::Json& caps) {
   if (adm.contains("causes") && adm["causes"].is_array() && !adm["causes"].empty()) {
     std::vector<std::string> causes;
     for (const auto& c : adm["causes"])
-      causes.push_back(c.is_string() ? c.get<std::string>() : c.dump());
+      causes.push_back(c.is_string() ? c.get<std::string>()
+                                     : common::WriteJson(c, -1, common::JsonNotice::kNone));
     h += "<p>Causes: " + HtmlEscape(fmt::format("{}", fmt::join(causes, ", "))) + "</p>\n";
   }
   if (!adm.contains("checks") || !adm["checks"].is_array()) {

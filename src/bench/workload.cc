@@ -7,6 +7,7 @@
 
 #include "common/config.h"
 #include "common/file_util.h"
+#include "common/json_writer.h"
 
 namespace tg::bench {
 namespace {
@@ -39,7 +40,7 @@ common::Result<Prompt> ParsePromptLine(const std::string& line, const std::strin
   if (j->contains("negative")) {
     if (!(*j)["negative"].is_string()) {
       return Status::InvalidArg(where + ": field \"negative\": expected a string, found " +
-                                (*j)["negative"].dump());
+                                common::WriteJson((*j)["negative"], -1, common::JsonNotice::kNone));
     }
     p.negative = (*j)["negative"].get<std::string>();
   }
@@ -47,7 +48,7 @@ common::Result<Prompt> ParsePromptLine(const std::string& line, const std::strin
     if (!(*j)["seed"].is_number_integer() || (*j)["seed"].get<std::int64_t>() < 0) {
       return Status::InvalidArg(where +
                                 ": field \"seed\": expected a non-negative integer, found " +
-                                (*j)["seed"].dump());
+                                common::WriteJson((*j)["seed"], -1, common::JsonNotice::kNone));
     }
     p.seed = (*j)["seed"].get<std::int64_t>();
   }
@@ -87,7 +88,10 @@ PromptSet BuiltinPromptSet() {
                  {"a bowl of fruit on a wooden table, studio lighting", "text, watermark", 1234}};
   std::string canon;
   for (const auto& p : set.prompts) {
-    canon += Json{{"prompt", p.prompt}, {"negative", p.negative}, {"seed", p.seed}}.dump() + "\n";
+    canon +=
+        common::WriteJson(Json{{"prompt", p.prompt}, {"negative", p.negative}, {"seed", p.seed}},
+                          -1, common::JsonNotice::kNone) +
+        "\n";
   }
   set.sha256 = "builtin:" + common::Sha256Hex(canon.data(), canon.size());
   return set;
@@ -107,7 +111,7 @@ common::Result<std::vector<HttpRequest>> BuildRequests(const std::string& api,
       if (!model.empty()) body["model"] = model;
       if (!p.negative.empty()) body["negative_prompt"] = p.negative;
       if (!point.scheduler.empty()) body["scheduler"] = point.scheduler;
-      r.body = body.dump();
+      r.body = common::WriteJson(body, -1, common::JsonNotice::kNone);
     } else if (api == "kserve") {
       if (model.empty()) return Status::InvalidArg("--api kserve needs --model");
       r.path = "/v2/models/" + model + "/infer";
@@ -116,11 +120,13 @@ common::Result<std::vector<HttpRequest>> BuildRequests(const std::string& api,
       if (!point.scheduler.empty()) params["scheduler"] = point.scheduler;
       Json data = Json::array();
       for (int i = 0; i < point.batch; ++i) data.push_back(p.prompt);
-      r.body = Json{
-          {"inputs",
-           {{{"name", "prompt"}, {"datatype", "BYTES"}, {"shape", {point.batch}}, {"data", data}}}},
-          {"parameters",
-           params}}.dump();
+      r.body = common::WriteJson(Json{{"inputs",
+                                       {{{"name", "prompt"},
+                                         {"datatype", "BYTES"},
+                                         {"shape", {point.batch}},
+                                         {"data", data}}}},
+                                      {"parameters", params}},
+                                 -1, common::JsonNotice::kNone);
     } else if (api == "get") {
       // Plain GET of the URL itself (e.g. http://H:P/v2/health/ready): the generator's raw HTTP
       // rate, compared with wrk. The loader sends "/" when the URL has no path.

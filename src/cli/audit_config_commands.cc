@@ -26,6 +26,7 @@
 #include "cli/output.h"
 #include "cli/policy_option.h"
 #include "common/file_util.h"
+#include "common/json_writer.h"
 #include "common/strings.h"
 #include "policy/matrix.h"
 
@@ -96,7 +97,7 @@ int RunAuditDockerfile(const DockerfileArgs& a, const GlobalOptions& g) {
     j["runtime_chain"] = rep->runtime_chain;
     j["findings"] = audit::FindingsToJson(rep->findings);
     j["verdict"] = fail ? "fail" : "pass";
-    Print(j.dump(2) + "\n");
+    Print(common::WriteJson(j, 2) + "\n");
   } else {
     std::string chain;
     for (int i : rep->runtime_chain) {
@@ -158,7 +159,7 @@ int RunAuditK8s(const K8sArgs& a, const GlobalOptions& g) {
     common::Json j = audit::K8sReportToJson(rep);
     j["matrix"] = matrix_name;
     j["verdict"] = fail ? "fail" : "pass";
-    Print(j.dump(2) + "\n");
+    Print(common::WriteJson(j, 2) + "\n");
   } else {
     Print(fail ? Paint("FAIL", Tone::kFail) + fmt::format(": {} finding(s)\n", rep.findings.size())
                : Paint("PASS", Tone::kPass) + "\n");
@@ -327,7 +328,7 @@ int RunK8sRender(RenderArgs a, const GlobalOptions& g) {
   a.opts.matrix_text = *text;
   std::vector<audit::RenderJson> docs = audit::RenderK8sObjects(*m, a.opts);
   if (g.json) {
-    Print(audit::RenderJson(docs).dump(2) + "\n");
+    Print(common::WriteJson(audit::RenderJson(docs), 2) + "\n");
   } else {
     Print(audit::JsonToYamlDocuments(docs));
   }

@@ -22,6 +22,7 @@
 #include "cli/output.h"
 #include "cli/policy_option.h"
 #include "common/config.h"
+#include "common/json_writer.h"
 #include "common/log.h"
 #include "common/process.h"
 #include "common/status.h"
@@ -109,7 +110,7 @@ int RunOrtCoreInfo(const std::string& dir) {
   j["build_info"] = info.build_info;
   j["providers"] = info.compiled_providers;
   j["library"] = info.library.resolved_path;
-  std::cout << j.dump() << "\n";
+  std::cout << common::WriteJson(j) << "\n";
   return common::kExitOk;
 }
 
@@ -161,7 +162,7 @@ int RunAuditImage(const AuditImageFlags& f, const GlobalOptions& g) {
   if (f.diff) {
     audit::ImageDiff d = audit::DiffImages(reports[0], reports[1]);
     if (g.json) {
-      std::cout << audit::DiffToJson(reports[0], reports[1], d).dump(2) << "\n";
+      std::cout << common::WriteJson(audit::DiffToJson(reports[0], reports[1], d), 2) << "\n";
     } else {
       std::cout << audit::DiffToText(reports[0], reports[1], d);
     }
@@ -178,7 +179,7 @@ int RunAuditImage(const AuditImageFlags& f, const GlobalOptions& g) {
   if (printed) {
     // SARIF or JUnit went to stdout.
   } else if (out->format == audit::OutputFormat::kJson) {
-    std::cout << audit::ReportToJson(r).dump(2) << "\n";
+    std::cout << common::WriteJson(audit::ReportToJson(r), 2) << "\n";
   } else {
     // Verdict first, like doctor; the report (ending in its own summary) follows.
     std::cout << (r.failed ? Paint("FAIL", Tone::kFail) : Paint("PASS", Tone::kPass)) << ": "

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "common/file_util.h"
+#include "common/json_writer.h"
 
 #ifndef TG_VERSION
 #define TG_VERSION "0.0.0"
@@ -72,15 +73,21 @@ Status EmitAuditReports(const AuditOutput& out, std::string_view command, audit:
   if (out.suppressions) {
     audit::ApplySuppressions(*out.suppressions, audit::TodayUtc(), findings);
   }
-  std::string sarif = audit::ToSarif(*findings, command, TG_VERSION).dump(2) + "\n";
-  std::string junit = audit::ToJunit(*findings, command, fail_on);
+  // Each document is built only when a flag or --format asks for it: an unrequested report
+  // costs memory and time, and must never be what ends a plain-text run.
+  const bool sarif_out = out.format == audit::OutputFormat::kSarif;
+  const bool junit_out = out.format == audit::OutputFormat::kJunit;
+  std::string sarif, junit;
+  if (sarif_out || !out.sarif.empty()) {
+    sarif = common::WriteJson(audit::ToSarif(*findings, command, TG_VERSION), 2) + "\n";
+  }
+  if (junit_out || !out.junit.empty()) junit = audit::ToJunit(*findings, command, fail_on);
   if (!out.sarif.empty()) TG_RETURN_IF_ERROR(WriteReport(out.sarif, sarif, "--sarif"));
   if (!out.junit.empty()) TG_RETURN_IF_ERROR(WriteReport(out.junit, junit, "--junit"));
-  *printed = false;
-  if (out.format == audit::OutputFormat::kSarif || out.format == audit::OutputFormat::kJunit) {
-    const std::string& s = out.format == audit::OutputFormat::kSarif ? sarif : junit;
+  *printed = sarif_out || junit_out;
+  if (*printed) {
+    const std::string& s = sarif_out ? sarif : junit;
     std::fwrite(s.data(), 1, s.size(), stdout);
-    *printed = true;
   }
   return Status::Ok();
 }

@@ -32,6 +32,7 @@
 #include "cli/output.h"
 #include "common/config.h"
 #include "common/file_util.h"
+#include "common/json_writer.h"
 #include "common/log.h"
 #include "common/process.h"
 
@@ -156,7 +157,7 @@ common::Result<bench::PointResult> MeasurePoint(const BenchOptions& o, const ben
   if (!o.body_file.empty()) {
     // A generic model's request (e.g. KServe v2 JSON tensors), sent verbatim for every request.
     TG_ASSIGN_OR_RETURN(common::Json body, common::LoadJsonFile(o.body_file));
-    for (auto& r : lo.requests) r.body = body.dump();
+    for (auto& r : lo.requests) r.body = common::WriteJson(body, -1, common::JsonNotice::kNone);
   } else if (!o.body_json.empty()) {
     for (auto& r : lo.requests) r.body = o.body_json;
   }
@@ -211,13 +212,14 @@ common::Result<bench::PointResult> MeasurePoint(const BenchOptions& o, const ben
 
 int WriteRunOutputs(const BenchOptions& o, const GlobalOptions& g, const RunResult& run) {
   Json j = bench::RunToJson(run);
-  for (auto [path, data, marker] : {std::tuple{o.out, j.dump(2) + "\n", kJsonMarker},
+  for (auto [path, data, marker] : {std::tuple{o.out, common::WriteJson(j, 2) + "\n", kJsonMarker},
                                     std::tuple{o.csv, bench::RunToCsv(run), kCsvMarker},
                                     std::tuple{o.html, bench::RunToHtml(run), kHtmlMarker}}) {
     Status s = WriteOutput(path, data, marker);
     if (!s.ok()) return Fail(s);
   }
-  std::fputs(g.json ? (j.dump(2) + "\n").c_str() : bench::RunToText(run).c_str(), stdout);
+  std::fputs(g.json ? (common::WriteJson(j, 2) + "\n").c_str() : bench::RunToText(run).c_str(),
+             stdout);
   return -1;
 }
 
@@ -342,7 +344,8 @@ int RunAb(const BenchOptions& o, const GlobalOptions& g, const Prepared& p) {
     (*server)->Stop();
     if (!run.ok()) return Fail(run.status());
     std::string base = o.ab_out + "/" + spec.name;
-    Status s = WriteOutput(base + ".json", bench::RunToJson(*run).dump(2) + "\n", kJsonMarker);
+    Status s = WriteOutput(base + ".json", common::WriteJson(bench::RunToJson(*run), 2) + "\n",
+                           kJsonMarker);
     if (s.ok()) s = WriteOutput(base + ".html", bench::RunToHtml(*run), kHtmlMarker);
     if (!s.ok()) return Fail(s);
     runs.push_back(std::move(*run));
@@ -357,10 +360,13 @@ int RunAb(const BenchOptions& o, const GlobalOptions& g, const Prepared& p) {
   if (s.ok())
     s = WriteOutput(o.ab_out + "/compare.html", bench::ComparisonsToHtml(cs), kHtmlMarker);
   if (s.ok())
-    s = WriteOutput(o.ab_out + "/compare.json", bench::ComparisonsToJson(cs).dump(2) + "\n", "[");
+    s = WriteOutput(o.ab_out + "/compare.json",
+                    common::WriteJson(bench::ComparisonsToJson(cs), 2) + "\n", "[");
   if (!s.ok()) return Fail(s);
   for (const auto& r : runs) std::fputs(bench::RunToText(r).c_str(), g.json ? stderr : stdout);
-  std::fputs(g.json ? (bench::ComparisonsToJson(cs).dump(2) + "\n").c_str() : md.c_str(), stdout);
+  std::fputs(
+      g.json ? (common::WriteJson(bench::ComparisonsToJson(cs), 2) + "\n").c_str() : md.c_str(),
+      stdout);
   if (runs.size() < 2 || (!runs.empty() && runs.back().interrupted)) return kExitInterrupted;
   if (NothingSucceeded(runs[0]) | NothingSucceeded(runs[1])) return common::kExitIntegrity;
   bool failed = runs[0].SlosFailed() || runs[1].SlosFailed() || !cs[0].gate_failures.empty();
@@ -408,11 +414,12 @@ int RunCompare(const CompareOptions& o, const GlobalOptions& g) {
     cs.push_back(bench::CompareRuns(runs[0], o.files[0], runs[i], o.files[i], gates));
   }
   Json j = bench::ComparisonsToJson(cs);
-  Status s = WriteOutput(o.out, j.dump(2) + "\n", "[");
+  Status s = WriteOutput(o.out, common::WriteJson(j, 2) + "\n", "[");
   if (s.ok()) s = WriteOutput(o.html, bench::ComparisonsToHtml(cs), kHtmlMarker);
   if (!s.ok()) return Fail(s);
-  std::fputs(g.json ? (j.dump(2) + "\n").c_str() : bench::ComparisonsToMarkdown(cs).c_str(),
-             stdout);
+  std::fputs(
+      g.json ? (common::WriteJson(j, 2) + "\n").c_str() : bench::ComparisonsToMarkdown(cs).c_str(),
+      stdout);
   for (const auto& c : cs) {
     if (!c.gate_failures.empty()) return common::kExitPerformance;
   }

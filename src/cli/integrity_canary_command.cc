@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "cli/integrity_canary.h"
+#include "common/json_writer.h"
 #include "common/process.h"
 #include "common/status.h"
 #include "runtime/runtime_policy.h"
@@ -43,7 +44,9 @@ std::vector<std::string> SplitCommas(const std::string& s) {
 
 int RunChild(const GlobalOptions& g, const std::string& cases) {
   auto fatal = [](const std::string& msg, int code) {
-    std::string line = common::Json{{"event", "fatal"}, {"message", msg}}.dump() + "\n";
+    std::string line = common::WriteJson(common::Json{{"event", "fatal"}, {"message", msg}}, -1,
+                                         common::JsonNotice::kNone) +
+                       "\n";
     std::fwrite(line.data(), 1, line.size(), stdout);
     std::fflush(stdout);
     return code;

@@ -7,6 +7,7 @@
 
 #include "cli/command_areas.h"
 #include "cli/output.h"
+#include "common/json_writer.h"
 #include "common/status.h"
 #include "probe/probe.h"
 #include "runtime/ort_probe.h"
@@ -197,7 +198,7 @@ void RegisterProbeCommands(CLI::App& app, GlobalOptions& g, CommandRegistry& r) 
     options.skip_init = flags->no_init;
     probe::Snapshot s = runtime::TakeSnapshot(g.Loader(), options);
     if (g.json) {
-      std::string text = probe::ToJson(s).dump(2);
+      std::string text = common::WriteJson(probe::ToJson(s), 2);
       std::fwrite(text.data(), 1, text.size(), stdout);
       std::fputc('\n', stdout);
     } else {

@@ -11,6 +11,7 @@
 
 #include "cli/command.h"
 #include "cli/help.h"
+#include "cli/option_checks.h"
 #include "cli/output.h"
 #include "cli/policy_option.h"
 #include "cli/version.h"
@@ -111,6 +112,7 @@ int RunMain(int argc, char** argv, GlobalOptions& g) {
   }
   tg::cli::RegisterHelpCommands(app, g, registry);
   tg::cli::AddHelpFooters(app);
+  tg::cli::AddNumberChecks(&app);
 
   if (early.version) {
     tg::cli::PrintVersion(g.json);

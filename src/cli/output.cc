@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <string>
 
+#include "common/json_writer.h"
 #include "common/log.h"
 
 namespace tg::cli {
@@ -44,7 +45,7 @@ void Warn(std::string_view message) {
 void Print(std::string_view text) { std::fwrite(text.data(), 1, text.size(), stdout); }
 
 void PrintJson(const common::Json& j) {
-  Print(j.dump(2, ' ', false, common::Json::error_handler_t::replace));
+  Print(common::WriteJson(j, 2));
   Print("\n");
 }
 

@@ -19,6 +19,7 @@
 #include "cli/output.h"
 #include "common/config.h"
 #include "common/file_util.h"
+#include "common/json_writer.h"
 #include "common/log.h"
 #include "runtime/engines.h"
 #include "runtime/session.h"
@@ -302,7 +303,8 @@ void PrintRunText(const Json& latency, const Json& tput, const Json& io, const J
   std::cout << line;
   for (const auto& o : outs) {
     std::cout << "output:     " << o["name"].get<std::string>() << " "
-              << o["dtype"].get<std::string>() << o["shape"].dump() << " sha256 "
+              << o["dtype"].get<std::string>()
+              << common::WriteJson(o["shape"], -1, common::JsonNotice::kNone) << " sha256 "
               << o["sha256"].get<std::string>() << "\n";
   }
   std::cout << "checksum:   " << checksum << (degraded ? "  (DEGRADED)" : "") << "\n";
@@ -343,7 +345,7 @@ int MeasureAndReport(const GlobalOptions& g, const RunArgs& a, runtime::Session&
               {"outputs", *outs},           {"checksum", checksum},
               {"startup", startup.ToJson()}};
     if (a.max_p99_ms > 0) j["gate"] = {{"max_p99_ms", a.max_p99_ms}, {"passed", !gate_failed}};
-    std::cout << j.dump(2) << "\n";
+    std::cout << common::WriteJson(j, 2) << "\n";
     return rc;
   }
   std::cout << runtime::FormatSessionReport(rep) << startup.Format();
@@ -488,7 +490,7 @@ int EnginesBuild(const GlobalOptions& g, const EngineArgs& a) {
             {"dir", rep.engine_dir},
             {"inputs", key.ToJson()}};
   if (g.json) {
-    std::cout << j.dump(2) << "\n";
+    std::cout << common::WriteJson(j, 2) << "\n";
   } else {
     std::cout << "built " << rep.engine_dir << " (key " << rep.engine_key << ")\n";
   }
@@ -602,15 +604,15 @@ int EnginesVerify(const GlobalOptions& g, const EngineArgs& a) {
     if (!st.ok()) return Fail(g, st, "engines verify");
   }
   if (g.json) {
-    std::cout << Json{{"ok", missing == 0},
-                      {"command", "engines verify"},
-                      {"engine_dir", ctx.dir},
-                      {"gpu_name", ctx.gpu.name},
-                      {"compute_capability", ctx.gpu.compute_capability},
-                      {"precision", ctx.precision},
-                      {"missing", missing},
-                      {"artifacts", results}}
-                     .dump(2)
+    std::cout << common::WriteJson(Json{{"ok", missing == 0},
+                                        {"command", "engines verify"},
+                                        {"engine_dir", ctx.dir},
+                                        {"gpu_name", ctx.gpu.name},
+                                        {"compute_capability", ctx.gpu.compute_capability},
+                                        {"precision", ctx.precision},
+                                        {"missing", missing},
+                                        {"artifacts", results}},
+                                   2)
               << "\n";
   } else {
     std::cout << (missing ? std::to_string(missing) + " artifact(s) missing in " + ctx.dir

@@ -12,6 +12,7 @@
 
 #include "cli/command_areas.h"
 #include "cli/output.h"
+#include "common/json_writer.h"
 #include "common/log.h"
 #include "common/status.h"
 #include "sd/scheduler.h"
@@ -84,7 +85,7 @@ int RunTokenize(const TokenizeOptions& o, const GlobalOptions& g) {
     out["padded"] = !o.unpadded;
     out["results"] = std::move(results);
     // Invalid UTF-8 in a prompt must not abort the dump: replace it.
-    std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    std::printf("%s\n", common::WriteJson(out, 2).c_str());
   } else {
     std::fputs(text_out.c_str(), stdout);
   }
@@ -115,7 +116,7 @@ int RunSchedule(const ScheduleOptions& o, const GlobalOptions& g) {
     out["timesteps"] = s.timesteps();
     out["sigmas"] = s.sigmas();
     out["model_input_scales"] = scales;
-    std::printf("%s\n", out.dump(2).c_str());
+    std::printf("%s\n", common::WriteJson(out, 2).c_str());
     return common::kExitOk;
   }
   std::printf("scheduler:         %s (%s)\n", std::string(s.name()).c_str(), o.config.c_str());

@@ -24,6 +24,7 @@
 #include "cli/output.h"
 #include "common/config.h"
 #include "common/file_util.h"
+#include "common/json_writer.h"
 #include "common/log.h"
 #include "common/status.h"
 #include "runtime/runtime_policy.h"
@@ -235,7 +236,7 @@ void PrintJson(const GlobalOptions& g, const GenerateFlags& f, const sd::SdModel
       {"startup", startup.ToJson()},
   };
   // A prompt file may hold invalid UTF-8: replace it rather than abort the dump.
-  std::printf("%s\n", j.dump(2, ' ', false, Json::error_handler_t::replace).c_str());
+  std::printf("%s\n", common::WriteJson(j, 2).c_str());
 }
 
 void PrintText(const sd::SdModel& m, const sd::GenerateOutput& out, const Json& images,

@@ -1,4 +1,5 @@
 #include "common/log.h"
+#include "common/json_writer.h"
 
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_sinks.h>
@@ -35,7 +36,7 @@ std::string JsonLine(std::chrono::system_clock::time_point when, std::string_vie
   j["ts"] = Timestamp(when);
   j["level"] = std::string(level);
   j["msg"] = std::string(msg);
-  std::string line = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::string line = WriteJson(j, -1, JsonNotice::kNone);
   line.push_back('\n');
   return line;
 }

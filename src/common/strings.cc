@@ -6,6 +6,8 @@
 #include <ctime>
 #include <vector>
 
+#include "common/json_writer.h"
+
 namespace tg::common {
 namespace {
 
@@ -68,7 +70,8 @@ std::size_t EditDistance(std::string_view a, std::string_view b) {
 std::string XmlEscape(std::string_view s) {
   std::string out;
   out.reserve(s.size());
-  for (char ch : s) {
+  // XML text must be well-formed UTF-8: stray bytes become U+FFFD, as in every JSON output.
+  for (char ch : SanitizeUtf8(s)) {
     const auto c = static_cast<unsigned char>(ch);
     if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') continue;
     switch (ch) {

@@ -25,8 +25,8 @@ bool IsPinnedByDigest(std::string_view image);
 // suggest the nearest command or flag. O(|a|*|b|) time, O(|b|) memory.
 std::size_t EditDistance(std::string_view a, std::string_view b);
 
-// XML/HTML text and attribute values: escapes & < > " ' and drops the control characters XML 1.0
-// cannot carry (all below 0x20 except tab, newline and carriage return).
+// XML/HTML text and attribute values: escapes & < > " ', drops the controls XML 1.0 cannot carry
+// (below 0x20 but tab, newline, carriage return) and turns invalid UTF-8 into U+FFFD.
 std::string XmlEscape(std::string_view s);
 
 // Appends the Base64 encoding of `bytes` (RFC 4648 standard alphabet, padded, no line breaks) to

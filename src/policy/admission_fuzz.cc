@@ -8,6 +8,7 @@
 #include <string>
 
 #include "common/config.h"
+#include "common/json_writer.h"
 #include "policy/admission.h"
 #include "policy/snapshot_diff.h"
 #include "probe/snapshot.h"
@@ -21,7 +22,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   for (const tg::policy::Matrix* m : {&tg::policy::ProductionMatrix(), &tg::policy::DevMatrix()}) {
     tg::policy::AdmissionReport r = tg::policy::Admit(*s, *m);
     if (r.exit_code != 0 && r.exit_code != 3 && r.exit_code != 4) std::abort();
-    (void)r.ToJson().dump();
+    (void)tg::common::WriteJson(r.ToJson());
     (void)r.ToText();
   }
   tg::common::Json doc = tg::probe::ToJson(*s);

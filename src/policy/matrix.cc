@@ -4,6 +4,7 @@
 #include <cctype>
 #include <charconv>
 
+#include "common/json_writer.h"
 #include "common/strings.h"
 
 namespace tg::policy {
@@ -368,7 +369,8 @@ Json Matrix::ToJson() const {
 }
 
 std::string Matrix::Fingerprint() const {
-  std::string canonical = ToJson().dump();  // nlohmann objects are key-sorted
+  std::string canonical = common::WriteJson(
+      ToJson(), -1, common::JsonNotice::kNone);  // nlohmann objects are key-sorted
   return common::Sha256Hex(canonical.data(), canonical.size());
 }
 

@@ -124,8 +124,8 @@ struct Matrix {
 
   // Canonical form (every field, sorted keys, specs as normalised text); excludes name/source.
   common::Json ToJson() const;
-  // sha256 hex of ToJson().dump(): stable across key order, comments and formatting of the file;
-  // changes whenever any requirement changes. Used in TensorRT engine cache keys.
+  // sha256 hex of common::WriteJson(ToJson()): stable across key order, comments and formatting of
+  // the file; changes whenever any requirement changes. Used in TensorRT engine cache keys.
   std::string Fingerprint() const;
 };
 

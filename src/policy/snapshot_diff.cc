@@ -3,6 +3,7 @@
 #include <map>
 #include <set>
 
+#include "common/json_writer.h"
 #include "probe/snapshot.h"
 
 namespace tg::policy {
@@ -38,7 +39,7 @@ std::string IdentityKey(const Json& arr) {
 
 std::string IdOf(const Json& e, const std::string& key) {
   const Json& v = e.at(key);
-  return v.is_string() ? v.get<std::string>() : v.dump();
+  return v.is_string() ? v.get<std::string>() : common::WriteJson(v, -1, common::JsonNotice::kNone);
 }
 
 // The identity as shown in a path. Long ids are shortened: every entry below a record repeats
@@ -127,7 +128,7 @@ void Walk(const Json& a, const Json& b, const std::string& path,
 }
 
 std::string Short(const Json& v) {
-  std::string s = v.dump();
+  std::string s = common::WriteJson(v, -1, common::JsonNotice::kNone);
   if (s.size() > 200) s = s.substr(0, 200) + "...";
   return s;
 }

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "common/file_util.h"
+#include "common/json_writer.h"
 
 namespace tg::probe {
 namespace {
@@ -70,9 +71,9 @@ std::string Describe(const Json& v) {
     }
     case Json::value_t::number_integer:
     case Json::value_t::number_unsigned:
-      return "the number " + v.dump();
+      return "the number " + common::WriteJson(v, -1, common::JsonNotice::kNone);
     case Json::value_t::number_float:
-      return "the number " + v.dump();
+      return "the number " + common::WriteJson(v, -1, common::JsonNotice::kNone);
     case Json::value_t::object:
       return "an object";
     case Json::value_t::array:

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "common/file_util.h"
+#include "common/json_writer.h"
 #include "common/process.h"
 #include "runtime/canary_ops.h"
 
@@ -160,7 +161,7 @@ Json RunCase(const SessionFactory& factory, const CanaryCase& c, const std::stri
 }
 
 void Emit(std::FILE* out, const Json& j) {
-  const std::string s = j.dump();
+  const std::string s = common::WriteJson(j, -1, common::JsonNotice::kNone);
   std::fprintf(out, "%s\n", s.c_str());
   std::fflush(out);
 }
@@ -427,7 +428,8 @@ CanaryReport RunCanary(const CanaryOptions& o) {
   if (!rep.cache_file.empty() && (rep.verdict == "PASS" || rep.verdict == "FAIL")) {
     std::error_code ec;
     std::filesystem::create_directories(o.cache_dir, ec);
-    Status st = common::WriteFileAtomic(rep.cache_file, CanaryReportToJson(rep).dump(2) + "\n");
+    Status st = common::WriteFileAtomic(rep.cache_file,
+                                        common::WriteJson(CanaryReportToJson(rep), 2) + "\n");
     if (!st.ok()) rep.cache_file.clear();  // not cached; the verdict itself stands
   }
   return rep;

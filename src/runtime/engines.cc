@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "common/file_util.h"
+#include "common/json_writer.h"
 #include "policy/matrix.h"
 
 namespace tg::runtime {
@@ -51,7 +52,7 @@ common::Result<std::string> PolicyMatrixFingerprint(const std::string& matrix_pa
 
 std::string EngineKey(const EngineKeyInputs& in) {
   // nlohmann's object type is a std::map: dump() is canonical (sorted keys).
-  const std::string text = in.ToJson().dump();
+  const std::string text = common::WriteJson(in.ToJson(), -1, common::JsonNotice::kNone);
   return common::Sha256Hex(text.data(), text.size()).substr(0, 32);
 }
 
@@ -124,7 +125,7 @@ common::Status WriteEngineManifest(const std::string& engine_dir, const std::str
     }
   }
   common::Json m = {{"key", key}, {"inputs", inputs.ToJson()}, {"files", files}};
-  return common::WriteFileAtomic((dir / "manifest.json").string(), m.dump(2) + "\n");
+  return common::WriteFileAtomic((dir / "manifest.json").string(), common::WriteJson(m, 2) + "\n");
 }
 
 common::Result<std::map<std::string, std::vector<std::int64_t>>> ParseShapeList(

@@ -51,7 +51,7 @@ EngineKeyInputs MakeEngineKeyInputs(const std::string& matrix_fingerprint, const
 common::Result<std::string> PolicyMatrixFingerprint(const std::string& matrix_path,
                                                     bool production);
 
-// 32 lowercase hex characters (128 bits of the sha256 of ToJson().dump()).
+// 32 lowercase hex characters (128 bits of the sha256 of common::WriteJson(ToJson())).
 std::string EngineKey(const EngineKeyInputs& in);
 
 // Name, compute capability of CUDA device `device_id` via libcuda.so.1 (cuInit, cuDeviceGetName,

@@ -487,13 +487,23 @@ Status CreateOrtSession(internal::OrtEnvironment& env, const std::string& model_
       return Status::Unavailable("placement: " + model_path + ": " + msg);
     }
     // ORT reports a model it refuses to load (unsupported IR version, cyclic graph, external
-    // data outside the model folder) as ORT_FAIL; that is bad input (exit 2), not our bug.
-    if (ex.GetOrtErrorCode() == ORT_FAIL &&
-        (msg.rfind("Load model from", 0) == 0 || msg.find("External data") != std::string::npos ||
-         msg.find("invalid model") != std::string::npos)) {
+    // data outside the model folder or of an impossible length such as 2^63-1, which its
+    // SafeInt checks turn into a runtime exception) as ORT_FAIL or ORT_RUNTIME_EXCEPTION; that
+    // is bad input (exit 2), not our bug.
+    const bool load_error = msg.rfind("Load model from", 0) == 0 ||
+                            msg.find("External data") != std::string::npos ||
+                            msg.find("external data") != std::string::npos ||
+                            msg.find("invalid model") != std::string::npos;
+    if ((ex.GetOrtErrorCode() == ORT_FAIL && load_error) ||
+        ex.GetOrtErrorCode() == ORT_RUNTIME_EXCEPTION) {
       return Status::InvalidArg(model_path + ": ONNX Runtime cannot load this model: " + msg);
     }
     return FromOrtException(ex, "creating session for " + model_path);
+  } catch (const std::exception& ex) {
+    // Anything else thrown through the C++ API (std::bad_alloc for a tensor the file claims to
+    // hold, std::length_error) is converted here, at the library's boundary.
+    env.EndCapture(logid);
+    return Status::InvalidArg(model_path + ": ONNX Runtime cannot load this model: " + ex.what());
   }
   *logs = env.EndCapture(logid);
   return Status::Ok();

@@ -1,5 +1,7 @@
 #include "runtime/tensor.h"
 
+#include <algorithm>
+
 #include <bit>
 #include <cmath>
 #include <limits>
@@ -214,10 +216,14 @@ common::Result<Tensor> Tensor::Create(DataType dtype, std::vector<std::int64_t> 
   if (DataTypeSize(dtype) == 0) return common::Status::InvalidArg("tensor of unknown data type");
   const std::int64_t n = ElementCount(shape);
   if (n < 0) {
-    return common::Status::InvalidArg("invalid tensor shape " + ShapeToString(shape) +
-                                      " (dimensions must be >= 0)");
+    const bool negative = std::any_of(shape.begin(), shape.end(), [](auto d) { return d < 0; });
+    return common::Status::InvalidArg(
+        "invalid tensor shape " + ShapeToString(shape) +
+        (negative ? " (dimensions must be >= 0)"
+                  : " (the product of the dimensions overflows a 64-bit element count)"));
   }
-  if (static_cast<std::uint64_t>(n) * DataTypeSize(dtype) > kMaxTensorBytes) {
+  // Divided, not multiplied: n * size can itself wrap past 2^64.
+  if (static_cast<std::uint64_t>(n) > kMaxTensorBytes / DataTypeSize(dtype)) {
     return common::Status::InvalidArg("tensor of shape " + ShapeToString(shape) +
                                       " exceeds the 16 GiB limit");
   }

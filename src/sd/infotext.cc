@@ -13,6 +13,7 @@
 
 #include "common/config.h"
 #include "common/file_util.h"
+#include "common/json_writer.h"
 
 #ifndef TG_VERSION
 #define TG_VERSION "0.0.0"
@@ -37,7 +38,7 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 7> kSamplers
 // A1111's quote(): plain unless the value holds ',', ':' or a newline, then a JSON string.
 std::string Quote(const std::string& v) {
   if (v.find_first_of(",:\n") == std::string::npos) return v;
-  return common::Json(v).dump(-1, ' ', false, common::Json::error_handler_t::replace);
+  return common::WriteJson(common::Json(v), -1, common::JsonNotice::kNone);
 }
 
 // Python's float repr for the values a guidance scale takes: shortest round trip, ".0" kept.

@@ -10,6 +10,7 @@
 
 #include "common/config.h"
 #include "common/file_util.h"
+#include "common/json_writer.h"
 #include "sd/scheduler_internal.h"
 
 namespace tg::sd {
@@ -101,7 +102,8 @@ class FieldReader {
   bool Has(const char* key) const { return j_.contains(key) && !j_[key].is_null(); }
 
   Status Bad(const char* key, const std::string& required) const {
-    return Status::InvalidArg(source_ + ": field '" + key + "': found " + j_[key].dump() +
+    return Status::InvalidArg(source_ + ": field '" + key + "': found " +
+                              common::WriteJson(j_[key], -1, common::JsonNotice::kNone) +
                               ", required " + required);
   }
   Status Int(const char* key, int lo, int hi, int* out) const {
@@ -274,9 +276,10 @@ Status RefuseUnsupportedOptions(const Json& j, const FieldReader& r, const std::
     }
   }
   if (r.Has("variance_type")) {
-    return Status::Unsupported(source + ": field 'variance_type': found " +
-                               j["variance_type"].dump() +
-                               "; learned variance is not implemented (required null)");
+    return Status::Unsupported(
+        source + ": field 'variance_type': found " +
+        common::WriteJson(j["variance_type"], -1, common::JsonNotice::kNone) +
+        "; learned variance is not implemented (required null)");
   }
   return Status::Ok();
 }

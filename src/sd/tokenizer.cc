@@ -12,6 +12,7 @@
 //    as soon as the requested number of tokens exists: cost is linear in the prefix used.
 #include "sd/tokenizer.h"
 
+#include <sys/stat.h>
 #include <utf8proc.h>
 
 #include <algorithm>
@@ -25,6 +26,7 @@
 
 #include "common/config.h"
 #include "common/file_util.h"
+#include "common/json_writer.h"
 
 namespace tg::sd {
 namespace {
@@ -481,11 +483,11 @@ void ClipTokenizer::Impl::EncodeWord(std::string_view word, std::vector<std::int
 }
 
 Result<ClipTokenizer> ClipTokenizer::Load(const std::string& dir) {
+  // Probed with stat, never by opening: an open() of a FIFO blocks until a writer comes. A name
+  // that is there but not a regular file is handed on, so the one reader refuses it by name.
   auto exists = [](const std::string& path) {
-    FILE* f = std::fopen(path.c_str(), "rb");
-    if (f == nullptr) return false;
-    std::fclose(f);
-    return true;
+    struct stat st {};
+    return ::lstat(path.c_str(), &st) == 0;
   };
   std::string config;
   for (const char* name : {"/tokenizer_config.json", "/special_tokens_map.json"}) {
@@ -509,7 +511,8 @@ Status ClipTokenizer::Impl::ReadVocab(const std::string& vocab_path) {
   if (!sax.error.empty()) {
     if (!sax.duplicate_key.empty()) {
       // The SAX callbacks carry no position: the repeat is the key's second spelling in the text.
-      const std::string quoted = Json(sax.duplicate_key).dump();
+      const std::string quoted =
+          common::WriteJson(Json(sax.duplicate_key), -1, common::JsonNotice::kNone);
       const std::size_t first = vocab_text.find(quoted);
       const std::size_t second =
           first == std::string::npos ? first : vocab_text.find(quoted, first + 1);
@@ -593,7 +596,8 @@ Status ClipTokenizer::Impl::ReadTokenizerConfig(const std::string& config_path,
   if (cj.contains("model_max_length") && !cj["model_max_length"].is_null()) {
     const Json& v = cj["model_max_length"];
     if (!v.is_number()) {
-      return Status::InvalidArg(config_path + ": field 'model_max_length': found " + v.dump() +
+      return Status::InvalidArg(config_path + ": field 'model_max_length': found " +
+                                common::WriteJson(v, -1, common::JsonNotice::kNone) +
                                 ", required a number");
     }
     double ml = v.get<double>();
@@ -601,7 +605,8 @@ Status ClipTokenizer::Impl::ReadTokenizerConfig(const std::string& config_path,
     // else outside 2..kMaxLengthLimit, or not a whole number, is an error, never ignored.
     if (ml < 1e29) {
       if (!(ml >= 2 && ml <= kMaxLengthLimit) || ml != static_cast<double>(static_cast<int>(ml))) {
-        return Status::InvalidArg(config_path + ": field 'model_max_length': found " + v.dump() +
+        return Status::InvalidArg(config_path + ": field 'model_max_length': found " +
+                                  common::WriteJson(v, -1, common::JsonNotice::kNone) +
                                   ", required a whole number in 2.." +
                                   std::to_string(kMaxLengthLimit) + " (or 1e30 for no limit)");
       }

@@ -1,6 +1,7 @@
 #include "server/api_errors.h"
 
 #include "common/config.h"
+#include "common/json_writer.h"
 
 namespace tg::server {
 
@@ -116,7 +117,7 @@ HttpResponse ErrorResponse(Api api, const ApiError& e) {
       body = Json{{"error", {{"code", PlainCode(e)}, {"message", e.message()}}}};
       break;
   }
-  r.body = body.dump(-1, ' ', false, Json::error_handler_t::replace);
+  r.body = common::WriteJson(body);
   if (e.kind == ErrorKind::kUnauthenticated) r.headers.emplace_back("WWW-Authenticate", "Bearer");
   if (e.kind == ErrorKind::kMethodNotAllowed) r.headers.emplace_back("Allow", e.allow);
   if (e.kind == ErrorKind::kQueueFull) r.headers.emplace_back("Retry-After", "1");

@@ -5,6 +5,7 @@
 #include <ctime>
 #include <limits>
 
+#include "common/json_writer.h"
 #include "common/strings.h"
 #include "server/server_internal.h"
 
@@ -73,7 +74,8 @@ ParseError EnumField(const Json& body, const char* field,
     list += std::string(list.empty() ? "" : ", ") + "\"" + ok + "\"";
   }
   return Invalid(field,
-                 "field '" + std::string(field) + "' is " + Json(s.substr(0, 64)).dump() +
+                 "field '" + std::string(field) + "' is " +
+                     common::WriteJson(Json(s.substr(0, 64)), -1, common::JsonNotice::kNone) +
                      "; this server supports " + list,
                  "invalid_value");
 }
@@ -113,7 +115,9 @@ ParseError SizeField(const Json& body, sd::GenerateRequest* r, ImagesOptions* o)
       std::to_string(sd::kMinSide) + ".." + std::to_string(sd::kMaxSide) + " (e.g. \"512x512\")";
   auto bad = [&] {
     return Invalid("size",
-                   "field 'size' is " + Json(s.substr(0, 32)).dump() + "; accepted: " + limits,
+                   "field 'size' is " +
+                       common::WriteJson(Json(s.substr(0, 32)), -1, common::JsonNotice::kNone) +
+                       "; accepted: " + limits,
                    "invalid_value");
   };
   const auto x = s.find('x');
@@ -273,7 +277,7 @@ std::string EventSize(int w, int h) {
 void AppendExtension(const sd::GenerateOutput& out, const std::string& model, int steps,
                      bool degraded, std::string* b) {
   auto quoted = [](const std::string& s) {
-    return Json(s).dump(-1, ' ', false, Json::error_handler_t::replace);
+    return common::WriteJson(Json(s), -1, common::JsonNotice::kNone);
   };
   *b += "\"truegreen\":{\"degraded\":";
   *b += degraded ? "true" : "false";
@@ -300,7 +304,7 @@ std::string ImagesBody(const sd::GenerateOutput& out, const std::string& model, 
     b += i == 0 ? "{" : ",{";
     if (urls) {
       b += "\"seed\":" + std::to_string(out.images[i].seed) + ",\"url\":";
-      b += Json((*urls)[i]).dump(-1, ' ', false, Json::error_handler_t::replace) + "}";
+      b += common::WriteJson(Json((*urls)[i]), -1, common::JsonNotice::kNone) + "}";
       continue;
     }
     b += "\"b64_json\":\"";

@@ -622,10 +622,21 @@ namespace {
 Result<std::vector<NamedTensor>> WarmupInputs(
     const runtime::Session& s, const std::map<std::string, std::vector<std::int64_t>>& shapes) {
   std::vector<NamedTensor> in;
+  std::int64_t bytes = 0;
   for (const auto& info : s.inputs()) {
     std::vector<std::int64_t> shape = info.shape;
     if (auto it = shapes.find(info.name); it != shapes.end()) shape = it->second;
     for (auto& d : shape) d = d < 0 ? 1 : d;
+    // Sized before anything is allocated: the model's fixed dimensions count too.
+    const std::int64_t n = runtime::ElementCount(shape);
+    const auto size = static_cast<std::int64_t>(runtime::DataTypeSize(info.dtype));
+    if (n < 0 || (size > 0 && n > (kMaxWarmupBytes - bytes) / size)) {
+      return Status::InvalidArg("warm-up input '" + info.name + "' of shape " +
+                                runtime::ShapeToString(shape) + ": the run's inputs would need " +
+                                "more than " + std::to_string(kMaxWarmupBytes) +
+                                " bytes (the limit per warm-up run)");
+    }
+    bytes += n * size;
     auto t = Tensor::Create(info.dtype, shape);
     if (!t.ok()) return t.status().WithPrefix("warm-up input '" + info.name + "'");
     in.push_back({info.name, std::move(t).value()});

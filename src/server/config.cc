@@ -33,6 +33,7 @@ Status ParseWarmup(const YAML::Node& seq, const std::string& source, ModelSpec* 
                                 common::YamlDescribe(entry));
     }
     std::map<std::string, std::vector<std::int64_t>> shapes;
+    std::int64_t run_elements = 0;
     for (const auto& kv : entry) {
       const YAML::Node& shape = kv.second;
       const std::string input = kv.first.as<std::string>();
@@ -50,6 +51,27 @@ Status ParseWarmup(const YAML::Node& seq, const std::string& source, ModelSpec* 
                                     common::YamlDescribe(d));
         }
         dims.push_back(v);
+      }
+      // Multiplied here, with overflow checks, so no allocation is ever sized by an unchecked
+      // product (one 30-byte line [65536, 65536] asked for 16 GiB).
+      std::int64_t elements = 1;
+      for (std::int64_t d : dims) {
+        elements =
+            d == 0 ? 0
+                   : (elements > kMaxWarmupElements / d ? kMaxWarmupElements + 1 : elements * d);
+      }
+      if (elements > kMaxWarmupElements) {
+        return Status::InvalidArg(common::YamlWhere(shape, source) + ": warmup." + input +
+                                  ": the shape holds more than " +
+                                  std::to_string(kMaxWarmupElements) +
+                                  " elements (the limit per warm-up input)");
+      }
+      run_elements += elements;
+      if (run_elements > kMaxWarmupRunElements) {
+        return Status::InvalidArg(common::YamlWhere(shape, source) +
+                                  ": warmup: this run's inputs hold more than " +
+                                  std::to_string(kMaxWarmupRunElements) +
+                                  " elements together (the limit per warm-up run)");
       }
       shapes[input] = std::move(dims);
     }
@@ -219,6 +241,16 @@ Status ValidateServeConfig(const ServeConfig& c) {
     if (v && !(*v > 0.0)) return Status::InvalidArg("canary ceilings must be > 0 ms");
   }
   if (c.models_dir.empty()) return Status::InvalidArg("--models DIR must not be empty");
+  // Both are written later, after minutes of start-up: refuse a FIFO, a device, a directory or a
+  // missing folder now (exit 2), through the writer's own checks, instead of hanging on an open
+  // or logging a failure while serving.
+  if (!c.port_file.empty()) {
+    TG_RETURN_IF_ERROR(common::CheckOutputPath(c.port_file).WithPrefix("--port-file"));
+  }
+  if (c.access_log.empty()) return Status::InvalidArg("--access-log: expected -, off or a FILE");
+  if (c.access_log != "-" && c.access_log != "off") {
+    TG_RETURN_IF_ERROR(common::CheckOutputPath(c.access_log).WithPrefix("--access-log"));
+  }
   return Status::Ok();
 }
 

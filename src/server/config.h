@@ -33,6 +33,14 @@
 
 namespace tg::server {
 
+// Warm-up runs allocate their inputs: a shape's elements (the product of its dimensions, checked
+// for overflow) are capped per input and per run when the config is read, and the bytes (elements
+// x the input's data type) again before the tensors are made. Real shapes are far below: an SD
+// UNet latent batch [2, 4, 128, 128] is 131072 elements.
+inline constexpr std::int64_t kMaxWarmupElements = std::int64_t{1} << 24;     // per input
+inline constexpr std::int64_t kMaxWarmupRunElements = std::int64_t{1} << 25;  // all inputs of a run
+inline constexpr std::int64_t kMaxWarmupBytes = std::int64_t{1} << 28;        // 256 MiB per run
+
 enum class ModelKind { kStableDiffusion, kOnnx };
 std::string_view ModelKindName(ModelKind k);  // "stable_diffusion" | "onnx"
 

@@ -2,6 +2,7 @@
 // and sums are checked against what remains rather than added up, so no declared size, however
 // large or negative, can make a view reach outside the body.
 #include "server/kserve_binary.h"
+#include "common/json_writer.h"
 
 #include <cstring>
 
@@ -86,9 +87,10 @@ Result<std::vector<std::optional<std::string_view>>> AssignBinaryInputs(const Js
     const Json& size = params["binary_data_size"];
     if (!size.is_number_integer() ||
         (size.is_number_integer() && !size.is_number_unsigned() && size.get<std::int64_t>() < 0)) {
-      return Status::InvalidArg("input " + InputName(in, i) +
-                                ": parameters.binary_data_size must be an integer >= 0, found " +
-                                size.dump().substr(0, 32));
+      return Status::InvalidArg(
+          "input " + InputName(in, i) +
+          ": parameters.binary_data_size must be an integer >= 0, found " +
+          common::WriteJson(size, -1, common::JsonNotice::kNone).substr(0, 32));
     }
     if (in.contains("data")) {
       return Status::InvalidArg("input " + InputName(in, i) +

@@ -1,4 +1,5 @@
 #include "server/readiness.h"
+#include "common/json_writer.h"
 
 namespace tg::server {
 
@@ -137,8 +138,7 @@ HttpResponse Readiness::Readyz() const {
   }
   Json body = {{"ready", reason.empty()}, {"gates", gates}, {"degraded", degraded}};
   if (!reason.empty()) body["reason"] = reason;
-  r.shared_body = std::make_shared<const std::string>(
-      body.dump(-1, ' ', false, Json::error_handler_t::replace));
+  r.shared_body = std::make_shared<const std::string>(common::WriteJson(body));
   // Cached only when the gates did not move between the reason and the rendering.
   if (rendered_version == version) {
     std::lock_guard<std::mutex> l(ready_mu_);

@@ -1,8 +1,11 @@
 #include "server/server.h"
 
+#include <fcntl.h>
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -12,6 +15,7 @@
 #include <fstream>
 
 #include "common/file_util.h"
+#include "common/json_writer.h"
 #include "server/server_internal.h"
 
 namespace tg::server {
@@ -54,7 +58,17 @@ Server::Server(ServeConfig config, std::vector<ModelSpec> specs, common::Library
   if (config_.access_log == "-") {
     access_log_ = stderr;
   } else if (config_.access_log != "off") {
-    access_log_ = std::fopen(config_.access_log.c_str(), "a");
+    // O_NONBLOCK: a FIFO put in place after ValidateServeConfig must not stop start-up; only a
+    // regular file is kept (the same rule as the one writer, common::WriteFileAtomic).
+    const int fd = ::open(config_.access_log.c_str(),
+                          O_WRONLY | O_APPEND | O_CREAT | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0644);
+    struct stat st {};
+    if (fd >= 0 && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+        ::fcntl(fd, F_SETFL, O_WRONLY | O_APPEND) == 0) {
+      access_log_ = ::fdopen(fd, "a");
+    }
+    if (access_log_ == nullptr && fd >= 0) ::close(fd);
+    if (access_log_ == nullptr) Log("--access-log " + config_.access_log + ": not a regular file");
     own_access_log_ = access_log_ != nullptr;
   }
 }
@@ -72,7 +86,7 @@ void Server::Log(const std::string& line) const {
 HttpResponse Server::JsonResponse(int status, const Json& body) {
   HttpResponse r;
   r.status = status;
-  r.body = body.dump(-1, ' ', false, Json::error_handler_t::replace);
+  r.body = common::WriteJson(body);
   return r;
 }
 
@@ -436,7 +450,7 @@ void Server::Finish(const std::shared_ptr<RequestCtx>& ctx, const Responder& res
                  {"compute_ms", ctx->compute_ms},
                  {"total_ms", total_ms},
                  {"items", ctx->items}};
-    const std::string s = line.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
+    const std::string s = common::WriteJson(line, -1, common::JsonNotice::kNone) + "\n";
     std::lock_guard<std::mutex> l(log_mu_);
     std::fwrite(s.data(), 1, s.size(), access_log_);
     std::fflush(access_log_);
@@ -605,7 +619,7 @@ int RunServer(const ServeConfig& config, const std::vector<ModelSpec>& models,
               const common::LibraryLoader& loader) {
   Server s(config, models, loader);
   const int code = s.Run();
-  if (config.json) std::printf("%s\n", s.Summary(code).dump(2).c_str());
+  if (config.json) std::printf("%s\n", common::WriteJson(s.Summary(code), 2).c_str());
   return code;
 }
 

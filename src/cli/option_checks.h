@@ -1,0 +1,21 @@
+// Checks every number option of every command gets, in one place, whatever the command adds.
+// Number options are those CLI11 types FLOAT, INT or UINT, and those commands name N, SECONDS, MS
+// or FRACTION instead:
+//   integer text past the 64-bit range is refused as an overflow naming the range (CLI11 alone
+//     clamps 2^64 to 2^64-1 for unsigned options);
+//   other number text: NaN and infinities are refused, and so is a magnitude above
+//     kMaxOptionMagnitude (a window of 1e308 s is not a window); commands add narrower ranges.
+// The values of TRUEGREEN_* environment variables go through the same checks.
+//
+// Call once after every command is registered and before parsing. Single-threaded.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace tg::cli {
+
+inline constexpr double kMaxOptionMagnitude = 1e9;
+
+void AddNumberChecks(CLI::App* app);
+
+}  // namespace tg::cli
