@@ -326,6 +326,8 @@ void MakeRoundTwoFixtures() {
     for (int i = 0; i < 200000; ++i) s += i ? ",{}" : "{}";
     return s + "]";
   }());
+  W("supp_feb30.yaml",
+    "suppressions:\n  - rule: dockerfile.base-tag\n    reason: later\n    expires: 2027-02-30\n");
   // A tokenizer folder whose optional config is a FIFO with no writer.
   ::mkdir((g_dir + "/tok_cfg_fifo").c_str(), 0755);
   ::mkfifo((g_dir + "/tok_cfg_fifo/tokenizer_config.json").c_str(), 0600);
@@ -428,6 +430,24 @@ void AddRoundTwoCases(std::vector<Case>* t) {
                 {"serve", "--models", "@/warm", "--port", "99999999999999999999"},
                 2,
                 "overflows a 64-bit integer"});
+  // URLs, sizes and dates that are not what they claim.
+  t->push_back({"bench_url_ipv6_unclosed", {"bench", "--url", "http://[::1"}, 2, "[ADDRESS]:PORT"});
+  t->push_back({"bench_url_port_99999",
+                {"bench", "--url", "http://127.0.0.1:99999"},
+                2,
+                "outside 1..65535"});
+  t->push_back({"bench_size_zero",
+                {"bench", "--url", "http://127.0.0.1:9", "--size", "0x0"},
+                2,
+                "sides 1..16384"});
+  t->push_back({"bench_size_listed_twice",
+                {"bench", "--url", "http://127.0.0.1:9", "--size", "512x512,512x512"},
+                2,
+                "listed twice"});
+  t->push_back({"suppression_expires_february_30",
+                {"audit", "dockerfile", "@/Dockerfile", "--suppressions", "@/supp_feb30.yaml"},
+                2,
+                "a real calendar date"});
   // A tokenizer config that is a FIFO is refused by the one reader, not waited on.
   t->push_back({"tokenize_config_fifo",
                 {"tokenize", "--tokenizer", "@/tok_cfg_fifo", "x"},

@@ -27,9 +27,14 @@ bool IsDate(std::string_view s) {
   for (std::size_t i : {0, 1, 2, 3, 5, 6, 8, 9}) {
     if (s[i] < '0' || s[i] > '9') return false;
   }
-  int month = (s[5] - '0') * 10 + (s[6] - '0');
-  int day = (s[8] - '0') * 10 + (s[9] - '0');
-  return month >= 1 && month <= 12 && day >= 1 && day <= 31;
+  const int year = (s[0] - '0') * 1000 + (s[1] - '0') * 100 + (s[2] - '0') * 10 + (s[3] - '0');
+  const int month = (s[5] - '0') * 10 + (s[6] - '0');
+  const int day = (s[8] - '0') * 10 + (s[9] - '0');
+  if (month < 1 || month > 12 || day < 1) return false;
+  // A real calendar date: February 30 and April 31 do not exist (Gregorian leap years).
+  static constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+  return day <= kDays[month - 1] + (month == 2 && leap ? 1 : 0);
 }
 
 std::string SarifLevel(Severity s) {
@@ -89,7 +94,7 @@ Status ReadEntry(const YAML::Node& e, const std::string& source, Suppression* s)
   if (s->rule.empty()) return m.FieldError("rule", "a rule id such as k8s.image-digest");
   if (s->reason.empty()) return m.FieldError("reason", "a non-empty reason");
   if (!s->expires.empty() && !IsDate(s->expires)) {
-    return m.FieldError("expires", "a date YYYY-MM-DD");
+    return m.FieldError("expires", "a real calendar date YYYY-MM-DD");
   }
   return Status::Ok();
 }

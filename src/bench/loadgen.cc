@@ -561,12 +561,27 @@ common::Result<Target> ParseUrl(const std::string& url) {
   std::string hostport = rest.substr(0, slash);
   if (slash != std::string::npos) t.base = rest.substr(slash);
   while (!t.base.empty() && t.base.back() == '/') t.base.pop_back();
+  // An IPv6 literal is bracketed (RFC 3986 section 3.2.2): its colons are not the port's.
   std::size_t colon = hostport.rfind(':');
-  t.host = hostport.substr(0, colon);
+  if (!hostport.empty() && hostport[0] == '[') {
+    const std::size_t close = hostport.find(']');
+    if (close == std::string::npos || (close + 1 < hostport.size() && hostport[close + 1] != ':')) {
+      return Status::InvalidArg(
+          fmt::format("--url \"{}\": an IPv6 address must be written [ADDRESS]:PORT", url));
+    }
+    colon = close + 1 < hostport.size() ? close + 1 : std::string::npos;
+    t.host = hostport.substr(1, close - 1);
+  } else {
+    t.host = hostport.substr(0, colon);
+  }
   t.port = colon == std::string::npos ? "80" : hostport.substr(colon + 1);
-  if (t.host.empty() || t.port.empty() ||
+  if (t.host.empty() || t.port.empty() || t.port.size() > 5 ||
       t.port.find_first_not_of("0123456789") != std::string::npos) {
     return Status::InvalidArg(fmt::format("--url \"{}\": host or port missing or invalid", url));
+  }
+  if (const int port = std::stoi(t.port); port < 1 || port > 65535) {
+    return Status::InvalidArg(
+        fmt::format("--url \"{}\": port {} is outside 1..65535", url, t.port));
   }
   return t;
 }

@@ -1,5 +1,7 @@
 #include "bench/workload.h"
 
+#include <algorithm>
+
 #include <charconv>
 #include <sstream>
 
@@ -164,10 +166,18 @@ common::Result<std::vector<std::string>> ParseSizeList(const std::string& flag,
     bool ok = x != std::string::npos && x > 0 && x + 1 < item.size() &&
               item.find_first_not_of("0123456789x") == std::string::npos &&
               item.find('x', x + 1) == std::string::npos;
-    if (!ok) {
+    // Each side 1..16384 (at most 5 digits, so the conversion cannot overflow).
+    ok = ok && x <= 5 && item.size() - x - 1 <= 5;
+    const int w = ok ? std::stoi(item.substr(0, x)) : 0;
+    const int h = ok ? std::stoi(item.substr(x + 1)) : 0;
+    if (!ok || w < 1 || h < 1 || w > 16384 || h > 16384) {
       return Status::InvalidArg(
-          fmt::format("{} \"{}\": \"{}\" is not WIDTHxHEIGHT (expected e.g. 512x512,1024x1024)",
+          fmt::format("{} \"{}\": \"{}\" is not WIDTHxHEIGHT with sides 1..16384 (expected e.g. "
+                      "512x512,1024x1024)",
                       flag, text, item));
+    }
+    if (std::find(out.begin(), out.end(), item) != out.end()) {
+      return Status::InvalidArg(fmt::format("{} \"{}\": \"{}\" is listed twice", flag, text, item));
     }
     out.push_back(item);
   }
