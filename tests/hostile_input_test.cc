@@ -420,6 +420,10 @@ void AddRoundTwoCases(std::vector<Case>* t) {
   env_nan.via_shell = true;
   env_nan.args = {"TRUEGREEN_CANARY_P50_MS=inf @TG serve --models @/warm"};
   t->push_back(env_nan);
+  Case env_port{"serve_port_env_not_a_number", {"serve"}, 2, "environment variable TRUEGREEN_PORT"};
+  env_port.via_shell = true;
+  env_port.args = {"TRUEGREEN_PORT=abc @TG serve --models @/warm"};
+  t->push_back(env_port);
   // Integer options: past 2^64 is an overflow, named as one, never clamped.
   t->push_back(
       {"generate_seed_two_to_the_64",

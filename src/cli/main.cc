@@ -72,7 +72,8 @@ void AddGlobalOptions(CLI::App& app, GlobalOptions& g) {
 }
 
 // A CLI11 parse error, reported through the one error path (exit 2).
-int ParseFailure(const CLI::App& app, const CLI::ParseError& e, GlobalOptions& g) {
+int ParseFailure(const CLI::App& app, const CLI::ParseError& e, GlobalOptions& g,
+                 const std::vector<std::string>& args) {
   std::string what = e.what();
   const CLI::App* at = &app;
   // Name the command whose options were wrong so the hint points at the right help.
@@ -84,6 +85,7 @@ int ParseFailure(const CLI::App& app, const CLI::ParseError& e, GlobalOptions& g
     c = next;
   }
   g.command = tg::cli::CommandPath(at);
+  what += tg::cli::EnvironmentNote(*at, what, args);
   what +=
       g.command.empty() ? " (see `truegreen help`)" : " (see `truegreen help " + g.command + "`)";
   return tg::cli::ReportError(tg::common::Status::InvalidArg(what));
@@ -129,7 +131,7 @@ int RunMain(int argc, char** argv, GlobalOptions& g) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);
-    return ParseFailure(app, e, g);
+    return ParseFailure(app, e, g, args);
   }
   // Every argument now lives in CLI11's copies: take the originals out of /proc/self/cmdline,
   // where ORT's telemetry would otherwise parse them (a 40 KB argument overflowed its regex).

@@ -80,4 +80,23 @@ void AddChecks(CLI::App* app) {
 
 void AddNumberChecks(CLI::App* app) { AddChecks(app); }
 
+std::string EnvironmentNote(const CLI::App& cmd, const std::string& message,
+                            const std::vector<std::string>& args) {
+  for (const CLI::Option* opt : cmd.get_options()) {
+    const std::string env = opt->get_envname();
+    const std::string flag = opt->get_name();
+    if (env.empty() || flag.empty() || std::getenv(env.c_str()) == nullptr) continue;
+    if (message.find(flag + " ") == std::string::npos &&
+        message.find(flag + ":") == std::string::npos) {
+      continue;
+    }
+    bool on_command_line = false;
+    for (const std::string& a : args) {
+      on_command_line = on_command_line || a == flag || a.rfind(flag + "=", 0) == 0;
+    }
+    if (!on_command_line) return " (the value comes from the environment variable " + env + ")";
+  }
+  return "";
+}
+
 }  // namespace tg::cli

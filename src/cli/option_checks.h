@@ -12,10 +12,19 @@
 
 #include <CLI/CLI.hpp>
 
+#include <string>
+#include <vector>
+
 namespace tg::cli {
 
 inline constexpr double kMaxOptionMagnitude = 1e9;
 
 void AddNumberChecks(CLI::App* app);
+
+// For a parse error `message` about an option of `cmd` whose value came from its environment
+// variable (set, and the flag itself not among `args`): " (the value comes from the environment
+// variable NAME)", so the message names what the user wrote. Empty otherwise.
+std::string EnvironmentNote(const CLI::App& cmd, const std::string& message,
+                            const std::vector<std::string>& args);
 
 }  // namespace tg::cli
