@@ -424,6 +424,14 @@ void AddRoundTwoCases(std::vector<Case>* t) {
   env_port.via_shell = true;
   env_port.args = {"TRUEGREEN_PORT=abc @TG serve --models @/warm"};
   t->push_back(env_port);
+  t->push_back({"policy_empty",
+                {"--policy", "", "admit", "--snapshot", "@/snap.json"},
+                2,
+                "--policy: an empty value names nothing"});
+  t->push_back({"bench_scheduler_empty",
+                {"bench", "--url", "http://127.0.0.1:9", "--scheduler", ""},
+                2,
+                "--scheduler: an empty value names nothing"});
   // Integer options: past 2^64 is an overflow, named as one, never clamped.
   t->push_back(
       {"generate_seed_two_to_the_64",

@@ -65,6 +65,14 @@ void AddChecks(CLI::App* app) {
   static const char* const kNumberTypes[] = {"FLOAT",   "INT", "UINT",    "N",
                                              "SECONDS", "MS",  "FRACTION"};
   for (CLI::Option* opt : app->get_options()) {
+    // Options whose empty value would silently mean the default instead of what was written.
+    if (opt->get_name() == "--policy" || opt->get_name() == "--scheduler") {
+      opt->check(CLI::Validator(
+          [](std::string& s) {
+            return s.empty() ? std::string("an empty value names nothing") : "";
+          },
+          ""));
+    }
     const std::string type = BaseType(opt);
     bool number = false;
     for (const char* t : kNumberTypes) number = number || type == t;

@@ -5,6 +5,7 @@
 //     clamps 2^64 to 2^64-1 for unsigned options);
 //   other number text: NaN and infinities are refused, and so is a magnitude above
 //     kMaxOptionMagnitude (a window of 1e308 s is not a window); commands add narrower ranges.
+// --policy and --scheduler (of every command) refuse an empty value.
 // The values of TRUEGREEN_* environment variables go through the same checks.
 //
 // Call once after every command is registered and before parsing. Single-threaded.
