@@ -328,6 +328,13 @@ void MakeRoundTwoFixtures() {
   }());
   W("supp_feb30.yaml",
     "suppressions:\n  - rule: dockerfile.base-tag\n    reason: later\n    expires: 2027-02-30\n");
+  W("snap_many_devices.json", [] {
+    std::string s =
+        R"({"schema_version": "truegreen.snapshot/v1", "nvml": {"driver_version": "580.65.06", )"
+        R"("devices": [)";
+    for (int i = 0; i < 5000; ++i) s += std::string(i ? "," : "") + "{\"index\": 0}";
+    return s + "]}}";
+  }());
   // A tokenizer folder whose optional config is a FIFO with no writer.
   ::mkdir((g_dir + "/tok_cfg_fifo").c_str(), 0755);
   ::mkfifo((g_dir + "/tok_cfg_fifo/tokenizer_config.json").c_str(), 0600);
@@ -442,6 +449,11 @@ void AddRoundTwoCases(std::vector<Case>* t) {
                 {"serve", "--models", "@/warm", "--port", "99999999999999999999"},
                 2,
                 "overflows a 64-bit integer"});
+  t->push_back({"snapshot_devices_over_cap",
+                {"admit", "--snapshot", "@/snap_many_devices.json"},
+                2,
+                "the limit per list in a snapshot",
+                200});
   // URLs, sizes and dates that are not what they claim.
   t->push_back({"bench_url_ipv6_unclosed", {"bench", "--url", "http://[::1"}, 2, "[ADDRESS]:PORT"});
   t->push_back({"bench_url_port_99999",

@@ -242,11 +242,23 @@ class Reader {
   std::set<std::string> seen_;
 };
 
+// Elements per list (devices, libraries, ...) in a snapshot: far above any real node.
+constexpr std::size_t kMaxSnapshotArrayElements = 4096;
+
 // Reads an array of objects with `read_one(reader, &element)`.
+
 template <typename T, typename F>
 Status ReadArray(Reader& parent, const std::string& key, std::vector<T>* out, F read_one) {
   TG_ASSIGN_OR_RETURN(const Json* arr, parent.Array(key));
   if (arr == nullptr) return Status::Ok();
+  // Checked before any element is read: a real node has at most a few dozen devices and
+  // libraries, and each element read costs more memory than its text.
+  if (arr->size() > kMaxSnapshotArrayElements) {
+    return parent.Error(parent.Field(key),
+                        "an array of at most " + std::to_string(kMaxSnapshotArrayElements) +
+                            " elements (the limit per list in a snapshot); its element count is",
+                        Json(arr->size()));
+  }
   out->clear();
   for (std::size_t i = 0; i < arr->size(); ++i) {
     Reader r = parent.Element((*arr)[i], key, i);
