@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The GPU verification kit: run on a GPU node (after scripts/gpu_pack.sh + unpack.sh, or in a
 # build tree) and get ONE JSON summary of what truegreen sees and does there:
-#   probe; doctor in production (the bundled npm pair: must be refused by the build-flavor rule)
-#   and CUDA-only with the GPU release libraries (--gpu-ort), each with the op canary; run on every
+#   probe; doctor in production and CUDA-only with the default GPU-capable pair (setup's
+#   third_party/onnxruntime/lib, or another folder with --gpu-ort), each with the op canary; run on every
 #   runtime model; generate on every tiny pipeline on the GPU and on the CPU (image sha256 per
 #   scheduler); the `gpu` tests; `serve` ready on the GPU with its GPU-use proof, also in its own
 #   PID namespace (scripts/gpu_serve_check.py); the fault cases (CUDA_VISIBLE_DEVICES=, provider
-#   not beside the core, CPU core + GPU provider); wall time of every step.
+#   not beside the core, the CPU-built core beside the GPU providers: the build-flavor trap, which
+#   must be refused); wall time of every step.
 # The real workload (the weights never travel: tools/gen_sd.py writes them here, on the node):
 #   the full-size SD 1.5 and SDXL pipelines in fp16 (computing in fp16) and SD 1.5 in fp32; `run`
 #   on the SD 1.5 UNet (batch 2, 512x512: placement, IO binding, first-call and steady latency);
@@ -34,6 +35,8 @@ while [ $# -gt 0 ]; do
     *) echo "gpu_check: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
+# The GPU pair steps run on setup's default pair unless --gpu-ort names another folder.
+[ -z "$gpu_ort" ] && gpu_ort="$root/third_party/onnxruntime/lib"
 tg="$build/bin/truegreen"
 [ -x "$tg" ] || { echo "gpu_check: no $tg" >&2; exit 2; }
 [ -d "$build/gpu-pack-libs" ] && export LD_LIBRARY_PATH="$build/gpu-pack-libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -63,7 +66,7 @@ step() {
   echo "gpu_check: $name -> exit $(cat "$d/rc") ($(cat "$d/wall") s)" >&2
 }
 
-# The real workload on the GPU (CUDA provider; the GPU release pair when --gpu-ort is given).
+# The real workload on the GPU (CUDA provider; the default pair, or --gpu-ort).
 real_workload() {
   local full="$work/sd-full" lib=() pol=(--policy "$work/cuda_policy.yaml")
   [ -n "$gpu_ort" ] && lib=(--lib-path "$gpu_ort")
@@ -101,8 +104,8 @@ fi
 step "full-size SD models: parameters and MACs (dry run)" -- "$py" "$gen_sd" --dry-run --json --width 1 --depth 1 --variant sd15-optimum-fp16 --variant sdxl-optimum-fp16 --size 512 --batch 2
 
 step probe -- "$tg" --json probe
-step "doctor production (bundled npm pair)" -- "$tg" --json doctor --canary --canary-no-cache
-step "doctor dev (bundled npm pair) with canary" -- "$tg" --policy dev --json doctor --canary --canary-no-cache
+step "doctor production (default pair)" -- "$tg" --json doctor --canary --canary-no-cache
+step "doctor dev (default pair) with canary" -- "$tg" --policy dev --json doctor --canary --canary-no-cache
 
 cuda_matrix="$work/cuda_only.yaml"
 sed -e 's/^tensorrt:.*$//' -e 's/providers: \[TensorrtExecutionProvider, CUDAExecutionProvider\]/providers: [CUDAExecutionProvider]/' \
@@ -111,9 +114,9 @@ printf 'profile: production\nproviders: [CUDA]\nmatrix: %s\n' "$cuda_matrix" > "
 
 if $gpu; then
   if [ -n "$gpu_ort" ]; then
-    step "doctor CUDA-only (GPU release pair)" -- "$tg" --lib-path "$gpu_ort" --json doctor --matrix "$cuda_matrix" --canary --canary-no-cache
+    step "doctor CUDA-only (GPU pair)" -- "$tg" --lib-path "$gpu_ort" --json doctor --matrix "$cuda_matrix" --canary --canary-no-cache
     for m in "$build"/models/runtime/*.onnx; do
-      step "run $(basename "$m") (GPU release pair)" -- "$tg" --lib-path "$gpu_ort" --policy "$work/cuda_policy.yaml" --json run --model "$m" --runs 20
+      step "run $(basename "$m") (GPU pair)" -- "$tg" --lib-path "$gpu_ort" --policy "$work/cuda_policy.yaml" --json run --model "$m" --runs 20
     done
     # Two schedulers (the SD 1.5 default and an ancestral one) keep the device time in budget.
     for p in "$build"/models/sd-tiny/*/; do
@@ -129,7 +132,7 @@ if $gpu; then
     # a new PID namespace, as in a pod without hostPID, where NVML lists host pids ("proven
     # indirectly" expected: docs/POLICY.md). The second needs the right to make a PID namespace.
     sd="$build/models/sd-tiny/sd15-legacy"
-    step "serve tiny SD (GPU release pair)" -- python3 "$root/scripts/gpu_serve_check.py" "$tg" "$gpu_ort" "$work/cuda_policy.yaml" "$sd"
+    step "serve tiny SD (GPU pair)" -- python3 "$root/scripts/gpu_serve_check.py" "$tg" "$gpu_ort" "$work/cuda_policy.yaml" "$sd"
     if unshare --pid --fork true 2>/dev/null; then
       step "serve tiny SD in its own PID namespace" -- unshare --pid --fork python3 "$root/scripts/gpu_serve_check.py" "$tg" "$gpu_ort" "$work/cuda_policy.yaml" "$sd"
     else
@@ -144,7 +147,12 @@ if $gpu; then
   fi
   real_workload
   step "fault: CUDA_VISIBLE_DEVICES=" CUDA_VISIBLE_DEVICES= -- "$tg" --json doctor --matrix "$cuda_matrix"
-  step "fault: CPU core + GPU provider (npm pair), CUDA-only" -- "$tg" --json doctor --matrix "$cuda_matrix"
+  # Fault: the CPU-built core (the flavor-test fixture) beside the GPU providers: doctor must
+  # refuse it by the build-flavor rule, and the canary names the ops that crash.
+  mkdir -p "$work/cpu-core-pair"
+  ln -sf "$root/third_party/onnxruntime-cpu/lib/libonnxruntime.so" "$work/cpu-core-pair/"
+  for f in "$gpu_ort"/libonnxruntime_providers_*.so; do ln -sf "$f" "$work/cpu-core-pair/"; done
+  step "fault: CPU-built core + GPU providers, CUDA-only" -- "$tg" --lib-path "$work/cpu-core-pair" --json doctor --matrix "$cuda_matrix" --canary --canary-no-cache
 fi
 
 python3 - "$steps" "$out" "$gpu" "$why" "$gpu_ort" <<'PY'
