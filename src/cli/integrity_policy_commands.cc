@@ -19,6 +19,7 @@
 #include "policy/logscan.h"
 #include "policy/matrix.h"
 #include "policy/snapshot_diff.h"
+#include "policy/verdict.h"
 #include "probe/probe.h"
 #include "runtime/ort_probe.h"
 #include "runtime/runtime_policy.h"
@@ -71,16 +72,17 @@ int RunAdmit(const AdmitFlags& f, const GlobalOptions& g) {
   auto e = Evaluate(f, g);
   if (!e.ok()) return ReportError(e.status());
   const policy::AdmissionReport& r = e->report;
+  const policy::NodeVerdict v = policy::JudgeNode(r, {}, std::nullopt);
+  const std::string matrix = r.matrix_name.empty() ? r.matrix_source : r.matrix_name;
   if (g.json) {
     PrintJson(r.ToJson());
   } else {
     // Verdict first, like doctor; the per-check lines follow.
-    Print(Paint(policy::VerdictName(r.verdict), VerdictTone(r.verdict)) + " (exit " +
-          std::to_string(r.exit_code) + ", matrix " +
-          (r.matrix_name.empty() ? r.matrix_source : r.matrix_name) + ")\n\n" +
-          r.ToText(g.use_color));
+    Print(Paint(policy::VerdictName(v.verdict), VerdictTone(v.verdict)) + " (exit " +
+          std::to_string(v.exit_code) + ", matrix " + matrix + ")\n\n" + r.ChecksText(g.use_color) +
+          v.ToText(matrix));
   }
-  return r.exit_code;
+  return v.exit_code;
 }
 
 // doctor through the one startup chain (snapshot -> admit -> factory -> canary), on the snapshot
@@ -117,42 +119,25 @@ int RunDoctor(const AdmitFlags& f, const GlobalOptions& g) {
   // The chain stopped before its canary (e.g. the factory refused a CPU core with a GPU provider):
   // doctor still runs it, in its child process, to name the ops that such a pair crashes on.
   if (f.canary.run && !canary) canary = RunDoctorCanary(g, f.canary, *s, r.matrix_fingerprint);
-  // Any step after admit that production refuses (factory, canary) leaves no ACCELERATED verdict.
-  // The factory attaches the judged matrix's providers (--matrix included), so its refusal is a
-  // verdict about that matrix.
-  const bool chain_refused = startup && !startup->steps.empty() &&
-                             startup->steps.back().outcome == "refused" &&
-                             startup->steps.back().name != "admit";
-  const bool canary_failed = ((canary && canary->verdict != "PASS") || chain_refused) &&
-                             r.verdict == policy::Verdict::kAccelerated;
-  const int exit_code = canary_failed ? common::kExitIntegrity : r.exit_code;
-  const std::string verdict =
-      canary_failed ? "NOT ACCELERATED" : std::string(policy::VerdictName(r.verdict));
-  // Why admission's ACCELERATED did not stand: the refused step, else the canary.
-  std::string overturned;
-  if (canary_failed && chain_refused) {
-    const runtime::StartupStep& st = startup->steps.back();
-    overturned = "admission passed, but startup step '" + st.name + "' was refused: " + st.detail;
-  } else if (canary_failed) {
-    overturned = "the op canary did not pass: " + canary->reason;
-  }
+  // Any step after admit that production refuses (factory, canary), or a canary that did not
+  // pass, leaves no ACCELERATED verdict (policy::JudgeNode). The factory attaches the judged
+  // matrix's providers (--matrix included), so its refusal is a verdict about that matrix.
+  std::optional<policy::CanaryFinding> finding;
+  if (canary) finding = policy::CanaryFinding{canary->verdict, canary->reason};
+  const policy::NodeVerdict v =
+      policy::JudgeNode(r, startup ? startup->steps : std::vector<policy::StepResult>{}, finding);
   if (g.json) {
     Json j = r.ToJson();
+    j.update(v.ToJson());
     if (canary) j["canary"] = runtime::CanaryReportToJson(*canary);
-    if (canary || canary_failed) {
-      j["verdict"] = verdict;
-      j["exit_code"] = exit_code;
-    }
-    if (!overturned.empty()) j["verdict_reason"] = overturned;
     if (startup) j["startup"] = startup->ToJson();
     j["snapshot"] = probe::ToJson(*s);
     PrintJson(j);
-    return exit_code;
+    return v.exit_code;
   }
   // Verdict first: the one line an operator needs, then why and what to do.
-  const Tone tone = canary_failed ? Tone::kFail : VerdictTone(r.verdict);
-  std::string o = Paint(verdict, tone) + "\n";
-  if (!overturned.empty()) o += "  because " + overturned + "\n";
+  std::string o = Paint(policy::VerdictName(v.verdict), VerdictTone(v.verdict)) + "\n";
+  if (!v.overturned.empty()) o += "  because " + v.overturned + "\n";
   if (canary) o += "  " + runtime::FormatCanaryReport(*canary);
   o += "  policy: " + (m->name.empty() ? m->source : m->name) + " (" + m->source + ")\n";
   if (s->onnxruntime.library.loaded && s->onnxruntime.library.version) {
@@ -160,26 +145,19 @@ int RunDoctor(const AdmitFlags& f, const GlobalOptions& g) {
          s->nvml.driver_version.value_or(s->cuda_driver.library.loaded ? "unknown" : "absent") +
          ", " + std::to_string(s->cuda_driver.device_count.value_or(0)) + " CUDA device(s)\n";
   }
-  auto causes = r.Causes();
-  if (!causes.empty()) {
+  if (!v.causes.empty()) {
     o += "\nCauses and fixes:\n";
     int i = 0;
-    for (const policy::Check* c : causes) {
-      o += "  " + std::to_string(++i) + ". [" + c->id + "] " + c->found + "\n";
-      if (!c->required.empty()) o += "     required: " + c->required + "\n";
-      o += "     fix: " + c->cause + "\n";
+    for (const policy::Cause& c : v.causes) {
+      o += "  " + std::to_string(++i) + ". [" + c.id + "] " + c.found + "\n";
+      if (!c.required.empty()) o += "     required: " + c.required + "\n";
+      o += "     fix: " + c.fix + "\n";
     }
   }
   if (startup) o += "\n" + startup->Format();
-  std::string checks = r.ToText(g.use_color);
-  if (!overturned.empty()) {
-    // Admission's own closing line says ACCELERATED; the node is not, so that line is replaced.
-    if (auto pos = checks.rfind("verdict: "); pos != std::string::npos) checks.erase(pos);
-    checks +=
-        "verdict: " + verdict + " (exit " + std::to_string(exit_code) + "): " + overturned + "\n";
-  }
   if (f.verbose) {
-    o += "\nAll checks:\n" + checks;
+    o += "\nAll checks:\n" + r.ChecksText(g.use_color) +
+         v.ToText(r.matrix_name.empty() ? r.matrix_source : r.matrix_name);
   } else {
     // The verdict and its causes are what a person acts on; the full list is one flag away.
     int n[3] = {0, 0, 0};
@@ -189,7 +167,7 @@ int RunDoctor(const AdmitFlags& f, const GlobalOptions& g) {
          " failed (all of them: doctor --verbose; everything: --json)\n";
   }
   Print(o);
-  return exit_code;
+  return v.exit_code;
 }
 
 struct DiffFlags {

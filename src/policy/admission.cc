@@ -8,6 +8,7 @@
 
 #include "common/status.h"
 #include "common/strings.h"
+#include "policy/verdict.h"
 
 namespace tg::policy {
 namespace {
@@ -674,19 +675,11 @@ void Evaluator::Finish() {
     if (c.result == CheckResult::kFail && c.kind == FailureKind::kDrift) drift = true;
     if (c.result == CheckResult::kWarn && c.kind == FailureKind::kIntegrity) degraded = true;
   }
-  if (integrity) {
-    report_.verdict = Verdict::kNotAccelerated;
-    report_.exit_code = common::kExitIntegrity;
-  } else if (drift) {
-    report_.verdict = Verdict::kDrift;
-    report_.exit_code = common::kExitDrift;
-  } else if (degraded) {
-    report_.verdict = Verdict::kDegraded;
-    report_.exit_code = common::kExitOk;
-  } else {
-    report_.verdict = Verdict::kAccelerated;
-    report_.exit_code = common::kExitOk;
-  }
+  report_.verdict = integrity  ? Verdict::kNotAccelerated
+                    : drift    ? Verdict::kDrift
+                    : degraded ? Verdict::kDegraded
+                               : Verdict::kAccelerated;
+  report_.exit_code = ExitCodeForVerdict(report_.verdict);
 }
 
 AdmissionReport Evaluator::Run() {
@@ -882,6 +875,11 @@ Json AdmissionReport::ToJson() const {
 }
 
 std::string AdmissionReport::ToText(bool color) const {
+  return ChecksText(color) + JudgeNode(*this, {}, std::nullopt)
+                                 .ToText(matrix_name.empty() ? matrix_source : matrix_name);
+}
+
+std::string AdmissionReport::ChecksText(bool color) const {
   auto paint = [&](CheckResult r) -> std::string {
     std::string name(CheckResultName(r));
     if (!color) return name;
@@ -901,8 +899,6 @@ std::string AdmissionReport::ToText(bool color) const {
     }
     out += "\n";
   }
-  out += "verdict: " + std::string(VerdictName(verdict)) + " (exit " + std::to_string(exit_code) +
-         ", matrix " + (matrix_name.empty() ? matrix_source : matrix_name) + ")\n";
   return out;
 }
 

@@ -56,7 +56,7 @@ struct AdmissionReport {
   std::string matrix_fingerprint;
   std::vector<Check> checks;  // in evaluation order: root causes come before their consequences
   Verdict verdict = Verdict::kAccelerated;
-  int exit_code = 0;  // common::kExitOk / kExitIntegrity / kExitDrift
+  int exit_code = 0;  // ExitCodeForVerdict(verdict) (policy/verdict.h)
 
   // FAIL checks (and, for DEGRADED, the downgraded WARNs), in order; the first is the root cause.
   std::vector<const Check*> Causes() const;
@@ -65,6 +65,9 @@ struct AdmissionReport {
   common::Json ToJson() const;
   // One line per check, then the verdict line. `color` adds ANSI colours (terminals only).
   std::string ToText(bool color = false) const;
+  // The per-check lines of ToText without the verdict line (for a caller whose verdict also
+  // weighs the startup steps and the canary: policy/verdict.h).
+  std::string ChecksText(bool color = false) const;
 };
 
 AdmissionReport Admit(const probe::Snapshot& snapshot, const Matrix& matrix);

@@ -252,7 +252,7 @@ void MarkPending(const std::string& name, const common::ProcessResult& pr,
 void Conclude(CanaryReport* rep) {
   for (const auto& c : rep->cases) {
     if (c.status == "ok" || c.status == "not_run") continue;
-    rep->verdict = "FAIL";
+    rep->verdict = policy::CanaryOutcome::kFail;
     rep->reason = c.name + " on " + (c.provider.empty() ? "the attached provider" : c.provider) +
                   ": " + c.status + (c.detail.empty() ? "" : " (" + c.detail + ")");
     return;
@@ -260,13 +260,13 @@ void Conclude(CanaryReport* rep) {
   const bool all_ok = std::all_of(rep->cases.begin(), rep->cases.end(),
                                   [](const CanaryCaseResult& c) { return c.status == "ok"; });
   if (rep->gpu_providers.empty()) {
-    rep->verdict = "NOT_RUN";
+    rep->verdict = policy::CanaryOutcome::kNotRun;
     if (rep->reason.empty()) rep->reason = "no GPU provider attached: nothing to prove";
   } else if (!all_ok) {
-    rep->verdict = "NOT_RUN";
+    rep->verdict = policy::CanaryOutcome::kNotRun;
     if (rep->reason.empty()) rep->reason = "not every op ran";
   } else {
-    rep->verdict = "PASS";
+    rep->verdict = policy::CanaryOutcome::kPass;
     rep->reason = std::to_string(rep->cases.size()) + " ops match the CPU on " +
                   JoinNames(rep->gpu_providers);
   }
@@ -278,7 +278,9 @@ bool LoadCached(const std::string& file, CanaryReport* rep) {
   auto j = common::ParseJson(*text, file);
   if (!j.ok() || !j->is_object() || !(*j)["cases"].is_array()) return false;
   try {
-    rep->verdict = (*j)["verdict"].get<std::string>();
+    auto verdict = policy::ParseCanaryOutcome((*j)["verdict"].get<std::string>());
+    if (!verdict) return false;
+    rep->verdict = *verdict;
     rep->reason = (*j)["reason"].get<std::string>();
     rep->gpu_providers = (*j)["gpu_providers"].get<std::vector<std::string>>();
     rep->cases.clear();
@@ -295,7 +297,7 @@ bool LoadCached(const std::string& file, CanaryReport* rep) {
   } catch (const std::exception&) {
     return false;  // a damaged cache file is a miss, never a verdict
   }
-  return rep->verdict == "PASS" || rep->verdict == "FAIL";
+  return rep->verdict != policy::CanaryOutcome::kNotRun;
 }
 
 // One pass of children over the cases still to run; a crash or hang restarts the child after
@@ -425,7 +427,7 @@ CanaryReport RunCanary(const CanaryOptions& o) {
   Conclude(&rep);
   rep.wall_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  if (!rep.cache_file.empty() && (rep.verdict == "PASS" || rep.verdict == "FAIL")) {
+  if (!rep.cache_file.empty() && rep.verdict != policy::CanaryOutcome::kNotRun) {
     std::error_code ec;
     std::filesystem::create_directories(o.cache_dir, ec);
     Status st = common::WriteFileAtomic(rep.cache_file,
@@ -445,7 +447,7 @@ Json CanaryReportToJson(const CanaryReport& r) {
                      {"detail", c.detail},
                      {"max_abs_diff", c.max_abs_diff}});
   }
-  return {{"verdict", r.verdict},
+  return {{"verdict", std::string(policy::CanaryOutcomeName(r.verdict))},
           {"reason", r.reason},
           {"gpu_providers", r.gpu_providers},
           {"cases", cases},
@@ -457,8 +459,8 @@ Json CanaryReportToJson(const CanaryReport& r) {
 }
 
 std::string FormatCanaryReport(const CanaryReport& r) {
-  std::string s = "op canary: " + r.verdict + " — " + r.reason +
-                  (r.from_cache ? " (cached verdict)" : "") + "\n";
+  std::string s = "op canary: " + std::string(policy::CanaryOutcomeName(r.verdict)) + " — " +
+                  r.reason + (r.from_cache ? " (cached verdict)" : "") + "\n";
   int not_run = 0;
   for (const auto& c : r.cases) {
     if (c.status == "not_run") ++not_run;

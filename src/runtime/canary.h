@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "common/config.h"
+#include "policy/verdict.h"
 #include "runtime/session.h"
 
 namespace tg::runtime {
@@ -41,7 +42,7 @@ struct CanaryCaseResult {
 };
 
 struct CanaryReport {
-  std::string verdict = "NOT_RUN";         // "PASS" | "FAIL" | "NOT_RUN"
+  policy::CanaryOutcome verdict = policy::CanaryOutcome::kNotRun;
   std::string reason;                      // one line: why FAIL / NOT_RUN
   std::vector<std::string> gpu_providers;  // GPU providers the child attached
   std::vector<CanaryCaseResult> cases;

@@ -28,8 +28,8 @@ TEST(CanaryOpFilter, OnlyTheListedOpTypesRunAndTheyKeyTheirOwnVerdict) {
   for (const auto& c : slice.cases) {
     EXPECT_TRUE(c.op_type == "Slice" || c.op_type == "Softmax") << c.name;
   }
-  EXPECT_NE(slice.verdict, "PASS");
-  EXPECT_NE(all.verdict, "PASS");
+  EXPECT_NE(slice.verdict, policy::CanaryOutcome::kPass);
+  EXPECT_NE(all.verdict, policy::CanaryOutcome::kPass);
   // A verdict for a subset must never answer for the whole set (or another subset).
   EXPECT_FALSE(all.cache_key.empty());
   EXPECT_NE(slice.cache_key, all.cache_key);

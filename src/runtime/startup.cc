@@ -17,19 +17,19 @@ namespace {
 
 using common::Result;
 using common::Status;
-using Clock = std::chrono::steady_clock;
+using TimePoint = common::Clock::TimePoint;
 
-double MsSince(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-
-// Records one step; returns `st` so a refusal can be returned in one line.
-Status Record(StartupReport* r, const std::string& name, Clock::time_point t0, const Status& st,
-              bool production, const std::string& detail = "") {
+// Records one step that began at `t0` on `clock`; returns `st` so a refusal can be returned in
+// one line.
+Status Record(StartupReport* r, const std::string& name, const common::Clock& clock, TimePoint t0,
+              const Status& st, bool production, const std::string& detail = "") {
   StartupStep s;
   s.name = name;
-  s.ms = MsSince(t0);
-  s.outcome = st.ok() ? "ok" : (production ? "refused" : "advisory");
+  s.ms = clock.MsSince(t0);
+  s.outcome = st.ok()      ? policy::StepOutcome::kOk
+              : production ? policy::StepOutcome::kRefused
+                           : policy::StepOutcome::kAdvisory;
+  s.code = st.code();
   s.detail = st.ok() ? detail : st.message();
   r->steps.push_back(std::move(s));
   return production ? st : Status::Ok();
@@ -89,7 +89,8 @@ Status AdmitSteps(const RuntimePolicy& policy, const common::LibraryLoader& load
                   const StartupOptions& options, StartupReport* report, Status* deferred,
                   CanaryKeyInputs* key) {
   const bool production = policy.profile == Profile::kProduction;
-  auto t0 = Clock::now();
+  const common::Clock& clock = *options.clock;
+  auto t0 = clock.Now();
   probe::ProbeOptions po;
   po.root = options.root;
   probe::Snapshot snap;
@@ -107,9 +108,9 @@ Status AdmitSteps(const RuntimePolicy& policy, const common::LibraryLoader& load
     if (!p.file.empty()) key->library_files.push_back(p.file);
   }
   report->snapshot = snap;
-  TG_RETURN_IF_ERROR(Record(report, "snapshot", t0, Status::Ok(), production));
+  TG_RETURN_IF_ERROR(Record(report, "snapshot", clock, t0, Status::Ok(), production));
 
-  t0 = Clock::now();
+  t0 = clock.Now();
   Result<policy::Matrix> matrix =
       options.matrix != nullptr ? Result<policy::Matrix>(*options.matrix)
       : policy.matrix_path.empty()
@@ -135,9 +136,9 @@ Status AdmitSteps(const RuntimePolicy& policy, const common::LibraryLoader& load
       integrity.empty() ? "" : "integrity findings, proven at attach:" + integrity;
   if (!st.ok() && !integrity.empty() && production) {
     *deferred = st;
-    return Record(report, "admit", t0, Status::Ok(), production, detail + drift);
+    return Record(report, "admit", clock, t0, Status::Ok(), production, detail + drift);
   }
-  return Record(report, "admit", t0, st, production, detail);
+  return Record(report, "admit", clock, t0, st, production, detail);
 }
 
 // Random inputs for one session (dynamic dimensions as 1).
@@ -174,7 +175,8 @@ RuntimePolicy FactoryPolicy(const RuntimePolicy& policy, const StartupOptions& o
 Result<StartupChain> StartupChain::Start(const RuntimePolicy& policy,
                                          const common::LibraryLoader& loader,
                                          const StartupOptions& options, StartupReport* report) {
-  const auto start = Clock::now();
+  const common::Clock& clock = *options.clock;
+  const auto start = clock.Now();
   StartupChain chain;
   chain.production_ = policy.profile == Profile::kProduction;
   Status deferred_drift;
@@ -184,42 +186,45 @@ Result<StartupChain> StartupChain::Start(const RuntimePolicy& policy,
   chain.gpu_identity_ = key.gpu;
   chain.library_files_ = key.library_files;
   if (st.ok()) {
-    auto t0 = Clock::now();
+    auto t0 = clock.Now();
     auto factory = SessionFactory::Create(FactoryPolicy(policy, options), loader);
     // The factory's failure is fatal in dev too: there is nothing to run on.
-    st = Record(report, "factory", t0, factory.ok() ? deferred_drift : factory.status(), true);
+    st = Record(report, "factory", clock, t0, factory.ok() ? deferred_drift : factory.status(),
+                true);
     if (factory.ok()) chain.factory_ = std::move(factory).value();
   }
   for (std::size_t i = 0; st.ok() && i < options.models.size(); ++i) {
-    auto t0 = Clock::now();
+    auto t0 = clock.Now();
     auto s = chain.factory_.Open(options.models[i], options.open);
-    st = Record(report, "open", t0, s.status(), true, options.models[i]);
+    st = Record(report, "open", clock, t0, s.status(), true, options.models[i]);
     if (s.ok()) chain.sessions_.push_back(std::move(s).value());
   }
   if (st.ok() && !options.models.empty()) st = chain.Finish(options.models, options, report);
-  report->total_ms = MsSince(start);
+  report->total_ms = clock.MsSince(start);
   if (!st.ok()) return st;
   return chain;
 }
 
 Status StartupChain::Finish(const std::vector<std::string>& model_paths,
                             const StartupOptions& options, StartupReport* report) {
-  const auto start = Clock::now();
-  auto t0 = Clock::now();
+  const common::Clock& clock = *options.clock;
+  const auto start = clock.Now();
+  auto t0 = start;
   Status st = Status::Ok();
   std::vector<std::string> ops, uncovered;
   if (!GpuProviderAttached(factory_)) {
     // A CPU-only run: nothing to canary, and no child process (tests run this path often).
-    RecordStep(report, "canary", MsSince(t0), Status::Ok(), production_,
+    RecordStep(report, "canary", clock.MsSince(t0), Status::Ok(), production_,
                "skipped: no GPU provider attached");
-    report->steps.back().outcome = "skipped";
+    report->steps.back().outcome = policy::StepOutcome::kSkipped;
   } else if (!options.canary) {
-    RecordStep(report, "canary", MsSince(t0), Status::Ok(), production_, "skipped: not asked for");
-    report->steps.back().outcome = "skipped";
+    RecordStep(report, "canary", clock.MsSince(t0), Status::Ok(), production_,
+               "skipped: not asked for");
+    report->steps.back().outcome = policy::StepOutcome::kSkipped;
   } else if (ops = CanaryOpTypes(model_paths, &uncovered); !model_paths.empty() && ops.empty()) {
-    RecordStep(report, "canary", MsSince(t0), Status::Ok(), production_,
+    RecordStep(report, "canary", clock.MsSince(t0), Status::Ok(), production_,
                "skipped: no op of the model(s) is in the built-in canary set");
-    report->steps.back().outcome = "skipped";
+    report->steps.back().outcome = policy::StepOutcome::kSkipped;
   } else {
     CanaryOptions o = *options.canary;
     o.op_types = ops;
@@ -227,30 +232,32 @@ Status StartupChain::Finish(const std::vector<std::string>& model_paths,
     o.key.gpu = gpu_identity_;
     o.key.library_files = library_files_;
     report->canary = RunCanary(o);
-    const std::string& v = report->canary->verdict;
-    Status c = v == "PASS" ? Status::Ok()
-                           : Status::Unavailable("op canary " + v + ": " + report->canary->reason);
+    const policy::CanaryOutcome v = report->canary->verdict;
+    Status c = v == policy::CanaryOutcome::kPass
+                   ? Status::Ok()
+                   : Status::Unavailable("op canary " + std::string(policy::CanaryOutcomeName(v)) +
+                                         ": " + report->canary->reason);
     std::string detail = report->canary->reason;
     if (report->canary->from_cache) detail += " (cached)";
     if (!uncovered.empty()) {
       detail += "; op types of the model(s) not in the canary set:";
       for (const auto& op : uncovered) detail += " " + op;
     }
-    st = Record(report, "canary", t0, c, production_, detail);
+    st = Record(report, "canary", clock, t0, c, production_, detail);
   }
   if (st.ok() && (options.warmup_runs <= 0 || sessions_.empty())) {
     RecordStep(report, "warmup", 0.0, Status::Ok(), production_, "skipped: no warm-up runs asked");
-    report->steps.back().outcome = "skipped";
+    report->steps.back().outcome = policy::StepOutcome::kSkipped;
   }
   for (std::size_t i = 0; st.ok() && options.warmup_runs > 0 && i < sessions_.size(); ++i) {
-    t0 = Clock::now();
+    t0 = clock.Now();
     auto in = WarmupInputs(sessions_[i]);
     Status w = in.status();
     std::vector<Tensor> out;
     for (int k = 0; w.ok() && k < options.warmup_runs; ++k) w = sessions_[i].Run(*in, {}, &out);
-    st = Record(report, "warmup", t0, w, true, sessions_[i].report().model_path);
+    st = Record(report, "warmup", clock, t0, w, true, sessions_[i].report().model_path);
   }
-  report->total_ms += MsSince(start);
+  report->total_ms += clock.MsSince(start);
   return st;
 }
 
@@ -259,7 +266,10 @@ void StartupChain::RecordStep(StartupReport* report, const std::string& name, do
   StartupStep s;
   s.name = name;
   s.ms = ms;
-  s.outcome = status.ok() ? "ok" : (production ? "refused" : "advisory");
+  s.outcome = status.ok()  ? policy::StepOutcome::kOk
+              : production ? policy::StepOutcome::kRefused
+                           : policy::StepOutcome::kAdvisory;
+  s.code = status.code();
   s.detail = status.ok() ? detail : status.message();
   report->steps.push_back(std::move(s));
   report->total_ms += ms;
@@ -268,16 +278,26 @@ void StartupChain::RecordStep(StartupReport* report, const std::string& name, do
 common::Json StartupReport::ToJson() const {
   common::Json steps_json = common::Json::array();
   for (const auto& s : steps) {
-    steps_json.push_back(
-        {{"step", s.name}, {"outcome", s.outcome}, {"ms", s.ms}, {"detail", s.detail}});
+    steps_json.push_back({{"step", s.name},
+                          {"outcome", std::string(policy::StepOutcomeName(s.outcome))},
+                          {"ms", s.ms},
+                          {"detail", s.detail}});
   }
   common::Json j = {{"steps", steps_json}, {"total_ms", total_ms}};
   if (admission) {
     j["admission"] = {{"verdict", std::string(policy::VerdictName(admission->verdict))},
                       {"causes", admission->ToJson()["causes"]}};
   }
+  if (auto v = Verdict()) j["verdict"] = v->ToJson();
   if (canary) j["canary"] = CanaryReportToJson(*canary);
   return j;
+}
+
+std::optional<policy::NodeVerdict> StartupReport::Verdict() const {
+  if (!admission) return std::nullopt;
+  std::optional<policy::CanaryFinding> c;
+  if (canary) c = policy::CanaryFinding{canary->verdict, canary->reason};
+  return policy::JudgeNode(*admission, steps, c);
 }
 
 std::string StartupReport::Format() const {
@@ -285,7 +305,7 @@ std::string StartupReport::Format() const {
   char line[160];
   for (const auto& s : steps) {
     std::snprintf(line, sizeof line, "startup:    %-8s %-8s %9.1f ms  ", s.name.c_str(),
-                  s.outcome.c_str(), s.ms);
+                  std::string(policy::StepOutcomeName(s.outcome)).c_str(), s.ms);
     // First line of the detail only: the full text is in --json and the error message.
     out += line + s.detail.substr(0, s.detail.find('\n')) + "\n";
   }

@@ -31,11 +31,13 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/config.h"
 #include "common/dynlib.h"
 #include "common/status.h"
 #include "policy/admission.h"
 #include "policy/matrix.h"
+#include "policy/verdict.h"
 #include "probe/snapshot.h"
 #include "runtime/canary.h"
 #include "runtime/runtime_policy.h"
@@ -43,12 +45,8 @@
 
 namespace tg::runtime {
 
-struct StartupStep {
-  std::string name;     // "snapshot" "admit" "factory" "open" "canary" "warmup"
-  std::string outcome;  // "ok" | "refused" | "advisory" | "skipped" (detail says why)
-  double ms = 0.0;
-  std::string detail;
-};
+// One step: name, outcome (policy::StepOutcome), status code, time and detail.
+using StartupStep = policy::StepResult;
 
 struct StartupReport {
   std::vector<StartupStep> steps;
@@ -56,6 +54,11 @@ struct StartupReport {
   std::optional<policy::AdmissionReport> admission;
   std::optional<CanaryReport> canary;
   double total_ms = 0.0;
+  // The node's verdict from admission, the steps and the canary (policy::JudgeNode); nullopt
+  // when the chain stopped before admission (e.g. an unreadable matrix).
+  std::optional<policy::NodeVerdict> Verdict() const;
+  // {"steps": [...], "total_ms", "admission": {"verdict", "causes"}, "verdict": {...},
+  // "canary": {...}}; the last three when known.
   common::Json ToJson() const;
   // One line per step: "startup: canary    skipped  0.0 ms  no GPU provider attached".
   std::string Format() const;
@@ -74,6 +77,8 @@ struct StartupOptions {
   // of a fresh snapshot and the policy's matrix. Not owned; must outlive Start.
   const probe::Snapshot* snapshot = nullptr;
   const policy::Matrix* matrix = nullptr;
+  // Times every step (StartupStep::ms, total_ms). Not owned; must outlive Start and Finish.
+  common::Clock* clock = common::RealClock();
 };
 
 // The GPU part of the op canary's cache key: every visible device's name and UUID (NVML), else

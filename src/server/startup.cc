@@ -48,15 +48,12 @@ class ChainStartup : public Startup {
     options_.canary = config_.op_canary;
     auto chain = runtime::StartupChain::Start(*p, loader_, options_, &report_);
     if (report_.snapshot) out.snapshot = probe::ToJson(*report_.snapshot);
-    if (report_.admission) {
-      out.report = report_.admission->ToJson();
-      out.verdict = std::string(policy::VerdictName(report_.admission->verdict));
-    }
+    if (report_.admission) out.report = report_.admission->ToJson();
+    // The one verdict value: admission, overturned by a refused step (policy/verdict.h).
+    if (auto v = report_.Verdict()) out.verdict = std::string(policy::VerdictName(v->verdict));
     if (!chain.ok()) {
       // The step that refused says why (drift at admit: 4; no GPU path at factory: 3).
       out.exit_code = common::ExitCodeFromStatus(chain.status());
-      if (out.exit_code == common::kExitInternal) out.exit_code = common::kExitIntegrity;
-      if (out.exit_code == common::kExitIntegrity) out.verdict = "NOT ACCELERATED";
       out.message = chain.status().message();
       // The admission's own integrity finding names the node-level cause (device nodes, driver)
       // beside the step's exact error (e.g. the provider's loader text).
