@@ -61,26 +61,33 @@ common::Result<OrtLoad> LoadOrt(const common::LibraryLoader& loader) {
   return load;
 }
 
-common::Status FromOrtStatus(const OrtApi* api, OrtStatus* status, const std::string& what) {
-  if (status == nullptr) return common::Status::Ok();
-  std::string msg = api->GetErrorMessage(status);
-  OrtErrorCode code = api->GetErrorCode(status);
-  api->ReleaseStatus(status);
-  std::string full = what + ": " + msg;
+common::Status FromOrtCode(OrtErrorCode code, const std::string& what, const std::string& message) {
+  std::string full = what + ": " + message;
   switch (code) {
     case ORT_INVALID_ARGUMENT:
     case ORT_INVALID_PROTOBUF:
     case ORT_INVALID_GRAPH:
-      return common::Status::InvalidArg(full);
+      return common::Status::InvalidArg(std::move(full));
     case ORT_NO_SUCHFILE:
-      return common::Status::NotFound(full);
+      return common::Status::NotFound(std::move(full));
     case ORT_NOT_IMPLEMENTED:
-      return common::Status::Unsupported(full);
-    case ORT_EP_FAIL:
-      return common::Status::Unavailable(full);
+      return common::Status::Unsupported(std::move(full));
     default:
-      return common::Status::Internal(full);
+      // The library failed (not our code): the GPU path is not usable, exit 3.
+      return common::Status::Unavailable(std::move(full));
   }
+}
+
+common::Status FromOrtStatus(const OrtApi* api, OrtStatus* status, const std::string& what) {
+  if (status == nullptr) return common::Status::Ok();
+  const std::string msg = api->GetErrorMessage(status);
+  const OrtErrorCode code = api->GetErrorCode(status);
+  api->ReleaseStatus(status);
+  return FromOrtCode(code, what, msg);
+}
+
+common::Status FromOrtException(const Ort::Exception& ex, const std::string& what) {
+  return FromOrtCode(ex.GetOrtErrorCode(), what, ex.what());
 }
 
 }  // namespace tg::runtime

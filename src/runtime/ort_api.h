@@ -36,7 +36,14 @@ struct OrtLoad {
 // UNSUPPORTED when the library is older than ORT_API_VERSION of the headers.
 common::Result<OrtLoad> LoadOrt(const common::LibraryLoader& loader);
 
+// The one mapping of ONNX Runtime's error codes into ours, at the runtime boundary: bad model or
+// argument INVALID_ARG, missing file NOT_FOUND, not implemented UNSUPPORTED, and every other
+// library failure (ORT_FAIL, ORT_EP_FAIL, ORT_RUNTIME_EXCEPTION, ...) UNAVAILABLE, never INTERNAL
+// (which means a bug in truegreen). The message is "<what>: <message>".
+common::Status FromOrtCode(OrtErrorCode code, const std::string& what, const std::string& message);
 // Converts an OrtStatus* (taking ownership and releasing it) into a Status; nullptr is OK.
 common::Status FromOrtStatus(const OrtApi* api, OrtStatus* status, const std::string& what);
+// The same for an exception thrown by the C++ API.
+common::Status FromOrtException(const Ort::Exception& ex, const std::string& what);
 
 }  // namespace tg::runtime

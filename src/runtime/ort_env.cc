@@ -73,8 +73,7 @@ common::Result<OrtEnvironment*> OrtEnvironment::Get(const common::LibraryLoader&
                                          &OrtEnvironment::LogCallback, e);
   } catch (const Ort::Exception& ex) {
     delete e;
-    return common::Status::Internal(std::string("cannot create ONNX Runtime environment: ") +
-                                    ex.what());
+    return FromOrtException(ex, "cannot create ONNX Runtime environment");
   }
   g_env = e;
   return g_env;

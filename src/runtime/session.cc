@@ -64,24 +64,6 @@ GraphOptimizationLevel OptLevel(const std::string& s) {
   return ORT_ENABLE_ALL;
 }
 
-Status FromOrtException(const Ort::Exception& ex, const std::string& what) {
-  const std::string msg = what + ": " + ex.what();
-  switch (ex.GetOrtErrorCode()) {
-    case ORT_NO_SUCHFILE:
-      return Status::NotFound(msg);
-    case ORT_INVALID_ARGUMENT:
-    case ORT_INVALID_PROTOBUF:
-    case ORT_INVALID_GRAPH:
-      return Status::InvalidArg(msg);
-    case ORT_NOT_IMPLEMENTED:
-      return Status::Unsupported(msg);
-    case ORT_EP_FAIL:
-      return Status::Unavailable(msg);
-    default:
-      return Status::Internal(msg);
-  }
-}
-
 std::map<std::string, std::string> TrtProviderOptions(const TensorRtOptions& t, int device_id,
                                                       const std::string& precision,
                                                       const std::string& cache_dir,

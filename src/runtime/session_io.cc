@@ -137,7 +137,7 @@ Status ReadModelIo(const Ort::Session& session, std::vector<TensorInfo>* inputs,
       outputs->push_back(InfoOf(name.get(), session.GetOutputTypeInfo(i)));
     }
   } catch (const Ort::Exception& ex) {
-    return Status::Internal(std::string("reading model inputs/outputs: ") + ex.what());
+    return FromOrtException(ex, "reading model inputs/outputs");
   }
   return Status::Ok();
 }
@@ -152,7 +152,7 @@ Status Session::Impl::Init() {
       run_options->AddConfigEntry("memory.enable_memory_arena_shrinkage", spec.c_str());
     }
   } catch (const Ort::Exception& ex) {
-    return Status::Internal(std::string("session run setup: ") + ex.what());
+    return FromOrtException(ex, "session run setup");
   }
   return Status::Ok();
 }
@@ -222,7 +222,7 @@ Status Session::Impl::Run(const std::vector<NamedTensor>& inputs,
   try {
     st = bound ? RunBound(inputs, outputs, out) : RunPlain(inputs, outputs, out);
   } catch (const Ort::Exception& ex) {
-    return Status::Internal("running " + report.model_path + ": " + ex.what());
+    return FromOrtException(ex, "running " + report.model_path);
   }
   if (st.ok()) runs.fetch_add(1, std::memory_order_relaxed);
   return st;

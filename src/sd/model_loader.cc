@@ -16,7 +16,6 @@ namespace fs = std::filesystem;
 using common::Json;
 using common::Result;
 using common::Status;
-using common::StatusCode;
 using runtime::DataType;
 using runtime::TensorInfo;
 
@@ -87,21 +86,15 @@ Status RequireRank(const TensorInfo& t, std::size_t rank, const std::string& mod
   return Status::Ok();
 }
 
-// Opens one model through the factory. ORT reports a corrupt or truncated protobuf, an invalid
-// graph or unreadable external data as a generic failure; those are bad input (exit 2), so they
-// become INVALID_ARG naming the file. Policy refusals (UNAVAILABLE) pass through unchanged.
+// Opens one model through the factory; its error names the component's file. The runtime maps
+// ORT's refusal of a corrupt or truncated model to INVALID_ARG (exit 2) and policy refusals to
+// UNAVAILABLE (exit 3); both pass through unchanged.
 Result<runtime::Session> OpenModel(const runtime::SessionFactory& factory, const std::string& dir,
                                    const std::string& rel) {
   TG_RETURN_IF_ERROR(RequireFile(dir, rel));
   const std::string path = (fs::path(dir) / rel).string();
   auto session = factory.Open(path);
-  if (!session.ok()) {
-    const Status& s = session.status();
-    if (s.code() == StatusCode::kInternal) {
-      return Status::InvalidArg(path + ": cannot be loaded as an ONNX model: " + s.message());
-    }
-    return s.WithPrefix(rel);
-  }
+  if (!session.ok()) return session.status().WithPrefix(rel);
   return std::move(session).value();
 }
 
