@@ -136,6 +136,66 @@ TEST(CliContract, ParseErrorsAndUnknownCommandsUseTheSameSchema) {
   ExpectErrorObject(RunTruegreen({"--json", "--color", "sometimes", "probe"}), 2, "bad --color");
 }
 
+// Every stderr line of `r` is one JSON object with "level" and "msg" (--log-format json).
+void ExpectJsonStderr(const ProcessResult& r, const std::string& what) {
+  std::size_t start = 0;
+  while (start < r.err.size()) {
+    std::size_t nl = r.err.find('\n', start);
+    if (nl == std::string::npos) nl = r.err.size();
+    const std::string line = r.err.substr(start, nl - start);
+    auto j = common::ParseJson(line, "stderr line");
+    EXPECT_TRUE(j.ok() && j->is_object() && j->contains("level") && j->contains("msg"))
+        << what << ": " << line;
+    start = nl + 1;
+  }
+}
+
+// The failure path of every command (the error table) and the deeper failures that print more
+// than the error line (the startup steps of run and generate refused on this GPU-less node, a
+// benchmark in which no request succeeded) keep --log-format json on every stderr line.
+TEST(CliContract, EveryCommandsFailurePathsKeepStderrJson) {
+  TempDir tmp;
+  std::vector<std::pair<std::string, std::vector<std::string>>> runs;
+  for (const BadInput& b : BadInputs(tmp.path())) runs.push_back({b.command, b.args});
+  const std::string model = testing::BinaryDir() + "/models/runtime/matmul_softmax.onnx";
+  const std::string sd = testing::BinaryDir() + "/models/sd-tiny/sd15-legacy";
+  if (std::filesystem::exists(model)) {
+    runs.push_back({"run (production refuses the node)", {"run", "--model", model}});
+  }
+  if (std::filesystem::exists(sd)) {
+    runs.push_back({"generate (production refuses the node)",
+                    {"generate", "--model", sd, "--prompt", "a cat", "-o", tmp / "x.png"}});
+  }
+  runs.push_back({"bench (no request succeeded)",
+                  {"bench", "--url", "http://127.0.0.1:9", "--warmup", "0", "--window", "0.2",
+                   "--max-trials", "1"}});
+  for (const auto& [what, args] : runs) {
+    std::vector<std::string> a = {"--log-format", "json"};
+    a.insert(a.end(), args.begin(), args.end());
+    ProcessResult r = RunTruegreen(a);
+    EXPECT_NE(r.exit_code, 0) << what;
+    ASSERT_FALSE(r.err.empty()) << what;
+    ExpectJsonStderr(r, what);
+  }
+}
+
+// A missing input is a usage error on every node, before any startup step (production on this
+// GPU-less node would otherwise refuse first, exit 3).
+TEST(CliContract, MissingInputFilesExitTwoBeforeTheStartupChain) {
+  TempDir tmp;
+  const std::string model = testing::BinaryDir() + "/models/runtime/matmul_softmax.onnx";
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--json", "run", "--model", tmp / "missing.onnx"},
+        std::vector<std::string>{"--json", "run", "--model", tmp.path()},
+        std::vector<std::string>{"--json", "run", "--model", model, "--input",
+                                 "x=" + (tmp / "missing.npy")}}) {
+    ProcessResult r = RunTruegreen(args);
+    common::Json e = ExpectErrorObject(r, 2, args.back());
+    EXPECT_THAT(e.value("message", std::string()), HasSubstr(tmp.path())) << r.out;
+    EXPECT_THAT(r.out, Not(HasSubstr("\"startup\""))) << "the chain ran first: " << r.out;
+  }
+}
+
 TEST(CliContract, LogFormatJsonMakesEveryStderrLineJson) {
   TempDir tmp;
   const std::vector<std::vector<std::string>> runs = {

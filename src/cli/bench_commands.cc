@@ -77,9 +77,6 @@ struct CompareOptions {
   std::string out, html;
 };
 
-// Every error leaves through the one error path (cli/output.h).
-int Fail(const Status& s) { return ReportError(s); }
-
 // Output files: written atomically; an existing file is replaced only when it is one of ours
 // (same leading marker), so a typo in --out never destroys someone else's file.
 Status WriteOutput(const std::string& path, const std::string& data, const std::string& marker) {
@@ -210,16 +207,22 @@ common::Result<bench::PointResult> MeasurePoint(const BenchOptions& o, const ben
   return std::move(lr.point);
 }
 
-int WriteRunOutputs(const BenchOptions& o, const GlobalOptions& g, const RunResult& run) {
+// Writes the run's files and prints it. A run in which some point had no successful request
+// (`none` not OK) leaves through the error path, the run beside the error object under --json.
+// Returns the exit code, or -1 when the caller decides it.
+int WriteRunOutputs(const BenchOptions& o, const GlobalOptions& g, const RunResult& run,
+                    const Status& none) {
   Json j = bench::RunToJson(run);
   for (auto [path, data, marker] : {std::tuple{o.out, common::WriteJson(j, 2) + "\n", kJsonMarker},
                                     std::tuple{o.csv, bench::RunToCsv(run), kCsvMarker},
                                     std::tuple{o.html, bench::RunToHtml(run), kHtmlMarker}}) {
     Status s = WriteOutput(path, data, marker);
-    if (!s.ok()) return Fail(s);
+    if (!s.ok()) return ReportError(s);
   }
+  if (!none.ok() && !run.interrupted && g.json) return ReportError(none, j);
   std::fputs(g.json ? (common::WriteJson(j, 2) + "\n").c_str() : bench::RunToText(run).c_str(),
              stdout);
+  if (!none.ok() && !run.interrupted) return ReportError(none);
   return -1;
 }
 
@@ -285,7 +288,9 @@ common::Result<RunResult> MeasureRun(const BenchOptions& o, const Prepared& p,
     auto cj = common::ParseJson(caps->body, "/v1/capabilities");
     if (cj.ok()) run.server_capabilities = *cj;
   }
-  bool progress = !o.no_progress && ::isatty(STDERR_FILENO) != 0;
+  // No bar under --log-format json: every stderr line must then be a JSON object.
+  bool progress = !o.no_progress && ::isatty(STDERR_FILENO) != 0 &&
+                  common::StderrFormat() != common::LogFormat::kJson;
   for (std::size_t i = 0; i < p.sweep.size() && !run.interrupted; ++i) {
     TG_ASSIGN_OR_RETURN(bench::PointResult point,
                         MeasurePoint(o, target, p.prompts, p.sweep[i], progress, i, p.sweep.size(),
@@ -310,44 +315,45 @@ class SigintScope {
 };
 
 // Green means proven: a point where not one request succeeded measured nothing about the server.
-bool NothingSucceeded(const RunResult& run) {
-  bool none = false;
+// UNAVAILABLE (exit 3) naming every such point and its errors; OK when each point had a success.
+Status NothingSucceeded(const RunResult& run) {
+  std::string msg;
   for (const auto& p : run.points) {
     if (p.ok != 0) continue;
     std::string errs;
     for (const auto& [k, v] : p.errors) errs += fmt::format(" {} {}", k, v);
-    std::fprintf(stderr, "truegreen: %s at %s: no successful request (errors:%s)\n",
-                 p.config.Label().c_str(), run.url.c_str(), errs.empty() ? " none" : errs.c_str());
-    none = true;
+    msg += fmt::format("{}{} at {}: no successful request (errors:{})", msg.empty() ? "" : "; ",
+                       p.config.Label(), run.url, errs.empty() ? " none" : errs);
   }
-  return none;
+  return msg.empty() ? Status::Ok() : Status::Unavailable(msg);
 }
 
 int RunAb(const BenchOptions& o, const GlobalOptions& g, const Prepared& p) {
   std::vector<bench::ServerSpec> specs;
   for (const auto& f : o.ab) {
     auto s = bench::LoadServerSpec(f, common::SelfExePath());
-    if (!s.ok()) return Fail(s.status());
+    if (!s.ok()) return ReportError(s.status());
     specs.push_back(std::move(*s));
   }
   std::error_code ec;
   std::filesystem::create_directories(o.ab_out, ec);
-  if (ec) return Fail(Status::InvalidArg(o.ab_out + ": cannot create directory: " + ec.message()));
+  if (ec)
+    return ReportError(Status::InvalidArg(o.ab_out + ": cannot create directory: " + ec.message()));
   SigintScope sigint;
   std::vector<RunResult> runs;
   for (const auto& spec : specs) {
-    std::fprintf(stderr, "truegreen bench: starting %s (%s)\n", spec.name.c_str(),
-                 spec.file.c_str());
+    common::WriteStderrLine("info",
+                            "truegreen bench: starting " + spec.name + " (" + spec.file + ")");
     auto server = bench::ServerProcess::Start(spec);
-    if (!server.ok()) return Fail(server.status());
+    if (!server.ok()) return ReportError(server.status());
     auto run = MeasureRun(o, p, (*server)->url(), g.Loader());
     (*server)->Stop();
-    if (!run.ok()) return Fail(run.status());
+    if (!run.ok()) return ReportError(run.status());
     std::string base = o.ab_out + "/" + spec.name;
     Status s = WriteOutput(base + ".json", common::WriteJson(bench::RunToJson(*run), 2) + "\n",
                            kJsonMarker);
     if (s.ok()) s = WriteOutput(base + ".html", bench::RunToHtml(*run), kHtmlMarker);
-    if (!s.ok()) return Fail(s);
+    if (!s.ok()) return ReportError(s);
     runs.push_back(std::move(*run));
     if (runs.back().interrupted) break;
   }
@@ -362,35 +368,52 @@ int RunAb(const BenchOptions& o, const GlobalOptions& g, const Prepared& p) {
   if (s.ok())
     s = WriteOutput(o.ab_out + "/compare.json",
                     common::WriteJson(bench::ComparisonsToJson(cs), 2) + "\n", "[");
-  if (!s.ok()) return Fail(s);
-  for (const auto& r : runs) std::fputs(bench::RunToText(r).c_str(), g.json ? stderr : stdout);
+  if (!s.ok()) return ReportError(s);
+  // The per-run summaries are text: on stderr under --json only as JSON log lines.
+  for (const auto& r : runs) {
+    if (g.json) {
+      std::string text = bench::RunToText(r);
+      while (!text.empty() && text.back() == '\n') text.pop_back();
+      common::WriteStderrLine("info", text);
+    } else {
+      std::fputs(bench::RunToText(r).c_str(), stdout);
+    }
+  }
+  const bool complete = runs.size() == 2 && !runs.back().interrupted;
+  Status none;
+  for (const auto& r : runs) {
+    Status n = NothingSucceeded(r);
+    if (!n.ok()) none = none.ok() ? n : Status::Unavailable(none.message() + "; " + n.message());
+  }
+  if (complete && !none.ok() && g.json) {
+    return ReportError(none, Json{{"comparisons", bench::ComparisonsToJson(cs)}});
+  }
   std::fputs(
       g.json ? (common::WriteJson(bench::ComparisonsToJson(cs), 2) + "\n").c_str() : md.c_str(),
       stdout);
-  if (runs.size() < 2 || (!runs.empty() && runs.back().interrupted)) return kExitInterrupted;
-  if (NothingSucceeded(runs[0]) | NothingSucceeded(runs[1])) return common::kExitIntegrity;
+  if (!complete) return kExitInterrupted;
+  if (!none.ok()) return ReportError(none);
   bool failed = runs[0].SlosFailed() || runs[1].SlosFailed() || !cs[0].gate_failures.empty();
   return failed ? common::kExitPerformance : common::kExitOk;
 }
 
 int RunBench(const BenchOptions& given, const GlobalOptions& g) {
   auto resolved = WithBenchFile(given);
-  if (!resolved.ok()) return Fail(resolved.status());
+  if (!resolved.ok()) return ReportError(resolved.status());
   const BenchOptions& o = *resolved;
   auto p = Prepare(o);
-  if (!p.ok()) return Fail(p.status());
+  if (!p.ok()) return ReportError(p.status());
   if (!o.ab.empty()) return RunAb(o, g, *p);
   RunResult run;
   {
     SigintScope sigint;
     auto r = MeasureRun(o, *p, o.url, g.Loader());
-    if (!r.ok()) return Fail(r.status());
+    if (!r.ok()) return ReportError(r.status());
     run = std::move(*r);
   }
-  int rc = WriteRunOutputs(o, g, run);
+  int rc = WriteRunOutputs(o, g, run, NothingSucceeded(run));
   if (rc >= 0) return rc;
   if (run.interrupted) return kExitInterrupted;
-  if (NothingSucceeded(run)) return common::kExitIntegrity;
   return run.SlosFailed() ? common::kExitPerformance : common::kExitOk;
 }
 
@@ -398,15 +421,15 @@ int RunCompare(const CompareOptions& o, const GlobalOptions& g) {
   std::vector<bench::Gate> gates;
   for (const auto& t : o.fail_on) {
     auto gate = bench::ParseGate(t);
-    if (!gate.ok()) return Fail(gate.status());
+    if (!gate.ok()) return ReportError(gate.status());
     gates.push_back(*gate);
   }
   std::vector<RunResult> runs;
   for (const auto& f : o.files) {
     auto j = common::LoadJsonFile(f, 1ULL << 30);
-    if (!j.ok()) return Fail(j.status());
+    if (!j.ok()) return ReportError(j.status());
     auto r = bench::RunFromJson(*j, f);
-    if (!r.ok()) return Fail(r.status());
+    if (!r.ok()) return ReportError(r.status());
     runs.push_back(std::move(*r));
   }
   std::vector<bench::RunComparison> cs;
@@ -416,7 +439,7 @@ int RunCompare(const CompareOptions& o, const GlobalOptions& g) {
   Json j = bench::ComparisonsToJson(cs);
   Status s = WriteOutput(o.out, common::WriteJson(j, 2) + "\n", "[");
   if (s.ok()) s = WriteOutput(o.html, bench::ComparisonsToHtml(cs), kHtmlMarker);
-  if (!s.ok()) return Fail(s);
+  if (!s.ok()) return ReportError(s);
   std::fputs(
       g.json ? (common::WriteJson(j, 2) + "\n").c_str() : bench::ComparisonsToMarkdown(cs).c_str(),
       stdout);

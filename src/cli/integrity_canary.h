@@ -7,6 +7,7 @@
 #include "cli/command.h"
 #include "probe/snapshot.h"
 #include "runtime/canary.h"
+#include "runtime/startup.h"
 
 namespace tg::cli {
 
@@ -31,6 +32,12 @@ runtime::CanaryReport RunDoctorCanary(const GlobalOptions& g, const CanaryFlags&
 runtime::CanaryOptions StartupCanaryOptions(const GlobalOptions& g);
 // The same with doctor's --canary-* flags applied (time limit, cache directory or no cache).
 runtime::CanaryOptions DoctorCanaryOptions(const GlobalOptions& g, const CanaryFlags& f);
+
+// The error path of a command that ran the startup chain (run, generate): ReportError with the
+// chain's steps so far beside the error object under --json, else as lines on stderr before the
+// error line. Returns the exit code of `status` (common::ExitCodeFromStatus).
+int ReportChainError(const GlobalOptions& g, const common::Status& status,
+                     const runtime::StartupReport& startup);
 
 // The hidden `__canary-child --cases LIST` subcommand.
 void RegisterCanaryChildCommand(CLI::App& app, GlobalOptions& g, CommandRegistry& r);

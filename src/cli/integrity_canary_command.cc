@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "cli/integrity_canary.h"
+#include "cli/output.h"
 #include "common/json_writer.h"
 #include "common/process.h"
 #include "common/status.h"
@@ -80,6 +81,12 @@ void AddCanaryFlags(CLI::App* doctor, CanaryFlags* flags) {
                    "Time limit per canary child process (default 60000)")
       ->check(CLI::Range(100, 3600000))
       ->type_name("MS");
+}
+
+int ReportChainError(const GlobalOptions& g, const common::Status& status,
+                     const runtime::StartupReport& startup) {
+  if (!g.json) StderrLines("info", startup.Format());
+  return ReportError(status, common::Json{{"startup", startup.ToJson()}});
 }
 
 runtime::CanaryOptions StartupCanaryOptions(const GlobalOptions& g) {

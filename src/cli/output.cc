@@ -42,6 +42,15 @@ void Warn(std::string_view message) {
   common::WriteStderrLine("warning", Prefix() + "warning: " + std::string(message));
 }
 
+void StderrLines(std::string_view level, std::string_view text) {
+  while (!text.empty()) {
+    const std::size_t nl = text.find('\n');
+    common::WriteStderrLine(level, text.substr(0, nl));
+    if (nl == std::string_view::npos) break;
+    text.remove_prefix(nl + 1);
+  }
+}
+
 void Print(std::string_view text) { std::fwrite(text.data(), 1, text.size(), stdout); }
 
 void PrintJson(const common::Json& j) {

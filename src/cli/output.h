@@ -32,6 +32,11 @@ int ReportError(const common::Status& status, const common::Json& context = comm
 // --log-format json). Never touches stdout.
 void Warn(std::string_view message);
 
+// Writes each line of `text` to stderr as it is, or as one JSON object per line with
+// --log-format json (common::WriteStderrLine). For evidence that goes with an error (the startup
+// steps) when stdout carries no JSON. Never touches stdout.
+void StderrLines(std::string_view level, std::string_view text);
+
 // Writes `text` to stdout unchanged.
 void Print(std::string_view text);
 // Writes `j` (indented, invalid UTF-8 replaced rather than fatal) and a newline to stdout.

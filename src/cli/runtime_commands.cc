@@ -32,17 +32,6 @@ using common::Json;
 using common::Status;
 using runtime::Tensor;
 
-// Every error leaves through the one error path (cli/output.h); the command name comes from the
-// parsed command line, so `what` only documents the call site. The startup chain so far, when
-// there is one, goes with the error: in the error object, or as text on stderr before it.
-int Fail(const GlobalOptions& g, const Status& s, const char* /*what*/,
-         const runtime::StartupReport* startup = nullptr) {
-  std::cout.flush();  // earlier std::cout output stays before the error object
-  if (startup == nullptr) return ReportError(s);
-  if (!g.json) std::fputs(startup->Format().c_str(), stderr);
-  return ReportError(s, Json{{"startup", startup->ToJson()}});
-}
-
 struct RunArgs {
   std::string model;
   std::vector<std::string> inputs;  // name=file.npy | name=random
@@ -120,6 +109,23 @@ common::Result<std::vector<std::int64_t>> InputShape(
                               ", -1 = dynamic)");
   }
   return want;
+}
+
+// The inputs `run` reads (--model, --input files, --shape syntax), checked before the startup
+// chain so a missing or unreadable file is a usage error (exit 2) whatever the node.
+Status CheckRunInputs(const RunArgs& a) {
+  TG_RETURN_IF_ERROR(common::CheckInputPath(a.model, "--model"));
+  for (const auto& spec : a.inputs) {
+    const auto eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return Status::InvalidArg("--input '" + spec + "' is not of the form name=file.npy|random");
+    }
+    const std::string src = spec.substr(eq + 1);
+    if (src != "random") {
+      TG_RETURN_IF_ERROR(common::CheckInputPath(src, "--input " + spec.substr(0, eq)));
+    }
+  }
+  return ParseShapeFlags(a.shapes).status();
 }
 
 common::Result<std::vector<runtime::NamedTensor>> BuildInputs(const runtime::Session& s,
@@ -316,17 +322,17 @@ int MeasureAndReport(const GlobalOptions& g, const RunArgs& a, runtime::Session&
   const runtime::SessionReport& rep = session.report();
   std::vector<std::string> warnings;
   auto inputs = BuildInputs(session, a, &warnings);
-  if (!inputs.ok()) return Fail(g, inputs.status(), "run");
+  if (!inputs.ok()) return ReportError(inputs.status());
   for (const auto& w : warnings) spdlog::warn("run: {}", w);
   const runtime::RunMode mode = a.mode == "plain"   ? runtime::RunMode::kPlain
                                 : a.mode == "bound" ? runtime::RunMode::kIoBinding
                                                     : runtime::RunMode::kDefault;
   std::vector<Tensor> outputs;
   auto m = Measure(session, *inputs, mode, a, &outputs);
-  if (!m.ok()) return Fail(g, m.status(), "run");
+  if (!m.ok()) return ReportError(m.status());
   std::string checksum;
   auto outs = OutputsJson(session, outputs, a, &checksum);
-  if (!outs.ok()) return Fail(g, outs.status(), "run");
+  if (!outs.ok()) return ReportError(outs.status());
   const double runs = static_cast<double>(m->ms.size());
   const Json latency = LatencyJson(a, *m);
   const Json tput = ThroughputJson(*m, BatchOf(*inputs));
@@ -362,21 +368,20 @@ int MeasureAndReport(const GlobalOptions& g, const RunArgs& a, runtime::Session&
 
 int RunCommand(const GlobalOptions& g, const RunArgs& a) {
   auto policy = runtime::LoadRuntimePolicy(g.policy);
-  if (!policy.ok()) return Fail(g, policy.status(), "run");
+  if (!policy.ok()) return ReportError(policy.status());
   if (a.runs < 1 || a.runs > kMaxTimedRuns || a.warmup < 0 || !(a.min_time_s >= 0.0) ||
       a.min_time_s > kMaxMinTimeS) {
-    return Fail(g,
-                Status::InvalidArg("--runs must be in 1.." + std::to_string(kMaxTimedRuns) +
-                                   ", --warmup >= 0 and --min-time in 0..3600 seconds"),
-                "run");
+    return ReportError(Status::InvalidArg("--runs must be in 1.." + std::to_string(kMaxTimedRuns) +
+                                          ", --warmup >= 0 and --min-time in 0..3600 seconds"));
   }
+  if (Status st = CheckRunInputs(a); !st.ok()) return ReportError(st);
   // The startup chain: snapshot -> admit (production refuses drift, exit 4) -> factory; then
   // this command's own open (for diagnosis: a violation still shows the report) -> canary.
   runtime::StartupReport startup;
   runtime::StartupOptions so;
   so.canary = StartupCanaryOptions(g);
   auto chain = runtime::StartupChain::Start(*policy, g.Loader(), so, &startup);
-  if (!chain.ok()) return Fail(g, chain.status(), "run", &startup);
+  if (!chain.ok()) return ReportChainError(g, chain.status(), startup);
   const runtime::SessionFactory* factory = &chain->factory();
   runtime::OpenOptions oo;
   oo.placement_from_log = a.placement_from_log;
@@ -387,18 +392,18 @@ int RunCommand(const GlobalOptions& g, const RunArgs& a) {
       &startup, "open",
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - open0).count(),
       session.ok() ? violation : session.status(), true, a.model);
-  if (!session.ok()) return Fail(g, session.status(), "run", &startup);
+  if (!session.ok()) return ReportChainError(g, session.status(), startup);
   const runtime::SessionReport& rep = session->report();
   if (!violation.ok()) {
     // The placement evidence goes with the error: in the error object, or as text before it.
     if (!g.json) std::cout << runtime::FormatSessionReport(rep) << std::flush;
-    if (!g.json) std::fputs(startup.Format().c_str(), stderr);
+    if (!g.json) StderrLines("info", startup.Format());
     return ReportError(violation, Json{{"session", runtime::SessionReportToJson(rep)},
                                        {"startup", startup.ToJson()}});
   }
   // Warm-up stays this command's own --warmup (its runs are excluded from the latency figures).
   if (Status st = chain->Finish({a.model}, so, &startup); !st.ok()) {
-    return Fail(g, st, "run", &startup);
+    return ReportChainError(g, st, startup);
   }
   return MeasureAndReport(g, a, *session, startup);
 }
@@ -438,26 +443,25 @@ common::Status ResolveProfiles(const EngineArgs& a, runtime::OpenOptions* oo) {
 
 int EnginesBuild(const GlobalOptions& g, const EngineArgs& a) {
   auto policy = runtime::LoadRuntimePolicy(g.policy);
-  if (!policy.ok()) return Fail(g, policy.status(), "engines build");
+  if (!policy.ok()) return ReportError(policy.status());
   if (!a.matrix.empty()) policy->matrix_path = a.matrix;
   runtime::OpenOptions oo;
   oo.build_engines = true;
   Status st = ResolveProfiles(a, &oo);
-  if (!st.ok()) return Fail(g, st, "engines build");
+  if (!st.ok()) return ReportError(st);
   auto factory = runtime::SessionFactory::Create(*policy, g.Loader());
-  if (!factory.ok()) return Fail(g, factory.status(), "engines build");
+  if (!factory.ok()) return ReportError(factory.status());
   bool trt = false;
   for (const auto& p : factory->prepared_providers()) {
     trt = trt || (p.name == "TensorrtExecutionProvider" && p.attached);
   }
   if (!trt) {
-    return Fail(g,
-                Status::Unavailable("the TensorRT provider is not attached under policy " +
-                                    policy->source + ": engines cannot be built on this node"),
-                "engines build");
+    return ReportError(Status::Unavailable("the TensorRT provider is not attached under policy " +
+                                           policy->source +
+                                           ": engines cannot be built on this node"));
   }
   auto session = factory->Open(a.model, oo);
-  if (!session.ok()) return Fail(g, session.status(), "engines build");
+  if (!session.ok()) return ReportError(session.status());
   // TensorRT builds dynamic-shape engines at the first run: run once at the opt shapes.
   std::vector<runtime::NamedTensor> inputs;
   std::uint64_t seed = 1;
@@ -467,23 +471,23 @@ int EnginesBuild(const GlobalOptions& g, const EngineArgs& a) {
     if (it != oo.profile_opt.end()) shape = it->second;
     for (auto& d : shape) d = d < 0 ? 1 : d;
     auto t = runtime::RandomTensor(info.dtype, shape, seed++);
-    if (!t.ok()) return Fail(g, t.status(), "engines build");
+    if (!t.ok()) return ReportError(t.status());
     inputs.push_back({info.name, std::move(t).value()});
   }
   std::vector<Tensor> out;
   st = session->Run(inputs, {}, &out);
-  if (!st.ok()) return Fail(g, st, "engines build");
+  if (!st.ok()) return ReportError(st);
   const auto& rep = session->report();
   auto fp = runtime::PolicyMatrixFingerprint(policy->matrix_path,
                                              policy->profile == runtime::Profile::kProduction);
-  if (!fp.ok()) return Fail(g, fp.status(), "engines build");
+  if (!fp.ok()) return ReportError(fp.status());
   auto gpu = runtime::QueryGpuIdentity(g.Loader(), policy->cuda.device_id);
-  if (!gpu.ok()) return Fail(g, gpu.status(), "engines build");
+  if (!gpu.ok()) return ReportError(gpu.status());
   const auto key = runtime::MakeEngineKeyInputs(*fp, *gpu, rep.model_sha256, rep.precision,
                                                 oo.profile_min, oo.profile_opt, oo.profile_max);
   const std::string root = runtime::ResolveEngineDir(policy->tensorrt.engine_dir);
   st = runtime::WriteEngineManifest(root, rep.engine_key, key);
-  if (!st.ok()) return Fail(g, st, "engines build");
+  if (!st.ok()) return ReportError(st);
   Json j = {{"ok", true},
             {"command", "engines build"},
             {"key", rep.engine_key},
@@ -585,23 +589,23 @@ Status VerifyModelEngines(const GlobalOptions& g, const EngineArgs& a, const YAM
 
 int EnginesVerify(const GlobalOptions& g, const EngineArgs& a) {
   auto policy = runtime::LoadRuntimePolicy(g.policy);
-  if (!policy.ok()) return Fail(g, policy.status(), "engines verify");
+  if (!policy.ok()) return ReportError(policy.status());
   if (!a.matrix.empty()) policy->matrix_path = a.matrix;
   VerifyConfig cfg;
   Status st = ReadVerifyConfig(a, *policy, &cfg);
-  if (!st.ok()) return Fail(g, st, "engines verify");
+  if (!st.ok()) return ReportError(st);
 
   auto fp = runtime::PolicyMatrixFingerprint(policy->matrix_path,
                                              policy->profile == runtime::Profile::kProduction);
-  if (!fp.ok()) return Fail(g, fp.status(), "engines verify");
+  if (!fp.ok()) return ReportError(fp.status());
   auto gpu = EngineGpuIdentity(g, a, *policy);
-  if (!gpu.ok()) return Fail(g, gpu.status(), "engines verify");
+  if (!gpu.ok()) return ReportError(gpu.status());
   const VerifyKeyContext ctx{*fp, *gpu, cfg.precision, runtime::ResolveEngineDir(cfg.engine_dir)};
   Json results = Json::array();
   int missing = 0;
   for (std::size_t i = 0; i < cfg.models.size(); ++i) {
     st = VerifyModelEngines(g, a, cfg.models[i], i, ctx, &results, &missing);
-    if (!st.ok()) return Fail(g, st, "engines verify");
+    if (!st.ok()) return ReportError(st);
   }
   if (g.json) {
     std::cout << common::WriteJson(Json{{"ok", missing == 0},

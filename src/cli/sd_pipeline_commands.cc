@@ -59,14 +59,6 @@ struct GenerateFlags {
 std::atomic<bool> g_interrupted{false};
 extern "C" void OnSigint(int) { g_interrupted.store(true); }
 
-// Every error leaves through the one error path (cli/output.h). The startup chain so far, when
-// there is one, goes with the error: in the error object, or as text on stderr before it.
-int Fail(const GlobalOptions& g, const Status& s, const runtime::StartupReport* startup = nullptr) {
-  if (startup == nullptr) return ReportError(s);
-  if (!g.json) std::fputs(startup->Format().c_str(), stderr);
-  return ReportError(s, Json{{"startup", startup->ToJson()}});
-}
-
 // The component models of a pipeline folder (<folder>/<component>/*.onnx): the canary's op set.
 std::vector<std::string> PipelineModelFiles(const std::string& folder) {
   std::vector<std::string> out;
@@ -276,26 +268,26 @@ std::future<common::Result<std::string>> StartPipelineHash(const std::string& di
 
 int RunGenerate(const GlobalOptions& g, const GenerateFlags& f) {
   auto built = BuildRequest(f);
-  if (!built.ok()) return Fail(g, built.status());
+  if (!built.ok()) return ReportError(built.status());
   sd::GenerateRequest& req = *built;
   auto policy = runtime::LoadRuntimePolicy(g.policy);
-  if (!policy.ok()) return Fail(g, policy.status().WithPrefix("--policy"));
+  if (!policy.ok()) return ReportError(policy.status().WithPrefix("--policy"));
   // The startup chain: snapshot -> admit (production refuses drift, exit 4) -> factory; then the
   // pipeline loader's open (placement proof per component) -> canary over the components' ops.
   runtime::StartupReport startup;
   runtime::StartupOptions so;
   so.canary = StartupCanaryOptions(g);
   auto chain = runtime::StartupChain::Start(*policy, g.Loader(), so, &startup);
-  if (!chain.ok()) return Fail(g, chain.status(), &startup);
+  if (!chain.ok()) return ReportChainError(g, chain.status(), startup);
   const auto open0 = std::chrono::steady_clock::now();
   auto model = sd::LoadSdModel(f.model, chain->factory());
   runtime::StartupChain::RecordStep(
       &startup, "open",
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - open0).count(),
       model.status(), true, f.model);
-  if (!model.ok()) return Fail(g, model.status(), &startup);
+  if (!model.ok()) return ReportChainError(g, model.status(), startup);
   if (Status st = chain->Finish(PipelineModelFiles(f.model), so, &startup); !st.ok()) {
-    return Fail(g, st, &startup);
+    return ReportChainError(g, st, startup);
   }
   const sd::SdModel& m = **model;
   if (m.degraded()) Warn("DEGRADED: " + m.degraded_reason());
@@ -315,23 +307,23 @@ int RunGenerate(const GlobalOptions& g, const GenerateFlags& f) {
   auto result = pipeline.Generate(
       req, [&bar](const sd::StepProgress& p) { return bar.Update(p); }, &g_interrupted);
   std::signal(SIGINT, previous);
-  if (!result.ok()) return Fail(g, result.status());
+  if (!result.ok()) return ReportError(result.status());
   sd::GenerateOutput& out = *result;
   if (out.cancelled) {
-    return Fail(g, Status::Unavailable("interrupted after " + std::to_string(out.steps_done) +
-                                       " steps; no image written"));
+    return ReportError(Status::Unavailable("interrupted after " + std::to_string(out.steps_done) +
+                                           " steps; no image written"));
   }
   for (const std::string& w : out.warnings) Warn(w);
   auto model_hash = hash.get();
-  if (!model_hash.ok()) return Fail(g, model_hash.status());
+  if (!model_hash.ok()) return ReportError(model_hash.status());
   req.model_hash = *model_hash;
   req.encode_png = true;
-  if (Status s = sd::DescribeAndEncode(req, &out); !s.ok()) return Fail(g, s);
+  if (Status s = sd::DescribeAndEncode(req, &out); !s.ok()) return ReportError(s);
 
   // The write time is added to the PNG stage.
   const auto w0 = std::chrono::steady_clock::now();
   auto images = WriteImages(f.output, out);
-  if (!images.ok()) return Fail(g, images.status());
+  if (!images.ok()) return ReportError(images.status());
   const double write_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - w0).count();
   out.timings.png_ms += write_ms;

@@ -357,6 +357,31 @@ bool IsRegularFile(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
+Status CheckInputPath(const std::string& path, std::string_view what, bool dir) {
+  const std::string name = std::string(what) + " " + path;
+  const char* kind = dir ? "a directory" : "a regular file";
+  struct stat st {};
+  if (path.empty()) {
+    return Status::InvalidArg(std::string(what) + ": empty path; " + kind + " is required");
+  }
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT || errno == ENOTDIR) {
+      return Status::NotFound(name + ": no such file or directory; " + kind + " is required");
+    }
+    return Status::InvalidArg(name + ": cannot access: " + std::strerror(errno));
+  }
+  // A pipe (`<(cmd)`) or FIFO passes: the reader handles it (and a FIFO without a writer).
+  const bool right_kind = dir ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode);
+  if (!right_kind) {
+    return Status::InvalidArg(name + (dir ? " is not a directory" : " is not a file") + ": found " +
+                              KindOf(st.st_mode) + ", " + kind + " is required");
+  }
+  if (::access(path.c_str(), dir ? (R_OK | X_OK) : R_OK) != 0) {
+    return Status::InvalidArg(name + ": not readable: " + std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
 Result<ScopedTempDir> ScopedTempDir::Create(const std::string& prefix) {
   std::error_code ec;
   std::string tmpl = (std::filesystem::temp_directory_path(ec) / (prefix + "-XXXXXX")).string();

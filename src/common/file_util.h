@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "common/status.h"
 
@@ -65,6 +66,13 @@ std::string Sha256Hex(const void* data, std::size_t size);
 // True when `path` names a regular file (symbolic links followed): what a library or model path
 // must be. A directory, device or missing path is false. Never fails.
 bool IsRegularFile(const std::string& path);
+
+// The checks a command makes on an input before it starts any work (the startup chain, a
+// benchmark), so a missing or unreadable input is a usage error (exit 2) on every machine.
+// `dir` false: a regular file (symbolic links followed); true: a directory. Errors: NOT_FOUND
+// (missing), INVALID_ARG (the wrong kind, or not readable by this process); the message names
+// `what` ("--model"), the path and what was required. Never blocks (no open). Thread-safe.
+Status CheckInputPath(const std::string& path, std::string_view what, bool dir = false);
 
 // Owns one file descriptor (closed by the destructor). Move-only; not thread-safe.
 class UniqueFd {
