@@ -5,13 +5,50 @@
 namespace tg::common {
 namespace {
 
-TEST(CpuFeaturesTest, Avx2AnswerMatchesTheCompilerBuiltinAndIsStable) {
+constexpr unsigned kOsxsave = 1u << 27, kAvx = 1u << 28, kF16c = 1u << 29, kAvx2 = 1u << 5;
+
+TEST(CpuFeaturesTest, VexFeaturesNeedAvxXsaveAndTheOsSavingYmm) {
+  CpuidRegisters full;
+  full.leaf1_ecx = kOsxsave | kAvx | kF16c;
+  full.leaf7_ebx = kAvx2;
+  full.xcr0 = 0x7;
+  EXPECT_TRUE(CpuFeaturesFrom(full).avx2);
+  EXPECT_TRUE(CpuFeaturesFrom(full).f16c);
+
+  CpuidRegisters r = full;
+  r.xcr0 = 0x3;  // the OS does not save YMM: no VEX instruction may run
+  EXPECT_FALSE(CpuFeaturesFrom(r).avx2);
+  EXPECT_FALSE(CpuFeaturesFrom(r).f16c);
+  r = full;
+  r.leaf1_ecx &= ~kOsxsave;
+  EXPECT_FALSE(CpuFeaturesFrom(r).avx2);
+  EXPECT_FALSE(CpuFeaturesFrom(r).f16c);
+  r = full;
+  r.leaf1_ecx &= ~kAvx;
+  EXPECT_FALSE(CpuFeaturesFrom(r).avx2);
+  EXPECT_FALSE(CpuFeaturesFrom(r).f16c);
+  // Each feature's own bit decides it alone.
+  r = full;
+  r.leaf7_ebx = 0;
+  EXPECT_FALSE(CpuFeaturesFrom(r).avx2);
+  EXPECT_TRUE(CpuFeaturesFrom(r).f16c);
+  r = full;
+  r.leaf1_ecx &= ~kF16c;
+  EXPECT_TRUE(CpuFeaturesFrom(r).avx2);
+  EXPECT_FALSE(CpuFeaturesFrom(r).f16c);
+  EXPECT_FALSE(CpuFeaturesFrom(CpuidRegisters{}).avx2);
+}
+
+TEST(CpuFeaturesTest, ThisCpuAgreesWithTheCompilersOwnProbe) {
 #if defined(__x86_64__) || defined(__i386__)
-  EXPECT_EQ(CpuHasAvx2(), __builtin_cpu_supports("avx2") != 0);
+  __builtin_cpu_init();
+  EXPECT_EQ(ThisCpu().avx2, __builtin_cpu_supports("avx2") != 0);
+  EXPECT_EQ(CpuHasAvx2(), ThisCpu().avx2);
+  EXPECT_EQ(CpuHasF16c(), ThisCpu().f16c);
 #else
   EXPECT_FALSE(CpuHasAvx2());
+  EXPECT_FALSE(CpuHasF16c());
 #endif
-  EXPECT_EQ(CpuHasAvx2(), CpuHasAvx2());
 }
 
 }  // namespace

@@ -7,10 +7,10 @@
 #include <limits>
 
 #if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
+#include "common/cpu_features.h"
 #include "common/file_util.h"
 
 namespace tg::runtime {
@@ -129,18 +129,6 @@ namespace {
 #if defined(__x86_64__) || defined(__i386__)
 #define TG_HAVE_F16C_KERNELS 1
 
-bool DetectF16c() {
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  if (__get_cpuid(1, &a, &b, &c, &d) == 0) return false;
-  const bool osxsave = (c & (1u << 27)) != 0, avx = (c & (1u << 28)) != 0;
-  const bool f16c = (c & (1u << 29)) != 0;
-  if (!osxsave || !avx || !f16c) return false;
-  // The OS must save the YMM state (XCR0 bits 1 and 2) for VEX-encoded instructions.
-  unsigned lo = 0, hi = 0;
-  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-  return (lo & 0x6u) == 0x6u;
-}
-
 __attribute__((target("avx,f16c"))) void HalfToFloatF16c(const std::uint16_t* src, float* dst,
                                                          std::size_t n) {
   std::size_t i = 0;
@@ -162,26 +150,20 @@ __attribute__((target("avx,f16c"))) void FloatToHalfF16c(const float* src, std::
 }
 #else
 #define TG_HAVE_F16C_KERNELS 0
-bool DetectF16c() { return false; }
 #endif
 
 }  // namespace
 
-bool CpuHasF16c() {
-  static const bool has = DetectF16c();
-  return has;
-}
-
 void HalfToFloatN(const std::uint16_t* src, float* dst, std::size_t n, Fp16Kernel kernel) {
 #if TG_HAVE_F16C_KERNELS
-  if (kernel != Fp16Kernel::kScalar && CpuHasF16c()) return HalfToFloatF16c(src, dst, n);
+  if (kernel != Fp16Kernel::kScalar && common::CpuHasF16c()) return HalfToFloatF16c(src, dst, n);
 #endif
   for (std::size_t i = 0; i < n; ++i) dst[i] = HalfToFloat(src[i]);
 }
 
 void FloatToHalfN(const float* src, std::uint16_t* dst, std::size_t n, Fp16Kernel kernel) {
 #if TG_HAVE_F16C_KERNELS
-  if (kernel != Fp16Kernel::kScalar && CpuHasF16c()) return FloatToHalfF16c(src, dst, n);
+  if (kernel != Fp16Kernel::kScalar && common::CpuHasF16c()) return FloatToHalfF16c(src, dst, n);
 #endif
   for (std::size_t i = 0; i < n; ++i) dst[i] = FloatToHalf(src[i]);
 }

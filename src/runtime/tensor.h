@@ -60,11 +60,10 @@ float HalfToFloat(std::uint16_t bits);
 std::uint16_t FloatToHalf(float value);
 
 // Bulk conversions of n values, bit-identical to the scalar functions above. kAuto uses the CPU's
-// F16C instructions when CpuHasF16c() (checked once at run time) and the scalar code otherwise;
-// kScalar / kF16c force one kernel (tests compare them; kF16c without CpuHasF16c() falls back to
-// scalar). src and dst must not overlap. Thread-safe.
+// F16C instructions when common::CpuHasF16c() (checked once at run time) and the scalar code
+// otherwise; kScalar / kF16c force one kernel (tests compare them; kF16c without
+// common::CpuHasF16c() falls back to scalar). src and dst must not overlap. Thread-safe.
 enum class Fp16Kernel { kAuto, kScalar, kF16c };
-bool CpuHasF16c();
 void HalfToFloatN(const std::uint16_t* src, float* dst, std::size_t n,
                   Fp16Kernel kernel = Fp16Kernel::kAuto);
 void FloatToHalfN(const float* src, std::uint16_t* dst, std::size_t n,

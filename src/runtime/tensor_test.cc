@@ -10,6 +10,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "common/cpu_features.h"
 #include "runtime/engines.h"
 #include "runtime/session.h"
 
@@ -62,7 +63,8 @@ void ExpectKernelsMatch(const std::vector<In>& in, Fn bulk, Ref ref, const char*
 }
 
 TEST(TensorTest, BulkHalfToFloatMatchesScalarForEveryHalf) {
-  if (!CpuHasF16c()) GTEST_LOG_(INFO) << "no F16C on this CPU: only the scalar kernel is checked";
+  if (!common::CpuHasF16c())
+    GTEST_LOG_(INFO) << "no F16C on this CPU: only the scalar kernel is checked";
   std::vector<std::uint16_t> all(0x10000 + 5);  // + 5: a tail after the last full vector
   for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<std::uint16_t>(i);
   ExpectKernelsMatch<std::uint16_t, float>(

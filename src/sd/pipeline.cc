@@ -348,7 +348,7 @@ void ScaleDup(const Scheduler& sched, int step, const float* x, float* out, floa
 }
 
 // The fp16 boundary of a step in one pass each, with F16C when the CPU has it (checked once by
-// runtime::CpuHasF16c); otherwise a block at a time through L1 with the portable conversions.
+// common::CpuHasF16c); otherwise a block at a time through L1 with the portable conversions.
 // Both give the same bits: the conversions are exact/round-to-nearest-even either way and the
 // float arithmetic is the same operations in the same order (no FMA).
 #if defined(__x86_64__) || defined(__i386__)
@@ -395,7 +395,7 @@ constexpr bool kF16cKernels = false;
 #endif
 
 void GuideHalf(const std::uint16_t* u, const std::uint16_t* c, float g, float* out, std::size_t n) {
-  if (kF16cKernels && runtime::CpuHasF16c()) return GuideHalfF16c(u, c, g, out, n);
+  if (kF16cKernels && common::CpuHasF16c()) return GuideHalfF16c(u, c, g, out, n);
   float ub[kBlock], cb[kBlock];
   for (std::size_t j = 0; j < n; j += kBlock) {
     const std::size_t len = std::min(kBlock, n - j);
@@ -411,7 +411,7 @@ void GuideHalf(const std::uint16_t* u, const std::uint16_t* c, float g, float* o
 void ScaleToHalf(const Scheduler& sched, int step, const float* x, std::uint16_t* out,
                  std::uint16_t* out2, std::size_t n) {
   const double s = sched.ModelInputScale(step);
-  if (kF16cKernels && runtime::CpuHasF16c()) {
+  if (kF16cKernels && common::CpuHasF16c()) {
     return ScaleToHalfF16c(x, s != 1.0, static_cast<float>(s), out, out2, n);
   }
   float block[kBlock];
