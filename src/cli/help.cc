@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cli/output.h"
+#include "cli/policy_option.h"
 #include "common/strings.h"
 
 namespace tg::cli {
@@ -239,7 +240,8 @@ common::Json CliTree(const CLI::App& app) {
   common::Json j = {{"name", app.get_name()},
                     {"path", CommandPath(&app)},
                     {"description", app.get_description()},
-                    {"hidden", Hidden(&app)}};
+                    {"hidden", Hidden(&app)},
+                    {"reads_policy", CommandReadsPolicy(CommandPath(&app))}};
   const auto ex = Examples().find(CommandPath(&app));
   j["example"] = ex == Examples().end() ? "" : ex->second;
   common::Json opts = common::Json::array();
