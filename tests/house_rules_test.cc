@@ -331,5 +331,99 @@ TEST(HouseRulesTest, ModuleIncludesFollowTheDependencyOrder) {
   EXPECT_TRUE(offenders.empty()) << ::testing::PrintToString(offenders);
 }
 
+// The module order as docs/ARCHITECTURE.md states it ("a ← b ← c/d ← e, and f ← g"): each module
+// may include the modules before it in a chain and what those may include.
+std::map<std::string, std::set<std::string>> ParseModuleOrder(const std::string& text) {
+  std::map<std::string, std::set<std::string>> allowed;
+  std::string rest = text;
+  std::vector<std::string> chains;
+  for (std::size_t at; (at = rest.find(", and ")) != std::string::npos;) {
+    chains.push_back(rest.substr(0, at));
+    rest = rest.substr(at + 6);
+  }
+  chains.push_back(rest);
+  const std::string arrow = " \u2190 ";
+  for (bool changed = true; changed;) {  // until the transitive closure stops growing
+    changed = false;
+    for (const std::string& chain : chains) {
+      std::vector<std::string> before;
+      std::string c = chain + arrow;
+      for (std::size_t at; (at = c.find(arrow)) != std::string::npos;
+           c = c.substr(at + arrow.size())) {
+        std::vector<std::string> level;
+        std::stringstream ss(c.substr(0, at));
+        for (std::string m; std::getline(ss, m, '/');) level.push_back(m);
+        for (const std::string& m : level) {
+          auto& a = allowed[m];
+          const std::size_t n = a.size();
+          for (const std::string& b : before) {
+            a.insert(b);
+            const auto deps = allowed[b];
+            a.insert(deps.begin(), deps.end());
+          }
+          changed = changed || a.size() != n;
+        }
+        before.insert(before.end(), level.begin(), level.end());
+      }
+    }
+  }
+  return allowed;
+}
+
+TEST(HouseRulesTest, ArchitectureDocStatesTheModuleOrderTheIncludesFollow) {
+  const std::string doc = testing::ReadFile(testing::SourceDir() + "/docs/ARCHITECTURE.md");
+  const std::string lead = "Dependencies run one way: ";
+  const std::size_t at = doc.find(lead);
+  ASSERT_NE(at, std::string::npos) << "docs/ARCHITECTURE.md no longer states the module order";
+  const std::size_t end = doc.find(';', at);
+  ASSERT_NE(end, std::string::npos);
+  std::string order = doc.substr(at + lead.size(), end - at - lead.size());
+  for (char& c : order) c = c == '\n' ? ' ' : c;
+  EXPECT_EQ(ParseModuleOrder(order), AllowedModuleDeps()) << "stated: " << order;
+  // The parser itself: a chain, a shared level and a second chain.
+  const auto parsed = ParseModuleOrder("a \u2190 b/c \u2190 d, and b \u2190 e");
+  EXPECT_EQ(parsed.at("d"), (std::set<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(parsed.at("e"), (std::set<std::string>{"a", "b"}));
+  EXPECT_TRUE(parsed.at("a").empty());
+}
+
+void CollectPolicyReaders(const common::Json& node, std::set<std::string>* out) {
+  if (node.value("hidden", false)) return;
+  if (node["subcommands"].empty()) {
+    if (node.value("reads_policy", false)) out->insert(node["path"].get<std::string>());
+    return;
+  }
+  for (const auto& c : node["subcommands"]) CollectPolicyReaders(c, out);
+}
+
+TEST(HouseRulesTest, ReadmeListsTheCommandsThatReadPolicy) {
+  const std::string readme = testing::ReadFile(testing::SourceDir() + "/README.md");
+  const std::size_t row = readme.find("| `--policy ");
+  ASSERT_NE(row, std::string::npos) << "README no longer has the --policy row";
+  const std::size_t from = readme.find("Read by ", row);
+  const std::size_t to = readme.find(" (", from);
+  ASSERT_TRUE(from != std::string::npos && to != std::string::npos);
+  std::set<std::string> listed;
+  const std::regex name_re("`([a-z0-9 -]+)`");
+  const std::string list = readme.substr(from, to - from);
+  for (std::sregex_iterator it(list.begin(), list.end(), name_re), e; it != e; ++it) {
+    listed.insert((*it)[1].str());
+  }
+  std::set<std::string> readers;
+  CollectPolicyReaders(testing::CliTree(), &readers);
+  ASSERT_FALSE(readers.empty());
+  // A listed name covers a command or a command group ("engines": engines build, engines verify).
+  for (const std::string& r : readers) {
+    bool covered = false;
+    for (const std::string& l : listed) covered = covered || r == l || r.starts_with(l + " ");
+    EXPECT_TRUE(covered) << "`" << r << "` reads --policy but the README does not say so";
+  }
+  for (const std::string& l : listed) {
+    bool reads = false;
+    for (const std::string& r : readers) reads = reads || r == l || r.starts_with(l + " ");
+    EXPECT_TRUE(reads) << "the README says `" << l << "` reads --policy; it does not";
+  }
+}
+
 }  // namespace
 }  // namespace tg

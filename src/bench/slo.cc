@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "common/strings.h"
+
 namespace tg::bench {
 namespace {
 
@@ -20,12 +22,8 @@ const std::set<std::string>& OtherMetrics() {
   return k;
 }
 
-std::string Trim(const std::string& s) {
-  std::size_t b = s.find_first_not_of(" \t");
-  if (b == std::string::npos) return "";
-  std::size_t e = s.find_last_not_of(" \t");
-  return s.substr(b, e - b + 1);
-}
+// common::Trim as an owned string (the parsers below keep the pieces).
+std::string Trimmed(std::string_view s) { return std::string(common::Trim(s)); }
 
 const char* kMetricList =
     "p50|p90|p95|p99|p99.9|max|mean|throughput|images_per_min|gpu_util|errors";
@@ -41,7 +39,7 @@ common::Result<double> ParseValue(const std::string& expr, const std::string& me
                     "the operator, found \"{}\"",
                     expr, rest));
   }
-  std::string unit = Trim(std::string(ptr, rest.data() + rest.size()));
+  std::string unit = Trimmed(std::string(ptr, rest.data() + rest.size()));
   if (LatencyMetrics().count(metric) != 0) {
     if (unit == "us") return v;
     if (unit == "ms") return v * 1e3;
@@ -73,7 +71,7 @@ common::Result<double> ParseValue(const std::string& expr, const std::string& me
 }  // namespace
 
 common::Result<Threshold> ParseThreshold(const std::string& text) {
-  std::string expr = Trim(text);
+  std::string expr = Trimmed(text);
   std::size_t op_pos = expr.find_first_of("<>");
   if (op_pos == std::string::npos) {
     return Status::InvalidArg(fmt::format(
@@ -81,7 +79,7 @@ common::Result<Threshold> ParseThreshold(const std::string& text) {
   }
   Threshold t;
   t.text = expr;
-  t.metric = Trim(expr.substr(0, op_pos));
+  t.metric = Trimmed(expr.substr(0, op_pos));
   if (LatencyMetrics().count(t.metric) == 0 && OtherMetrics().count(t.metric) == 0) {
     return Status::InvalidArg(fmt::format("threshold \"{}\": unknown metric \"{}\", expected {}",
                                           expr, t.metric, kMetricList));
@@ -92,7 +90,7 @@ common::Result<Threshold> ParseThreshold(const std::string& text) {
     t.op += "=";
     ++value_pos;
   }
-  TG_ASSIGN_OR_RETURN(t.value, ParseValue(expr, t.metric, Trim(expr.substr(value_pos))));
+  TG_ASSIGN_OR_RETURN(t.value, ParseValue(expr, t.metric, Trimmed(expr.substr(value_pos))));
   return t;
 }
 
@@ -104,7 +102,7 @@ common::Result<std::vector<Threshold>> ParseThresholds(const std::vector<std::st
       std::size_t comma = text.find(',', start);
       std::string part =
           text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-      if (Trim(part).empty()) {
+      if (Trimmed(part).empty()) {
         return Status::InvalidArg(fmt::format("threshold list \"{}\": empty entry", text));
       }
       TG_ASSIGN_OR_RETURN(Threshold t, ParseThreshold(part));
@@ -151,7 +149,7 @@ void EvaluateSlos(const std::vector<Threshold>& thresholds, PointResult& p) {
 }
 
 common::Result<Gate> ParseGate(const std::string& text) {
-  std::string expr = Trim(text);
+  std::string expr = Trimmed(text);
   std::size_t sign = expr.find_first_of("+-");
   auto bad = [&](const std::string& why) {
     return Status::InvalidArg(fmt::format(
@@ -160,11 +158,11 @@ common::Result<Gate> ParseGate(const std::string& text) {
   if (sign == std::string::npos) return bad("no +N% or -N% change");
   Gate g;
   g.text = expr;
-  g.metric = Trim(expr.substr(0, sign));
+  g.metric = Trimmed(expr.substr(0, sign));
   if (LatencyMetrics().count(g.metric) == 0 && OtherMetrics().count(g.metric) == 0) {
     return bad(fmt::format("unknown metric \"{}\"", g.metric));
   }
-  std::string num = Trim(expr.substr(sign + 1));
+  std::string num = Trimmed(expr.substr(sign + 1));
   if (num.empty() || num.back() != '%') return bad("the change must end with %");
   num.pop_back();
   double v = 0;

@@ -26,6 +26,48 @@ std::string Num(double v) {
 
 std::string HtmlEscape(const std::string& s) { return common::XmlEscape(s); }
 
+namespace {
+
+// One series of LinePlot at legend position `i`: its line (a step line with spec.steps), markers
+// for a short series, its legend entry. `px`/`py` map data to plot coordinates.
+template <typename Px, typename Py>
+std::string SeriesSvg(const PlotSpec& spec, const Series& s, std::size_t i, Px px, Py py) {
+  std::string out;
+  const char* color = kColors[i % std::size(kColors)];
+  std::string pts;
+  double prev_y = 0;
+  bool first = true;
+  for (auto [x, y] : s.xy) {
+    if (!std::isfinite(x) || !std::isfinite(y)) continue;
+    if (spec.steps && !first) pts += fmt::format("{:.1f},{:.1f} ", px(x), py(prev_y));
+    pts += fmt::format("{:.1f},{:.1f} ", px(x), py(y));
+    prev_y = y;
+    first = false;
+  }
+  out += fmt::format(
+      "<polyline class=\"series\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\" "
+      "points=\"{}\"/>",
+      color, pts);
+  // A line needs two points: a sweep's few points are also drawn as markers, so one point
+  // shows.
+  if (s.xy.size() <= 32) {
+    for (auto [x, y] : s.xy) {
+      if (!std::isfinite(x) || !std::isfinite(y)) continue;
+      out +=
+          fmt::format("<circle class=\"point\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"{}\"/>",
+                      px(x), py(y), color);
+    }
+  }
+  out += fmt::format(
+      "<rect x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/>"
+      "<text x=\"{}\" y=\"{}\" class=\"a\">{}</text>",
+      kW - kRight + 10, kTop + 16 * i, color, kW - kRight + 24, kTop + 16 * i + 9,
+      HtmlEscape(s.name));
+  return out;
+}
+
+}  // namespace
+
 std::string LinePlot(const PlotSpec& spec, const std::vector<Series>& series) {
   double x0 = 1e300, x1 = -1e300, y0 = 0, y1 = -1e300;
   auto tx = [&](double x) { return spec.log_x ? std::log10(std::max(x, 1e-9)) : x; };
@@ -78,38 +120,7 @@ std::string LinePlot(const PlotSpec& spec, const std::vector<Series>& series) {
       "<text x=\"12\" y=\"{}\" class=\"a\" transform=\"rotate(-90 12 {})\" "
       "text-anchor=\"middle\">{}</text>",
       kTop + ph / 2, kTop + ph / 2, HtmlEscape(spec.y_label));
-  for (std::size_t i = 0; i < series.size(); ++i) {
-    const char* color = kColors[i % std::size(kColors)];
-    std::string pts;
-    double prev_y = 0;
-    bool first = true;
-    for (auto [x, y] : series[i].xy) {
-      if (!std::isfinite(x) || !std::isfinite(y)) continue;
-      if (spec.steps && !first) pts += fmt::format("{:.1f},{:.1f} ", px(x), py(prev_y));
-      pts += fmt::format("{:.1f},{:.1f} ", px(x), py(y));
-      prev_y = y;
-      first = false;
-    }
-    svg += fmt::format(
-        "<polyline class=\"series\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\" "
-        "points=\"{}\"/>",
-        color, pts);
-    // A line needs two points: a sweep's few points are also drawn as markers, so one point
-    // shows.
-    if (series[i].xy.size() <= 32) {
-      for (auto [x, y] : series[i].xy) {
-        if (!std::isfinite(x) || !std::isfinite(y)) continue;
-        svg +=
-            fmt::format("<circle class=\"point\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"{}\"/>",
-                        px(x), py(y), color);
-      }
-    }
-    svg += fmt::format(
-        "<rect x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/>"
-        "<text x=\"{}\" y=\"{}\" class=\"a\">{}</text>",
-        kW - kRight + 10, kTop + 16 * i, color, kW - kRight + 24, kTop + 16 * i + 9,
-        HtmlEscape(series[i].name));
-  }
+  for (std::size_t i = 0; i < series.size(); ++i) svg += SeriesSvg(spec, series[i], i, px, py);
   return svg + "</svg>";
 }
 

@@ -161,6 +161,10 @@ void AddShapeOps(std::vector<CanaryCase>* out) {
                      .Op("Unsqueeze", {"x0", "ax"})
                      .Done({2, 8, 1, 1}));
   out->push_back(Case("Identity").Input({2, 8}).Op("Identity", {"x0"}).Done({2, 8}));
+}
+
+// Shape, index and layout ops (after AddShapeOps, in this order: the set's order is its hash's).
+void AddIndexAndLayoutOps(std::vector<CanaryCase>* out) {
   // Shape's int64 output and ArgMax over int32 ids (as CLIP exports pick the end-of-text token)
   // are cast to float for the comparison.
   out->push_back(Case("Shape")
@@ -246,6 +250,7 @@ std::vector<CanaryCase> BuiltinCanaryCases() {
   AddConvAndMatrixOps(&out);
   AddNormalizationOps(&out);
   AddShapeOps(&out);
+  AddIndexAndLayoutOps(&out);
   AddElementwiseOps(&out);
   // "Cast(fp16)" ends in a Cast back to float; the op under test is the first one.
   for (auto& c : out) {
