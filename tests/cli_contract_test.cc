@@ -209,16 +209,7 @@ TEST(CliContract, LogFormatJsonMakesEveryStderrLineJson) {
   for (const auto& args : runs) {
     ProcessResult r = RunTruegreen(args);
     ASSERT_FALSE(r.err.empty()) << args.back();
-    std::size_t start = 0;
-    while (start < r.err.size()) {
-      std::size_t nl = r.err.find('\n', start);
-      if (nl == std::string::npos) nl = r.err.size();
-      const std::string line = r.err.substr(start, nl - start);
-      auto j = common::ParseJson(line, "stderr line");
-      EXPECT_TRUE(j.ok() && j->contains("level") && j->contains("msg"))
-          << args.back() << ": " << line;
-      start = nl + 1;
-    }
+    ExpectJsonStderr(r, args.back());
   }
 }
 

@@ -16,6 +16,9 @@ const char* __lsan_default_suppressions() {
          "leak:libcudnn\n"
          "leak:libcublas\n";
 }
+// A matched suppression is not a finding: without print_suppressions=0 LeakSanitizer lists them
+// on stderr at exit, which would break the one-JSON-object-per-line rule of --log-format json.
+const char* __lsan_default_options() { return "print_suppressions=0"; }
 const char* __asan_default_options() { return "detect_leaks=1:detect_odr_violation=0"; }
 const char* __ubsan_default_options() { return "print_stacktrace=1:halt_on_error=1"; }
 }
