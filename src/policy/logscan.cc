@@ -214,6 +214,107 @@ constexpr LogPattern kPatterns[] = {
      "docker: Error response from daemon: could not select device driver \"\" with "
      "capabilities: [[gpu]].",
      "could not select device driver \"nvidia\" with capabilities: [[compute]] (retrying)"},
+    {"container.cuda_requirement", "driver-too-old", "unsatisfied condition: cuda",
+     R"(requirement error: unsatisfied condition: cuda[ ]?>=[ ]?[0-9])",
+     "the NVIDIA container runtime refused to start the container: the image requires a newer "
+     "CUDA than the host driver supports (NVIDIA_REQUIRE_CUDA); upgrade the driver or use an "
+     "image built for an older CUDA",
+     "nvidia-container-cli: requirement error: unsatisfied condition: cuda>=12.8, please update "
+     "your driver to a newer version, or use an earlier cuda container",
+     "nvidia-container-cli: requirement check passed: cuda>=12.8"},
+    {"container.no_driver_detected", "no-device", "nvidia driver was not detected",
+     R"(nvidia driver was not detected)",
+     "the container started without the NVIDIA driver files (no GPU runtime, no --gpus / "
+     "nvidia.com/gpu request): every GPU provider will fail and inference runs on the CPU",
+     "WARNING: The NVIDIA Driver was not detected.  GPU functionality will not be available.",
+     "The NVIDIA Driver was detected: version 580.65.06"},
+    {"ort.append_provider_failed", "provider-load-failure", "appendexecutionprovider",
+     R"(appendexecutionprovider_\w+: failed to load shared library)",
+     "a language binding (C, Java, Go, Rust) could not add the GPU provider: its shared library "
+     "or one of its CUDA/cuDNN dependencies did not load",
+     "ai.onnxruntime.OrtException: Error code - ORT_FAIL - message: "
+     "OrtSessionOptionsAppendExecutionProvider_Cuda: Failed to load shared library",
+     "OrtSessionOptionsAppendExecutionProvider_Cuda: provider added"},
+    {"ort.provider_dll_load_failed", "provider-load-failure", "loadlibrary failed with error",
+     R"(loadlibrary failed with error [0-9]+ "[^"]*" when trying to load "[^"]*onnxruntime_providers_\w+\.dll)",
+     "Windows could not load the ONNX Runtime GPU provider DLL (error 126: the DLL or one of its "
+     "CUDA/cuDNN dependencies is not on the PATH): the session runs without that provider",
+     "LoadLibrary failed with error 126 \"\" when trying to load "
+     "\"C:\\venv\\onnxruntime\\capi\\onnxruntime_providers_cuda.dll\"",
+     "LoadLibrary succeeded for \"C:\\venv\\onnxruntime\\capi\\onnxruntime_providers_cuda.dll\""},
+    {"app.fallback_to_cpu", "cpu-fallback", "fallback to cpu!", R"(fallback to cpu!)",
+     "the application found no usable GPU provider in its ONNX Runtime build and runs on the CPU",
+     "Fallback to cpu!", "Fallback to cpu is disabled"},
+    {"comfyui.onnxruntime_no_acceleration", "cpu-fallback", "doesn't come with acceleration",
+     R"(onnxruntime not found or doesn't come with acceleration providers)",
+     "the ComfyUI node found no GPU provider in the installed onnxruntime (the CPU-only package "
+     "shadows onnxruntime-gpu, or the GPU provider failed to load) and runs on the CPU",
+     "UserWarning: DWPose: Onnxruntime not found or doesn't come with acceleration providers, "
+     "switch to OpenCV with CPU device. DWPose might run very slowly",
+     "DWPose: Onnxruntime with acceleration providers detected"},
+    {"gpu_operator.nvidia_smi_missing", "no-device", "failed to run command 'nvidia-smi'",
+     R"(failed to run command '?nvidia-smi'?: no such file)",
+     "the GPU operator's driver validation cannot run nvidia-smi: the driver (host or driver "
+     "container) is not installed or not ready on this node, so GPU pods cannot start",
+     "chroot: failed to run command 'nvidia-smi': No such file or directory",
+     "running command chroot with args [/run/nvidia/driver nvidia-smi]"},
+    {"cuda.system_not_ready", "no-device", "system not yet initialized",
+     R"(system not yet initialized|cudaerrorsystemnotready|cuda_error_system_not_ready)",
+     "CUDA error 802: the GPUs are present but not usable yet; on NVSwitch systems the "
+     "nvidia-fabricmanager service is not running or does not match the driver",
+     "Failed to allocate device vector A (error code system not yet initialized)!",
+     "system initialized: 8 GPUs"},
+    {"triton.unknown_accelerator", "provider-load-failure", "unknown execution accelerator",
+     R"(unknown execution accelerator '\w+' is requested)",
+     "Triton's ONNX Runtime backend was asked for an execution accelerator it does not have (or "
+     "one listed under the wrong device kind in config.pbtxt): the model is UNAVAILABLE",
+     "UNAVAILABLE: Invalid argument: unknown Execution Accelerator 'tensorrt' is requested",
+     "gpu_execution_accelerator: [ { name: \"tensorrt\" } ]"},
+    {"triton.gpu_only_backend", "no-device", "backend supports only gpu device",
+     R"(backend supports only gpu device)",
+     "Triton has no GPU for this model's instance group (no GPU in the container, or "
+     "KIND_CPU requested for a GPU-only backend): the model is not loaded",
+     "unable to load model 'ocr', TensorRT backend supports only GPU device",
+     "TRITONBACKEND_ModelInstanceInitialize: ocr (GPU device 0)"},
+    {"docker.nvidia_runtime_unknown", "no-device", "runtime name: nvidia|runtime specified nvidia",
+     R"((unknown or invalid runtime name|unknown runtime specified):? nvidia)",
+     "Docker has no runtime named nvidia: install the NVIDIA container toolkit, run `nvidia-ctk "
+     "runtime configure --runtime=docker` and restart dockerd",
+     "docker: Error response from daemon: unknown or invalid runtime name: nvidia.",
+     "Runtimes: io.containerd.runc.v2 nvidia runc"},
+    {"container.cli_error", "no-device", "nvidia-container-cli: ... error",
+     R"(nvidia-container-cli: (initialization|detection|mount) error)",
+     "the NVIDIA container runtime hook could not set up the GPU for the container (driver not "
+     "loaded, NVML missing, or a device or library it could not mount): the container gets no GPU",
+     "nvidia-container-cli: detection error: driver error: failed to process request",
+     "nvidia-container-cli: initialization done"},
+    {"container.nvidia_smi_missing", "no-device", "nvidia-smi not found",
+     R"(nvidia-smi(: command)? not found)",
+     "nvidia-smi is not in the container: the driver utilities were not injected (no --gpus, "
+     "no nvidia runtime, or NVIDIA_DRIVER_CAPABILITIES without utility)",
+     "!! ERROR: nvidia-smi not found", "nvidia-smi found at /usr/bin/nvidia-smi"},
+    {"nvidia_smi.no_driver", "no-device", "couldn't communicate with the nvidia driver",
+     R"(nvidia-smi has failed because it couldn.t communicate with the nvidia driver)",
+     "nvidia-smi cannot reach the kernel driver: on the host the driver is not loaded (a kernel "
+     "update without a DKMS rebuild, nouveau bound to the GPU); in a container the GPU runtime "
+     "did not inject the device nodes",
+     "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure "
+     "that the latest NVIDIA driver is installed and running.",
+     "NVIDIA-SMI 580.65.06  Driver Version: 580.65.06  CUDA Version: 13.0"},
+    {"cuda.initialization_error", "no-device", "(error code initialization error)",
+     R"(\(error code initialization error\))",
+     "CUDA error 3: the CUDA driver could not initialise the GPU (device nodes or driver "
+     "libraries missing in the container, a GPU in a bad state, or MIG/driver setup incomplete)",
+     "[Vector addition of 50000 elements] Failed to allocate vector A (error code initialization "
+     "error)!",
+     "CUDA initialization error count: 0"},
+    {"optimum.provider_unavailable", "provider-load-failure", "asked to use",
+     R"(asked to use \w+executionprovider as an onnx runtime execution provider, but the available)",
+     "Hugging Face Optimum was asked for a GPU provider that the installed onnxruntime package "
+     "does not have (the CPU-only wheel is installed or shadows onnxruntime-gpu)",
+     "ValueError: Asked to use CUDAExecutionProvider as an ONNX Runtime execution provider, but "
+     "the available execution providers are ['CPUExecutionProvider'].",
+     "Using CUDAExecutionProvider as an ONNX Runtime execution provider"},
 };
 
 using common::Lower;
