@@ -18,6 +18,7 @@
 #include <set>
 
 #include "common/file_util.h"
+#include "policy/logscan_prefilter.h"
 
 namespace tg::policy {
 namespace {
@@ -326,6 +327,8 @@ std::span<const LogPattern> LogPatterns() { return kPatterns; }
 struct LogScanner::Engine {
   explicit Engine(const re2::RE2::Options& o) : set(o, re2::RE2::UNANCHORED) {}
   re2::RE2::Set set;
+  // Every pattern's required literals (nullopt: some pattern has none, every line is matched).
+  std::optional<LiteralFinder> finder;
 };
 
 void LogScanner::EngineDeleter::operator()(Engine* e) const { delete e; }
@@ -364,27 +367,6 @@ std::string WrapTolerant(std::string_view re) {
   return out;
 }
 
-// True when `re` uses ^ or $ as an anchor (not escaped, not inside a character class, where ^
-// negates): such a pattern is about line starts and ends, which a whole-chunk search cannot see.
-bool HasLineAnchor(std::string_view re) {
-  bool in_class = false;
-  for (std::size_t i = 0; i < re.size(); ++i) {
-    char c = re[i];
-    if (c == '\\') {
-      ++i;
-    } else if (in_class) {
-      if (c == ']') in_class = false;
-    } else if (c == '[') {
-      in_class = true;
-      if (i + 1 < re.size() && re[i + 1] == '^') ++i;
-      if (i + 1 < re.size() && re[i + 1] == ']') ++i;
-    } else if (c == '^' || c == '$') {
-      return true;
-    }
-  }
-  return false;
-}
-
 re2::RE2::Options EngineOptions() {
   re2::RE2::Options o;
   o.set_case_sensitive(false);
@@ -397,9 +379,12 @@ re2::RE2::Options EngineOptions() {
 
 Status LogScanner::Compile() {
   engine_.reset(new Engine(EngineOptions()));
-  anchored_ = false;
+  std::vector<std::string> literals(NonAsciiFolds().begin(), NonAsciiFolds().end());
+  bool every_pattern_has_literals = true;
   for (std::size_t i = 0; i < patterns_.size(); ++i) {
-    if (HasLineAnchor(patterns_[i]->regex)) anchored_ = true;
+    std::optional<std::vector<std::string>> l = RequiredLiterals(patterns_[i]->regex);
+    if (l) literals.insert(literals.end(), l->begin(), l->end());
+    if (!l) every_pattern_has_literals = false;
     std::string error;
     if (engine_->set.Add(WrapTolerant(patterns_[i]->regex), &error) != static_cast<int>(i)) {
       return Status::InvalidArg(fmt::format("pattern '{}': {}", patterns_[i]->id, error));
@@ -408,6 +393,7 @@ Status LogScanner::Compile() {
   if (!engine_->set.Compile()) {
     return Status::InvalidArg("the patterns do not fit the regex engine's memory budget");
   }
+  if (every_pattern_has_literals) engine_->finder = LiteralFinder::Build(literals);
   return Status::Ok();
 }
 
@@ -478,8 +464,17 @@ Result<std::unique_ptr<LogScanner>> LogScanner::WithUserPatterns(const std::stri
 }
 
 bool LogScanner::MayMatch(std::string_view text) const {
-  if (anchored_) return true;  // ^ or $ mean "start/end of line": only the per-line match knows
   return engine_->set.Match(re2::StringPiece(text.data(), text.size()), nullptr);
+}
+
+const char* LogScanner::FindCandidate(const char* begin, const char* end) const {
+  if (!engine_->finder) return begin;
+  const char* hit = engine_->finder->Find(begin, end);
+  return hit == end ? end : hit;
+}
+
+std::size_t LogScanner::MaxLiteral() const {
+  return engine_->finder ? engine_->finder->max_length() : 0;
 }
 
 std::vector<const LogPattern*> LogScanner::Match(std::string_view line) const {
@@ -494,7 +489,12 @@ std::vector<const LogPattern*> LogScanner::Match(std::string_view line) const {
 
 namespace {
 
-// Splits a stream into lines across read chunks and reports each line's matches.
+// Splits a stream into lines across read chunks and reports each line's matches. Lines are
+// found by the literal prefilter first: a line that holds no required literal of any pattern is
+// "quiet" and only counted, unless the line-join rules need it (the line after a matched one, or
+// a literal split inside a word across the break). Everything else takes the whole path
+// (SlowLine): the regex set on the line and the joins with its neighbour, so the findings are
+// exactly those of matching every line.
 class StreamScan {
  public:
   StreamScan(const LogScanner& scanner, const std::function<void(const LogMatch&)>& on_match)
@@ -504,7 +504,7 @@ class StreamScan {
 
   // Reports the final line when the stream does not end with a newline.
   void Finish() {
-    if (pending_) FlushLine();
+    if (pending_) SlowLine();
   }
 
   // Folds the per-pattern counts into per-category counts, categories in table order.
@@ -512,6 +512,19 @@ class StreamScan {
 
  private:
   void FlushLine();
+  // Lines wholly inside [begin, end); `end` is just past a newline.
+  void CompleteLines(const char* begin, const char* end);
+  // Lines of [begin, end) that hold no required literal.
+  void QuietLines(const char* begin, const char* end);
+  // Matches line_ with the previous line's state (tail, hits) in place.
+  void SlowLine();
+  // Whether the previous (quiet) line and `line`, joined inside a word, hold a literal across
+  // the break.
+  bool SplitLiteral(std::string_view prev, std::string_view line) const;
+  // Appends to line_, keeping only a line's first kMaxLineBytes bytes.
+  void Append(const char* p, std::size_t n) {
+    if (line_.size() < kMaxLineBytes) line_.append(p, std::min(n, kMaxLineBytes - line_.size()));
+  }
 
   const LogScanner& scanner_;
   const std::function<void(const LogMatch&)>& on_match_;
@@ -523,10 +536,14 @@ class StreamScan {
   void ReportWrapped(const std::vector<const LogPattern*>& hits);
 
   std::string line_;
-  bool truncated_ = false;
-  bool pending_ = false;
+  bool pending_ = false;   // line_ holds the start of a line that a later chunk ends
   std::string prev_tail_;  // the last kWrapWindow bytes of the previous line ("" = none)
   std::vector<const LogPattern*> prev_hits_;
+  // When the previous line was quiet, prev_tail_/prev_hits_ are stale and quiet_ is its text
+  // (in the current chunk, or its tail in saved_ across a chunk boundary).
+  bool prev_quiet_ = false;
+  std::string_view quiet_;
+  std::string saved_;
 };
 
 // A key phrase is far shorter than this; the window bounds the extra work per line.
@@ -574,56 +591,104 @@ void StreamScan::FlushLine() {
   prev_tail_ = line_.size() > kWrapWindow ? line_.substr(line_.size() - kWrapWindow) : line_;
   prev_hits_ = std::move(hits);
   line_.clear();
-  truncated_ = false;
+}
+
+void StreamScan::SlowLine() {
+  if (prev_quiet_) {
+    std::string tail(quiet_.substr(quiet_.size() - std::min(quiet_.size(), kWrapWindow)));
+    prev_tail_ = std::move(tail);
+    prev_hits_.clear();  // a quiet line matches nothing
+    prev_quiet_ = false;
+  }
+  FlushLine();
+}
+
+bool StreamScan::SplitLiteral(std::string_view prev, std::string_view line) const {
+  auto letter = [](char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; };
+  const std::size_t k = scanner_.MaxLiteral();
+  if (k < 2 || !letter(prev.back()) || !letter(line.front())) return false;
+  std::string window(prev.substr(prev.size() - std::min(prev.size(), k - 1)));
+  window.append(line.substr(0, k - 1));
+  const char* end = window.data() + window.size();
+  return scanner_.FindCandidate(window.data(), end) != end;
+}
+
+void StreamScan::QuietLines(const char* begin, const char* end) {
+  for (const char* p = begin; p < end;) {
+    const char* nl = static_cast<const char*>(std::memchr(p, '\n', end - p));
+    const auto size = static_cast<std::size_t>(nl - p);
+    std::string_view line(p, size);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    const std::string_view prev = prev_quiet_ ? quiet_ : std::string_view(prev_tail_);
+    const bool joined = !prev.empty() && !line.empty();
+    // The joins with a matched line, the head of an overlong line and a literal split inside a
+    // word need the whole path; two quiet lines joined at a space hold no literal.
+    if (size > kMaxLineBytes || (joined && (!prev_quiet_ || SplitLiteral(prev, line)))) {
+      line_.assign(p, std::min(size, kMaxLineBytes));
+      SlowLine();
+      // Without a literal it matched nothing, so the next join needs no more than after a quiet
+      // line (the head of an overlong line is what its joins see: keep the state FlushLine set).
+      if (size <= kMaxLineBytes) {
+        prev_quiet_ = true;
+        quiet_ = line;
+      }
+    } else {
+      ++summary_.lines;
+      prev_quiet_ = true;
+      quiet_ = line;
+    }
+    p = nl + 1;
+  }
+}
+
+void StreamScan::CompleteLines(const char* begin, const char* end) {
+  for (const char* cur = begin; cur < end;) {
+    const char* hit = scanner_.FindCandidate(cur, end);
+    const char* start = hit;
+    if (hit != end) {
+      const void* before = memrchr(cur, '\n', static_cast<std::size_t>(hit - cur));
+      start = before != nullptr ? static_cast<const char*>(before) + 1 : cur;
+    }
+    QuietLines(cur, start);
+    if (hit == end) break;
+    // A literal never holds a newline, so the hit lies inside the line that starts at `start`.
+    const char* nl = static_cast<const char*>(std::memchr(hit, '\n', end - hit));
+    line_.assign(start, std::min(static_cast<std::size_t>(nl - start), kMaxLineBytes));
+    SlowLine();
+    cur = nl + 1;
+  }
+  if (prev_quiet_) {  // the chunk's bytes go away: keep what the next line's joins may need
+    std::string tail(quiet_.substr(quiet_.size() - std::min(quiet_.size(), kWrapWindow)));
+    saved_ = std::move(tail);
+    quiet_ = saved_;
+  }
 }
 
 void StreamScan::Chunk(const char* data, std::size_t n) {
-  // Block prefilter: one pass of the set over every complete line of this chunk. When nothing
-  // matches there, no line that lies wholly in the chunk can match, and those lines are only
-  // counted (most chunks of a healthy log).
-  const char* last_nl = static_cast<const char*>(memrchr(data, '\n', n));
-  // A small chunk (a short log, the tail of a long one) is matched line by line: the prefilter
-  // saves nothing there, and a key phrase wrapped inside a word is only found by the line joins.
-  bool candidate =
-      last_nl == nullptr || n < (64u << 10) ||
-      scanner_.MayMatch(std::string_view(data, static_cast<std::size_t>(last_nl - data)));
-  std::size_t start = 0;
-  if (!candidate && line_.empty() && !truncated_) {
-    // Every complete line of the chunk: count them in one pass.
-    std::size_t end = static_cast<std::size_t>(last_nl - data) + 1;
-    summary_.lines += std::count(data, data + end, '\n');
-    pending_ = false;
-    prev_tail_.clear();
-    prev_hits_.clear();
-    start = end;
-  }
-  for (std::size_t i = start; i < n; ++i) {
-    const void* nl = std::memchr(data + i, '\n', n - i);
-    if (nl == nullptr) break;
-    i = static_cast<std::size_t>(static_cast<const char*>(nl) - data);
-    if (!candidate && line_.empty() && !truncated_) {
-      ++summary_.lines;  // wholly inside a chunk in which no pattern matched
-      pending_ = false;
-      prev_tail_.clear();
-      prev_hits_.clear();
-      start = i + 1;
-      continue;
+  const char* p = data;
+  const char* end = data + n;
+  if (pending_) {
+    const char* nl = static_cast<const char*>(std::memchr(p, '\n', n));
+    if (nl == nullptr) {
+      Append(p, n);
+      return;
     }
-    if (!truncated_) line_.append(data + start, i - start);
-    if (line_.size() > kMaxLineBytes) line_.resize(kMaxLineBytes);
-    FlushLine();
+    Append(p, static_cast<std::size_t>(nl - p));
     pending_ = false;
-    start = i + 1;
+    SlowLine();
+    p = nl + 1;
   }
-  if (start < n) {
+  const char* last =
+      p < end ? static_cast<const char*>(memrchr(p, '\n', static_cast<std::size_t>(end - p)))
+              : nullptr;
+  if (last != nullptr) {
+    CompleteLines(p, last + 1);
+    p = last + 1;
+  }
+  if (p < end) {
+    line_.clear();
+    Append(p, static_cast<std::size_t>(end - p));
     pending_ = true;
-    if (!truncated_) {
-      line_.append(data + start, n - start);
-      if (line_.size() > kMaxLineBytes) {
-        line_.resize(kMaxLineBytes);
-        truncated_ = true;  // keep the head of an overlong line, drop the rest
-      }
-    }
   }
 }
 

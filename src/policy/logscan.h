@@ -6,7 +6,10 @@
 // about, lower case), a regex in RE2 syntax (matched case-insensitively), a plain explanation, and
 // a positive and a negative sample line that the tests run. All patterns, built-in and user, are
 // compiled into one RE2::Set: a line is scanned once by a DFA whatever the number of patterns, in
-// time linear in its length (no backtracking, no recursion). Scanning is streaming: a line is
+// time linear in its length (no backtracking, no recursion). A literal prefilter comes first
+// (logscan_prefilter.h): literals that every match of a pattern contains are read off the
+// regexes and searched in one pass over each read chunk, so only lines holding one reach the
+// set; the findings are exactly those of matching every line. Scanning is streaming: a line is
 // matched and forgotten, so memory is bounded by the longest line, and lines longer than
 // kMaxLineBytes are matched on their first kMaxLineBytes bytes. A key phrase wrapped onto the next
 // line (at a space, or inside a word) is found too: a space in a pattern also matches a line
@@ -73,9 +76,16 @@ class LogScanner {
 
   // Patterns matching `line` (at most one match per pattern).
   std::vector<const LogPattern*> Match(std::string_view line) const;
-  // False only when no pattern can match any line inside `text` (several lines); used to skip
-  // whole blocks of a log. True may be a false positive (a match across lines).
+  // Whether some pattern matches `text` (cheaper than Match: no match list).
   bool MayMatch(std::string_view text) const;
+  // The prefilter (logscan_prefilter.h): a pointer into the first line of [begin, end) that may
+  // match (it holds a literal that every match of some pattern contains, in any case), or end
+  // when no line there can match. Returns begin when some pattern has no required literal (then
+  // every line is matched by the regex engine).
+  const char* FindCandidate(const char* begin, const char* end) const;
+  // The longest required literal in bytes (0 without a prefilter): a literal that a line break
+  // splits inside a word lies within this many bytes either side of the break.
+  std::size_t MaxLiteral() const;
   // Built-ins first (pointers into LogPatterns()), then user patterns in file order.
   const std::vector<const LogPattern*>& patterns() const { return patterns_; }
   ~LogScanner();
@@ -92,7 +102,6 @@ class LogScanner {
   std::deque<LogPattern> user_patterns_;  // stable addresses
   std::vector<const LogPattern*> patterns_;
   std::unique_ptr<Engine, EngineDeleter> engine_;
-  bool anchored_ = false;  // some pattern uses ^ or $: the block prefilter is off
 };
 
 struct LogScanSummary {
