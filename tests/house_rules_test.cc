@@ -222,7 +222,7 @@ TEST(HouseRulesTest, NoRegistryHostNamesInTrackedFiles) {
 }
 
 // A user's clone has nothing beside it: the build, the tests, the demo and the binary read only
-// what the repository holds (issue 9, "clone alone"). CI's checkout happens to have a sibling
+// what the repository holds ("clone alone"). CI's checkout happens to have a sibling
 // folder of reference material; nothing may depend on it.
 TEST(HouseRulesTest, NothingReadsOutsideTheClone) {
   auto r = testing::RunProcess({"/usr/bin/git", "-C", testing::SourceDir(), "ls-files", "--",
@@ -254,6 +254,34 @@ TEST(HouseRulesTest, NothingReadsOutsideTheClone) {
   EXPECT_TRUE(offenders.empty()) << ::testing::PrintToString(offenders);
 }
 
+// Comments in src/ say what the code does and why, not which issue asked for it: "issue 11" is
+// history a reader cannot act on (the tracker is not part of the clone).
+TEST(HouseRulesTest, SourceCommentsCarryNoIssueHistory) {
+  const std::regex issue_re(R"re(\b[Ii]ssues? *#?[0-9]+)re");
+  std::vector<std::string> offenders;
+  int files = 0;
+  for (const auto& f : FilesUnder(fs::path(testing::SourceDir()) / "src", {".cc", ".h"})) {
+    ++files;
+    std::istringstream text(testing::ReadFile(f.string()));
+    std::string line;
+    for (int n = 1; std::getline(text, line); ++n) {
+      const std::size_t comment = line.find("//");
+      if (comment == std::string::npos) continue;
+      const std::string tail = line.substr(comment);
+      if (std::regex_search(tail, issue_re)) {
+        offenders.push_back(f.string() + ":" + std::to_string(n) + ": " + line);
+      }
+    }
+  }
+  EXPECT_GT(files, 100) << "the scan found almost no sources";
+  EXPECT_TRUE(offenders.empty()) << ::testing::PrintToString(offenders);
+  // The pattern itself: history matches, a word that merely starts the same does not.
+  EXPECT_TRUE(std::regex_search(std::string("// (issue 14 §3)"), issue_re));
+  EXPECT_TRUE(std::regex_search(std::string("// Issues 11 and 13"), issue_re));
+  EXPECT_FALSE(std::regex_search(std::string("// reissue 3 requests"), issue_re));
+  EXPECT_FALSE(std::regex_search(std::string("// the issue is 3 bytes"), issue_re));
+}
+
 // The CLIP merges file the tokenizer tests and the tiny pipelines are built from ships with its
 // licence, unmodified (sha256 of OpenAI's bpe_simple_vocab_16e6.txt.gz).
 TEST(HouseRulesTest, ClipMergesShipWithTheirLicence) {
@@ -271,7 +299,7 @@ TEST(HouseRulesTest, ClipMergesShipWithTheirLicence) {
 }  // namespace
 }  // namespace tg
 
-// ---- Module dependency order (issue 9 §3): derived from the includes, never from a list. ----
+// ---- Module dependency order: derived from the includes, never from a list. ----
 namespace tg {
 namespace {
 

@@ -1,7 +1,7 @@
-// File helpers that turn every IO problem into a Status naming the file and what went wrong.
-//
-// There is ONE reader (ReadFileLimited) and ONE writer (WriteFileAtomic) for the whole program;
-// every command's file input and output goes through them, so the rules below hold everywhere:
+// File helpers that turn every IO problem into a Status naming the file and what went wrong: the
+// reader (ReadFileLimited) and the writer (WriteFileAtomic) of the configuration, model side
+// files, reports and outputs the commands are given, and the checks made on such paths. Their
+// rules:
 //   reader: never blocks forever on a FIFO with no writer, refuses directories, devices and
 //           sockets, reads at most max_bytes (+1 to detect overflow), reports read errors on
 //           standard input ("-") instead of treating them as end of file. Pipes (`<(cmd)`) and

@@ -14,11 +14,12 @@ namespace tg::common {
 enum class LogFormat { kText, kJson };
 
 // Configures the process-wide logger. `level` is one of trace, debug, info, warn, error, off.
-// Returns INVALID_ARG for an unknown level or format name.
+// Returns INVALID_ARG for an unknown level or format name. Call once from main, before other
+// threads log.
 Status InitLogging(std::string_view format, std::string_view level);
 
 // Chooses how WriteStderrLine formats (InitLogging sets it too). The CLI calls this before parsing
-// its options, so even a command-line parse error follows --log-format json.
+// its options, so even a command-line parse error follows --log-format json. Both thread-safe.
 void SetStderrFormat(LogFormat format);
 LogFormat StderrFormat();
 

@@ -1,6 +1,7 @@
-// Running a child process (fork + exec) with captured output, an optional time limit and an
-// output cap: the one process runner of the project (the op canary's child, the test and benchmark
-// helpers).
+// Running a child process to completion (fork + exec) with captured output, an optional time limit
+// and an output cap: the op canary's child, `audit image`'s ORT core inspector and its skopeo
+// pulls, and an external kustomize. (bench's A/B server, which must outlive the call, is started
+// by bench/ab.cc itself.)
 //
 // RunProcess never throws and never leaves a zombie: the child is always reaped. A child that
 // outlives `timeout` is killed with SIGKILL (its whole process group: the child is made a group
@@ -38,10 +39,11 @@ struct ProcessResult {
   std::string error;  // why it could not start
 };
 
-// Runs argv[0] (a path, not searched in PATH) with argv.
+// Runs argv[0] (a path, not searched in PATH) with argv and waits for it (or for the timeout).
+// Never fails as a call: a child that could not start is started == false with `error` set.
 ProcessResult RunProcess(const std::vector<std::string>& argv, const ProcessOptions& options = {});
 
-// "SIGSEGV", "SIGKILL", ... ("signal N" for unnamed ones).
+// "SIGSEGV", "SIGKILL", ... ("signal N" for unnamed ones). Pure; thread-safe.
 std::string SignalName(int sig);
 
 // This executable's absolute path (/proc/self/exe), or "truegreen" when it cannot be read: how a

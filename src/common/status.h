@@ -1,9 +1,10 @@
-// Status and Result<T>: the error currency of truegreen.
+// Status and Result<T>, the error currency of truegreen, and the one mapping of a Status to an
+// HTTP status code and to a process exit code.
 //
-// A Status is either OK or carries one of a small set of codes (Triton's) plus a human message that
-// names what was found and what was required. Result<T> holds a value or a non-OK Status.
-// Both are plain value types: copyable, movable, no shared state; safe to use from any thread.
-// A missing or wrong component is a *verdict* expressed through these types, never an exception.
+// A Status is OK or one of Triton's codes plus a message naming what was found and what was
+// required. Result<T> holds a value or a non-OK Status. Both are plain value types (copyable,
+// movable, no shared state): distinct objects may be used from any threads, one object from one
+// thread at a time. Failures travel as these values, never as exceptions.
 #pragma once
 
 #include <cassert>
@@ -22,11 +23,14 @@ enum class StatusCode {
   kUnavailable,         // the thing exists but cannot be used now (no GPU path, not ready)
   kUnsupported,         // valid request that this build or node cannot serve
   kFailedPrecondition,  // version drift against the pinned matrix, and nothing else
-  kInternal,            // a bug (including API misuse by a caller) or an unexpected library failure
+  kInternal,            // a bug (including API misuse by a caller), nothing else: a library or
+                        // runtime failure is UNAVAILABLE or UNSUPPORTED
 };
 // The last enumerator (tests walk every code up to it).
 inline constexpr StatusCode kLastStatusCode = StatusCode::kInternal;
 
+// "OK", "INVALID_ARG", ... as the JSON error objects spell them; "UNKNOWN" for a value outside
+// the enum. Pure; thread-safe.
 std::string_view StatusCodeName(StatusCode code);
 
 class [[nodiscard]] Status {
@@ -63,6 +67,8 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] Result {
  public:
+  // From a value, or from a non-OK Status (an OK Status is a bug: it asserts in debug builds and
+  // becomes INTERNAL otherwise).
   Result(T value) : v_(std::move(value)) {}        // NOLINT(google-explicit-constructor)
   Result(Status status) : v_(std::move(status)) {  // NOLINT(google-explicit-constructor)
     assert(!std::get<Status>(v_).ok() && "Result constructed from an OK status");
@@ -70,10 +76,12 @@ class [[nodiscard]] Result {
   }
 
   bool ok() const { return std::holds_alternative<T>(v_); }
+  // OK when a value is held, else the error.
   const Status& status() const {
     static const Status kOkStatus;
     return ok() ? kOkStatus : std::get<Status>(v_);
   }
+  // The held value; only when ok() (std::bad_variant_access otherwise).
   T& value() & { return std::get<T>(v_); }
   const T& value() const& { return std::get<T>(v_); }
   T&& value() && { return std::get<T>(std::move(v_)); }
@@ -86,13 +94,15 @@ class [[nodiscard]] Result {
   std::variant<T, Status> v_;
 };
 
-// The one mapping from Status to an HTTP status code (used by the server and by any REST client).
+// The one mapping from Status to an HTTP status code: OK 200, INVALID_ARG 400, NOT_FOUND 404,
+// UNAVAILABLE 503, UNSUPPORTED 501, FAILED_PRECONDITION 503 (the replica, not the request, is at
+// fault), INTERNAL 500. Pure; thread-safe.
 int HttpStatusFromStatus(const Status& status);
 
 // Process exit codes shared by every command (documented in the README).
 enum ExitCode : int {
   kExitOk = 0,
-  kExitInternal = 1,     // a bug or unexpected failure
+  kExitInternal = 1,     // a bug (INTERNAL)
   kExitUsage = 2,        // bad flags, unreadable or malformed configuration
   kExitIntegrity = 3,    // no usable GPU path (fallback, missing driver/provider/device)
   kExitDrift = 4,        // versions differ from the pinned matrix
@@ -102,7 +112,7 @@ enum ExitCode : int {
 
 // The one mapping from Status to a process exit code (every command's error path uses it):
 // INVALID_ARG and NOT_FOUND are usage errors (2), UNAVAILABLE and UNSUPPORTED integrity (3),
-// FAILED_PRECONDITION drift (4), INTERNAL 1 (OK is 0).
+// FAILED_PRECONDITION drift (4), INTERNAL 1 (OK is 0). Pure; thread-safe.
 int ExitCodeFromStatus(const Status& status);
 
 }  // namespace tg::common

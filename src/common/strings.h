@@ -1,4 +1,4 @@
-// Small string helpers shared by every module (one home instead of a copy per file).
+// Small string helpers shared by the modules.
 //
 // All functions are pure, allocate only their result, never throw on any input and are safe to
 // call from any thread. ASCII only: bytes >= 0x80 pass through unchanged (UTF-8 stays valid).
@@ -31,7 +31,7 @@ std::string XmlEscape(std::string_view s);
 
 // Appends the Base64 encoding of `bytes` (RFC 4648 standard alphabet, padded, no line breaks) to
 // *out. Two output characters per table lookup: ~2x OpenSSL's EVP_EncodeBlock, which mattered for
-// the ~0.3 MB PNG of each generated image (issue 11 "Speed").
+// the ~0.3 MB PNG of each generated image.
 void AppendBase64(std::string_view bytes, std::string* out);
 
 // The current UTC time in a strftime format, e.g. "%Y-%m-%dT%H:%M:%SZ" (at most 63 characters

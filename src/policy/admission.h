@@ -2,8 +2,8 @@
 // NVIDIA/ONNX Runtime compatibility rules?
 //
 // Admit() is a pure function (snapshot + matrix -> report): no IO, no library calls, no globals,
-// so `admit`, `doctor` and the server's readiness gate share it and tests drive it with
-// synthesized snapshots. Every check yields one line: PASS, WARN or FAIL. A FAIL carries what was
+// so `admit`, `doctor` and the startup chain (runtime/startup.h: run, generate, serve) share it
+// and tests drive it with synthesized snapshots. Every check yields one line: PASS, WARN or FAIL. A FAIL carries what was
 // found, what was required and the likely cause in plain words, and is one of two kinds:
 //   integrity — no usable GPU path (missing driver, device, provider, ...)      -> exit 3
 //   drift     — the GPU path works but a version differs from the matrix        -> exit 4
@@ -59,9 +59,12 @@ struct AdmissionReport {
   int exit_code = 0;  // ExitCodeForVerdict(verdict) (policy/verdict.h)
 
   // FAIL checks (and, for DEGRADED, the downgraded WARNs), in order; the first is the root cause.
+  // The pointers point into `checks` and live as long as this report is not changed.
   std::vector<const Check*> Causes() const;
+  // The check with this id, or nullptr.
   const Check* Find(std::string_view id) const;
 
+  // {"verdict", "accelerated", "exit_code", "matrix", "checks", "causes": [ids]}.
   common::Json ToJson() const;
   // One line per check, then the verdict line. `color` adds ANSI colours (terminals only).
   std::string ToText(bool color = false) const;
@@ -70,6 +73,8 @@ struct AdmissionReport {
   std::string ChecksText(bool color = false) const;
 };
 
+// Runs every check of `matrix` against `snapshot`. Never fails (a missing fact is a check that
+// fails); pure.
 AdmissionReport Admit(const probe::Snapshot& snapshot, const Matrix& matrix);
 
 // Plain-words explanation of a dynamic loader error text ("libcuda.so.1: cannot open shared

@@ -98,7 +98,7 @@ void Evaluator::CheckOrtProviders() {
   }
 }
 
-// The build-flavor rule (issue 14): a GPU provider library calls back into the core through a
+// The build-flavor rule: a GPU provider library calls back into the core through a
 // provider-host interface whose CUDA entries exist only in a core compiled with CUDA. A CPU-built
 // core (the npm package) paired with the CUDA/TensorRT provider loads, registers and even runs
 // some ops, then crashes inside the core on others (Slice, Einsum, Tile, Resize with sizes were

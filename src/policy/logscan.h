@@ -16,7 +16,7 @@
 // break, and at each line boundary the previous line's tail joined with the next line's head is
 // tested; such a match is reported at the line where the phrase starts.
 //
-// Failure behaviour: ScanFile returns NOT_FOUND / INVALID_ARG for unreadable input; matching never
+// Failure behaviour: ScanLogFile returns NOT_FOUND / INVALID_ARG for unreadable input; matching never
 // fails. Thread safety: the table and LogScanner are immutable after construction; one scanner can
 // be shared by threads.
 #pragma once
@@ -46,6 +46,7 @@ struct LogPattern {
   const char* negative;     // a similar line that must not match (tests)
 };
 
+// The built-in table (static storage; never changes).
 std::span<const LogPattern> LogPatterns();
 
 struct LogMatch {
@@ -120,8 +121,8 @@ int LogCategoryExitCode(std::string_view category);
 // (3 before 4 before 5).
 int LogScanExitCode(const LogScanSummary& summary);
 
-// Scans `path` ("-" = stdin) line by line, calling `on_match` for every match in order.
-// `scanner` defaults to the built-in patterns.
+// Scans `path` ("-" = stdin) line by line, calling `on_match` on the calling thread for every
+// match in order. `scanner` (not owned; nullptr: the built-in patterns) must outlive the call.
 common::Result<LogScanSummary> ScanLogFile(const std::string& path,
                                            const std::function<void(const LogMatch&)>& on_match,
                                            const LogScanner* scanner = nullptr);

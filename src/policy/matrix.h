@@ -53,6 +53,7 @@ class VersionSpec {
   // (callers prefix file, line and field).
   static common::Result<VersionSpec> Parse(std::string_view text);
 
+  // Whether `v` satisfies every clause.
   bool Matches(const Version& v) const;
   // False when `version_text` is not a parseable version.
   bool Matches(std::string_view version_text) const;

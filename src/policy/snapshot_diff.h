@@ -43,6 +43,8 @@ common::Result<std::vector<DiffEntry>> DiffSnapshotFiles(const std::string& a_pa
                                                          const std::string& b_path,
                                                          const std::vector<std::string>& ignore);
 
+// {"equal", "changed", "added", "removed" (counts), "differences": [{"kind", "path", "before"
+// (not for added), "after" (not for removed)}, ...] in diff order}.
 common::Json DiffToJson(const std::vector<DiffEntry>& diff);
 // "~ path: before -> after" / "+ path: value" / "- path: value", one per line.
 std::string DiffToText(const std::vector<DiffEntry>& diff);

@@ -1,9 +1,9 @@
 // The one verdict value: what admission, the startup steps and the op canary found about a node,
 // reduced to one Verdict, its causes and the one exit code derived from them.
 //
-// Every command that judges a node (admit, doctor, run, generate, serve) builds its verdict with
-// JudgeNode and renders it with NodeVerdict::ToJson / ToText; nobody edits the rendered text or
-// the exit code afterwards.
+// JudgeNode is called by `admit` and `doctor` and by the startup chain's report
+// (runtime::StartupReport::Verdict: run, generate, serve's admission); the verdict's text and JSON
+// are rendered from the value by NodeVerdict::ToText / ToJson.
 //
 // Thread safety: pure functions over value types; safe from any thread.
 #pragma once

@@ -66,6 +66,8 @@ struct NvmlFields {
 
 class NvmlReader {
  public:
+  // Loads NVML through `loader`, initialises it and reads each device's handle and UUID; the
+  // caller owns the reader. Errors: see the file comment.
   static common::Result<std::unique_ptr<NvmlReader>> Open(const common::LibraryLoader& loader);
   ~NvmlReader();
   NvmlReader(const NvmlReader&) = delete;
@@ -74,7 +76,10 @@ class NvmlReader {
   std::size_t device_count() const { return devices_.size(); }
   const std::string& library_path() const { return lib_.resolved_path(); }
 
+  // Reads device `i` (< device_count(); std::out_of_range otherwise). Never fails: a field that
+  // cannot be read is absent, with its reason in `unavailable`.
   NvmlDeviceSample Sample(std::size_t i, const NvmlFields& fields = {}) const;
+  // Sample for every device, in index order.
   std::vector<NvmlDeviceSample> SampleAll(const NvmlFields& fields = {}) const;
 
   // The cheap liveness check: per device nvmlDeviceGetHandleByIndex_v2 and a memory read.

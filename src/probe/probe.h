@@ -1,17 +1,5 @@
-// Taking a capability snapshot of the node truegreen runs on.
-//
-// TakeSnapshot enumerates, in this order: host facts, device nodes and /proc/driver/nvidia/version
-// (under options.root, so tests can point them at a fake tree), the NVIDIA_* / CUDA_VISIBLE_DEVICES
-// environment, NVML, the CUDA driver (libcuda), the CUDA runtime, cuBLAS/cuBLASLt, cuDNN and its
-// sub-libraries, TensorRT, NCCL, and finally ONNX Runtime and its GPU provider libraries
-// (runtime/ort_probe.h). The CUDA libraries are loaded through the LibraryLoader (RTLD_GLOBAL)
-// *before* the provider libraries, so a provider's DT_NEEDED entries resolve to the copies the
-// loader found (--lib-path first) rather than to whatever the system search would pick.
-//
-// Failure behaviour: TakeSnapshot never fails and never throws; every missing library, failing
-// call or unreadable file becomes an error text in the snapshot. It does call nvmlInit/cuInit (and
-// nvmlShutdown), and the libraries it loads stay in the process (RTLD_NODELETE).
-// Thread safety: call from one thread at a time (NVML/CUDA initialisation is process-global).
+// The capability snapshot of the node truegreen runs on, without ONNX Runtime: the ORT section is
+// filled by runtime::TakeSnapshot (runtime/ort_probe.h), which calls this first.
 #pragma once
 
 #include <map>
@@ -38,11 +26,24 @@ inline constexpr const char* kProbedEnvVars[] = {
     "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "NVIDIA_REQUIRE_CUDA",
     "NVIDIA_DISABLE_REQUIRE", "CUDA_VISIBLE_DEVICES"};
 
+// Records, in this order: host facts, device nodes and /proc/driver/nvidia/version (under
+// options.root, so tests can point them at a fake tree), the NVIDIA_* / CUDA_VISIBLE_DEVICES
+// environment, the GPU provider libraries' ELF facts (read from their files, not loaded: they
+// choose which CUDA/cuDNN/TensorRT majors to look for), then NVML, the CUDA driver (libcuda), the
+// CUDA runtime, cuBLAS/cuBLASLt, cuDNN and its sub-libraries, TensorRT and NCCL, loaded through
+// `loader` (RTLD_GLOBAL), so provider libraries loaded later bind to these copies. The ORT
+// section holds only the provider libraries' ELF facts.
+//
+// Never fails and never throws: a missing library, failing call or unreadable file becomes an
+// error text in the snapshot. Calls nvmlInit/cuInit (and nvmlShutdown) unless
+// options.skip_init; the libraries it loads stay in the process (RTLD_NODELETE). Not thread-safe:
+// call from one thread at a time (NVML/CUDA initialisation is process-global).
 Snapshot TakeSnapshot(const common::LibraryLoader& loader, const ProbeOptions& options = {});
 
 // Symbolic names of NVIDIA result codes ("CUDA_ERROR_NO_DEVICE", "NVML_ERROR_DRIVER_NOT_LOADED",
 // "cudaErrorInsufficientDriver"); "UNKNOWN_<code>" for codes not in the table. Used instead of the
-// libraries' own name functions because the stub libcuda cannot name its own errors.
+// libraries' own name functions because the stub libcuda cannot name its own errors. Pure;
+// thread-safe.
 std::string CudaErrorName(int code);
 std::string CudaRuntimeErrorName(int code);
 std::string NvmlErrorName(int code);

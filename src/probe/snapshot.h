@@ -209,6 +209,7 @@ struct Snapshot {
   std::optional<std::string> Env(const std::string& name) const;
 };
 
+// The snapshot as docs/SNAPSHOT.md documents it. Never fails; thread-safe.
 common::Json ToJson(const Snapshot& s);
 // Strict reader (see the header comment); `source` names the file in every error message.
 [[nodiscard]] common::Result<Snapshot> SnapshotFromJson(const common::Json& j,

@@ -85,7 +85,7 @@ common::Status AppendClassicProvider(OrtSessionOptions* so, const std::string& p
 
 // Whether a core whose GetAvailableProviders lists `compiled` can host the GPU provider library
 // `provider`: the CUDA/TensorRT provider calls back into CUDA-only entries of the core's provider
-// host, which a CPU-built core lacks (issue 14). Returns OK or UNAVAILABLE naming both files.
+// host, which a CPU-built core lacks. Returns OK or UNAVAILABLE naming both files.
 common::Status CoreCanHost(const std::vector<std::string>& compiled, const std::string& core_path,
                            const std::string& provider, const std::string& provider_library);
 

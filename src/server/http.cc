@@ -219,8 +219,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
       // A lane worker (or any other thread). Until this response is written nothing else touches
       // the connection: no read is armed (the next is armed after the write) and no timer runs
       // (expires_never above). So this thread offers the response to the kernel itself instead of
-      // first waking the I/O thread for it, which cost a thread hand-off per generated image
-      // (issue 11 "Speed", c1); the I/O thread gets what the send buffer did not take.
+      // first waking the I/O thread for it (a thread hand-off per generated image); the I/O
+      // thread gets what the send buffer did not take.
       self->PrepareWrite(std::move(r));
       const std::size_t sent = self->SendNow();
       auto exec = self->stream_.get_executor();

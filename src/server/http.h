@@ -16,7 +16,7 @@
 // next read. The Responder never blocks. Handlers must not block for long: inference is handed to
 // scheduler lanes.
 //
-// Speed (issue 11): each I/O thread runs its own io_context and owns the connections it accepted,
+// Speed: each I/O thread runs its own io_context and owns the connections it accepted,
 // so a connection needs no strand; the response head is serialized by hand into a per-connection
 // buffer and written with the body (never copied) as one two-buffer write; TCP_NODELAY is set.
 //
