@@ -3,8 +3,9 @@
 //
 // Admit() is a pure function (snapshot + matrix -> report): no IO, no library calls, no globals,
 // so `admit`, `doctor` and the startup chain (runtime/startup.h: run, generate, serve) share it
-// and tests drive it with synthesized snapshots. Every check yields one line: PASS, WARN or FAIL. A FAIL carries what was
-// found, what was required and the likely cause in plain words, and is one of two kinds:
+// and tests drive it with synthesized snapshots. Every check yields one line: PASS, WARN or
+// FAIL. A FAIL carries what was found, what was required and the likely cause in plain words, and
+// is one of two kinds:
 //   integrity — no usable GPU path (missing driver, device, provider, ...)      -> exit 3
 //   drift     — the GPU path works but a version differs from the matrix        -> exit 4
 // Integrity dominates drift. With a development matrix (require_gpu: false) integrity failures

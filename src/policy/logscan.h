@@ -16,9 +16,9 @@
 // break, and at each line boundary the previous line's tail joined with the next line's head is
 // tested; such a match is reported at the line where the phrase starts.
 //
-// Failure behaviour: ScanLogFile returns NOT_FOUND / INVALID_ARG for unreadable input; matching never
-// fails. Thread safety: the table and LogScanner are immutable after construction; one scanner can
-// be shared by threads.
+// Failure behaviour: ScanLogFile returns NOT_FOUND / INVALID_ARG for unreadable input; matching
+// never fails. Thread safety: the table and LogScanner are immutable after construction; one
+// scanner can be shared by threads.
 #pragma once
 
 #include <cstdint>
