@@ -10,12 +10,12 @@
 //   dockerfile.base-digest           a base image (FROM, COPY --from=image) is not pinned by
 //                                    @sha256 digest (scratch and stage names are fine)
 //   dockerfile.package-cache         a shipped RUN installs packages (apt, apk, dnf/yum, pip,
-//   conda,
-//                                    npm) without removing the cache in the same RUN
+//                                    conda, npm) without removing the cache in the same RUN
 //   dockerfile.dockerignore          no .dockerignore (nor <Dockerfile>.dockerignore)
 //   dockerfile.dockerignore-coverage the ignore file lets .git, notebooks, caches or model
 //                                    weights into the context
-// Every finding is severity error (exit 6), with file:line and a fix.
+// Each of these is severity error (exit 6), with file:line and a fix; the hadolint-style rules
+// (dockerfile_rules.h) add findings of their own severities.
 //
 // Failure behaviour: AuditDockerfile returns a Status only when the ignore file exists but cannot
 // be read. Thread safety: pure function over its inputs.

@@ -16,9 +16,6 @@
 //   k8s.visible-devices-all  NVIDIA_VISIBLE_DEVICES=all on a container without a GPU limit (it
 //                            sees every GPU of the node behind the device plugin's back; "void"
 //                            means no GPU injection and is not reported)
-//   and the pod security rules of k8s_security.h (privileged, capabilities, host namespaces and
-//   paths, root, runtime class, read-only cache paths).
-// Kustomize directories are built by kustomize.h first; every input is bounded by k8s_yaml.h.
 //   k8s.probes               a long-running GPU container lacks startup/readiness/liveness probes;
 //                            truegreen containers must probe httpGet /readyz (startup, readiness)
 //                            and /healthz (liveness)
@@ -30,6 +27,9 @@
 //   k8s.secret-env           an env value that is a literal secret (by name or value shape)
 //   k8s.cuda-stubs           LD_LIBRARY_PATH holds CUDA's stubs folder
 //   k8s.not-audited          an object of an unknown kind holds pod specs (error)
+//   and the pod security rules of k8s_security.h (privileged, capabilities, host namespaces and
+//   paths, root, runtime class, read-only cache paths).
+// Kustomize directories are built by kustomize.h first; every input is bounded by k8s_yaml.h.
 // A system component (role system) is not held to gpu-request, visible-devices-all, probes and
 // node-affinity; its privileged/host rules are reported as info; digest and resources still hold.
 //

@@ -11,7 +11,7 @@
 // --api-server is INVALID_ARG/NOT_FOUND naming it; API answers 401/403 (RBAC), 404 (no such
 // object), 409/422 (rejected) are INVALID_ARG/NOT_FOUND with the API's own message and the object;
 // connection failures, timeouts and 5xx are UNAVAILABLE. The token is never logged or put in a
-// message. Thread safety: no shared state; one call at a time per K8sApiConfig is not required.
+// message. Thread safety: no shared state; calls may run concurrently, even with one config.
 #pragma once
 
 #include <string>

@@ -26,7 +26,8 @@
 // batch size, which can move low bits).
 //
 // Errors: INVALID_ARG for an out-of-range request field (named, with the accepted range) or an
-// unknown scheduler; errors of the sessions pass through (ORT failures are INTERNAL).
+// unknown scheduler; errors of the sessions pass through (an ORT failure is UNAVAILABLE, a bad
+// tensor INVALID_ARG: runtime::FromOrtCode).
 // Cancellation (the atomic flag or the progress callback returning false) is checked between
 // steps and reported as GenerateOutput::cancelled, not as an error. In a batch each request has
 // its own flag: a cancelled request gets no images (cancelled, steps_done = steps it saw) while

@@ -2,8 +2,8 @@
 //
 // Two documented modes:
 //  * kNumpy  — bit-for-bit numpy `RandomState(seed).randn(...)`: MT19937 seeded with
-//  init_genrand(seed)
-//              (numpy's legacy seeding for an integer seed; seeds must be < 2^32, like numpy),
+//              init_genrand(seed) (numpy's legacy seeding for an integer seed; seeds must be
+//              < 2^32, like numpy),
 //              53-bit doubles from two 32-bit draws, and the legacy polar Box–Muller that returns
 //              the second value of each pair first-cached. This is what diffusers' ONNX pipeline
 //              uses, so seed N gives the same initial latents as that pipeline (values are doubles
