@@ -316,6 +316,31 @@ constexpr LogPattern kPatterns[] = {
      "ValueError: Asked to use CUDAExecutionProvider as an ONNX Runtime execution provider, but "
      "the available execution providers are ['CPUExecutionProvider'].",
      "Using CUDAExecutionProvider as an ONNX Runtime execution provider"},
+    {"lib.gpu_dll_missing", "library-missing", ".dll not found|.dll which is missing",
+     R"((cublas|cudart|cudnn|cufft|curand|nvinfer|nvrtc)\w*\.dll["']? (not found|which is missing))",
+     "a CUDA, cuDNN or TensorRT DLL is not on the Windows DLL search path (PATH, the application "
+     "folder): the GPU provider that needs it did not load",
+     "kernel32.LoadLibrary():'cublas64_91.dll' not found. CUDA is required for GPU execution.",
+     "cublas64_12.dll found in C:\\Program Files\\NVIDIA GPU Computing Toolkit"},
+    {"cudnn.library_load_failed", "library-missing", "could not load library cudnn",
+     R"(could not load library (lib)?cudnn\w*\.(dll|so))",
+     "cuDNN could not load one of its own sub-libraries (cuDNN 8 and 9 are split into several "
+     "files): a partial cuDNN install, or another cuDNN earlier on the library path",
+     "Could not load library cudnn_cnn_infer64_8.dll. Error code 127",
+     "Loaded library cudnn_cnn_infer64_8.dll"},
+    {"trt.ep_shared_library", "provider-load-failure", "tensorrt ep could not open shared library",
+     R"(tensorrt ep could not open shared library)",
+     "the TensorRT provider could not open a library it was configured to load (an engine "
+     "decryption or plugin library path): the TensorRT provider is not created",
+     "[ONNXRuntimeError] : 11 : EP_FAIL : TensorRT EP could not open shared library from ?",
+     "TensorRT EP opened shared library libnvinfer_plugin.so.10"},
+    {"device_plugin.register_failed", "no-device", "could not register device plugin",
+     R"(could not register device plugin)",
+     "the NVIDIA device plugin could not register with the kubelet (device plugin socket or "
+     "feature gate, kubelet not ready): the node advertises no nvidia.com/gpu, GPU pods stay "
+     "Pending",
+     "Could not register device plugin: context deadline exceeded",
+     "Registered device plugin for 'nvidia.com/gpu' with Kubelet"},
 };
 
 using common::Lower;
