@@ -27,9 +27,9 @@ common::Result<policy::Matrix> ResolveMatrix(const std::string& matrix_flag,
 common::Result<std::optional<policy::Matrix>> RequestedMatrix(const std::string& matrix_flag,
                                                               const GlobalOptions& g);
 
-// True for the commands that read --policy (admit, doctor, run, engines *, generate, audit image,
-// audit k8s). main rejects an explicit --policy on any other command, so it is never
-// silently ignored.
+// True for the commands that read --policy (admit, doctor, run, engines build/verify, generate,
+// serve, audit image, audit k8s, and the hidden __canary-child). main rejects an explicit --policy
+// on any other command, so it is never silently ignored.
 bool CommandReadsPolicy(std::string_view command_path);
 
 }  // namespace tg::cli

@@ -1,30 +1,35 @@
-// One startup chain for every command that serves inference (run, generate, and next the server's
-// readiness): snapshot -> admit -> factory (locked providers) -> open (placement proof) -> op
-// canary -> warm-up, each step timed and recorded in a StartupReport.
+// The startup chain of every command that runs inference (run, generate, serve's admission gate):
+// snapshot -> admit -> factory (locked providers) -> open (placement proof) -> op canary ->
+// warm-up, each step timed and recorded in a StartupReport.
 //
-// What each step enforces in production (dev records the same findings as advisories):
+// What each step enforces in production. Under a dev policy a failed admit or canary is recorded
+// as an advisory and the chain goes on; a failed factory, open or warmup refuses under every
+// policy (there is nothing to run on):
 //   snapshot  the node's capability snapshot without registering providers (probe::TakeSnapshot
 //             plus the ORT core facts of the process-wide load, so no second provider
 //             registration happens in the serving process);
 //   admit     policy::Admit against the policy's matrix: version drift refuses the node
 //             (FAILED_PRECONDITION, exit 4); integrity findings are left to the factory step,
-//             which proves them by attaching and names the exact cause (exit 3);
+//             which proves them by attaching and names the exact cause (exit 3). With both, the
+//             drift is held back and returned by "factory" if attaching succeeds;
 //   factory   SessionFactory::Create (GPU providers locked in policy order, never the CPU);
 //   open      each model opened with placement proof (violation: UNAVAILABLE, exit 3);
 //   canary    the op canary (runtime/canary.h) for the op types of the opened models: anything
-//             but PASS is UNAVAILABLE in production. With no GPU provider attached (a CPU-only
-//             dev run) there is nothing to canary: the step is "skipped" (never "ok") and no child
-//             process starts; also skipped when no model op is in the built-in set;
+//             but PASS is UNAVAILABLE in production. "skipped" (never "ok", no child process)
+//             with no GPU provider attached (a CPU-only dev run), when StartupOptions::canary is
+//             absent, or when no model op is in the built-in set;
 //   warmup    `warmup_runs` runs of each opened model on random inputs (cuDNN's algorithm search
 //             and TensorRT's first-call costs are paid here, not by the first request); "skipped"
-//             when no runs were asked for.
+//             when no runs were asked for or no session was opened by the chain.
 //
 // Commands that open their sessions themselves (run opens for diagnosis, generate through the
-// pipeline loader) start the chain with no `models`, record their "open" step with RecordStep and
-// then call Finish, so every command reports the same steps in the same order.
+// pipeline loader, serve per model in its sessions gate) start the chain with no `models`, record
+// their "open" step with RecordStep and then call Finish, so every command reports the same steps
+// in the same order.
 //
-// Thread safety: Start is safe to call concurrently; the chain object is then used like a
-// SessionFactory (see session.h).
+// Thread safety: Start may be called from several threads at once (each with its own report);
+// a StartupChain is then used like a SessionFactory (see session.h).
+// Ownership: the chain owns its factory and the sessions it opened; the caller owns the report.
 #pragma once
 
 #include <optional>
@@ -95,13 +100,16 @@ class StartupChain {
                                             const StartupOptions& options, StartupReport* report);
 
   // Steps "canary" (over the op types of `model_paths`; the whole built-in set when it is empty,
-  // as for doctor) and "warmup" (over sessions()); returns
-  // the refusal, if any. Records into `report`.
+  // as for doctor) and "warmup" (over sessions()); returns the refusal, if any (the report says
+  // which step). Records into `report`, which must not be null. Start calls it when
+  // `options.models` is not empty.
   common::Status Finish(const std::vector<std::string>& model_paths, const StartupOptions& options,
                         StartupReport* report);
 
-  // Records a step the caller ran itself (e.g. "open"): outcome "ok", or for a failure "refused"
-  // in production and "advisory" in dev when `fatal` is false ("refused" whenever it is true).
+  // Records a step the caller ran itself (e.g. "open") and adds `ms` to report->total_ms: outcome
+  // "ok", or for a failure "refused" when `production` and "advisory" otherwise (a caller for
+  // whom the failure is fatal under every policy passes true). `detail` is kept for an OK step;
+  // a failure's detail is its message.
   static void RecordStep(StartupReport* report, const std::string& name, double ms,
                          const common::Status& status, bool production, const std::string& detail);
 
