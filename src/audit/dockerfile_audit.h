@@ -42,6 +42,9 @@ struct DockerfileAuditReport {
   std::vector<int> runtime_chain;  // final stage first
 };
 
+// Runs every rule over `df` (parsed by ParseDockerfile) and its build context's ignore file.
+// Errors: only the ignore file's read error (it exists but cannot be read); every rule outcome is
+// a Finding in the report.
 common::Result<DockerfileAuditReport> AuditDockerfile(const Dockerfile& df,
                                                       const DockerfileAuditOptions& options);
 

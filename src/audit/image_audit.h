@@ -4,8 +4,8 @@
 //
 // Failure behaviour: AuditImage returns the reader's Status for unreadable/corrupt input (exit 2);
 // everything found inside a readable image is a Finding, including blobs whose digest or size
-// differs from their descriptor (`image.digest-mismatch`, error -> exit 6). Thread safety: pure
-// functions.
+// differs from their descriptor (`image.digest-mismatch`, error -> exit 6). Thread safety: no
+// shared state; independent audits may run concurrently.
 #pragma once
 
 #include <cstdint>
@@ -67,9 +67,14 @@ struct ImageAuditReport {
   FileSystem fs;        // the merged filesystem (for --diff)
 };
 
+// Reads the image at `path` (a docker-save tar, OCI layout or OCI archive; image_ref.h resolves
+// transports first), streaming the ONNX Runtime libraries it holds into a private temporary
+// folder removed before returning, and runs every rule. Errors: the reader's (NOT_FOUND,
+// INVALID_ARG naming the file), UNAVAILABLE when the temporary folder cannot be created.
 common::Result<ImageAuditReport> AuditImage(const std::string& path,
                                             const ImageAuditOptions& options);
 
+// The report as `audit image --json` prints it, and as text. Never fail.
 common::Json ReportToJson(const ImageAuditReport& r);
 std::string ReportToText(const ImageAuditReport& r);
 

@@ -65,6 +65,7 @@ std::vector<Finding> RunOrtPairRules(const Image& image, const FileSystem& fs,
                                      const OrtCoreInspector& inspect, std::string_view off_reason,
                                      OrtPairReport* report);
 
+// The pair report as the image report's "ort" member. Never fails.
 common::Json OrtPairToJson(const OrtPairReport& r);
 
 // NUL-separated strings of the form N.N.N in the file (at most 64 distinct; e.g. the ORT version a

@@ -27,6 +27,7 @@ class ImageInput {
   ImageInput(const ImageInput&) = delete;
   ImageInput& operator=(const ImageInput&) = delete;
 
+  // The file or folder to read (inside the temporary layout for docker://).
   const std::string& path() const { return path_; }
   const std::string& transport() const { return transport_; }  // "" for a plain path
 
@@ -38,6 +39,8 @@ class ImageInput {
   common::ScopedTempDir temp_dir_;  // the docker:// copy, removed with this object
 };
 
+// Resolves `ref` (see the file comment); for docker:// runs skopeo and blocks until it ends.
+// The caller owns the result. Errors: as the file comment says.
 common::Result<std::unique_ptr<ImageInput>> ResolveImageInput(const std::string& ref);
 
 }  // namespace tg::audit

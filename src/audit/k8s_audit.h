@@ -64,6 +64,7 @@ struct GpuNodeRequirements {
   bool require_gpu = true;
 };
 
+// What a GPU node must offer under `m`, as GPU Feature Discovery labels can state it. Pure.
 GpuNodeRequirements NodeRequirementsFromMatrix(const policy::Matrix& m);
 
 // GFD label keys.

@@ -42,6 +42,7 @@ struct PodSecurityOptions {
   std::string runtime_class;  // the RuntimeClass GPU pods must use; "" = the cluster uses none
 };
 
+// The rules above over one pod spec (`spec`, at `spec_path` in its object) and its containers.
 std::vector<PodFinding> PodSecurityFindings(const YAML::Node& spec, const std::string& spec_path,
                                             const std::vector<PodContainerView>& containers,
                                             const PodSecurityOptions& options);

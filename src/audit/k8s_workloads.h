@@ -75,6 +75,7 @@ struct WorkloadShape {
   std::vector<std::string> expect;  // the known paths, for "no pod spec at ..." messages
 };
 
+// The pod templates of `obj` at the paths of the table above (none for another kind). Pure.
 WorkloadShape LocateWorkload(const YAML::Node& obj);
 
 // Paths of mappings under `obj` that look like pod specs (a non-empty `containers` sequence whose

@@ -44,6 +44,8 @@ struct Suppressions {
   std::vector<Suppression> entries;
 };
 
+// Reads (size-capped) and parses a suppression file; ParseSuppressions parses text whose
+// messages name `source`. Errors: NOT_FOUND, INVALID_ARG as the file comment says.
 common::Result<Suppressions> LoadSuppressions(const std::string& path);
 common::Result<Suppressions> ParseSuppressions(const std::string& text, const std::string& source);
 

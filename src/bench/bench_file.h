@@ -27,7 +27,9 @@ struct BenchFile {
   std::optional<std::string> body;  // compact JSON text of the request body
 };
 
+// Parses the YAML text of a bench file; messages name `path`. Errors: as the file comment says.
 common::Result<BenchFile> ParseBenchFile(const std::string& text, const std::string& path);
+// Reads (size-capped) and parses `path`; NOT_FOUND when it does not exist.
 common::Result<BenchFile> LoadBenchFile(const std::string& path);
 
 }  // namespace tg::bench

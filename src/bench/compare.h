@@ -38,9 +38,13 @@ struct RunComparison {
   bool prompt_sets_differ = false;
 };
 
+// `b` against the baseline `a` (names as given for the report), with `gates` checked on the
+// ratios. Never fails: a point of `a` that `b` lacks is reported unmatched. The result points
+// into `a` and `b`, which must outlive it.
 RunComparison CompareRuns(const RunResult& a, const std::string& a_name, const RunResult& b,
                           const std::string& b_name, const std::vector<Gate>& gates);
 
+// The comparisons as Markdown (text output), JSON and a self-contained HTML page. Never fail.
 std::string ComparisonsToMarkdown(const std::vector<RunComparison>& c);
 common::Json ComparisonsToJson(const std::vector<RunComparison>& c);
 std::string ComparisonsToHtml(const std::vector<RunComparison>& c);

@@ -71,6 +71,8 @@ struct LoadResult {
   double cpu_s = 0;  // this process's user+sys CPU over the measured windows
 };
 
+// Runs one sweep point until it is stable, out of trials or stopped (see the file comment);
+// blocks the calling thread. Errors: UNAVAILABLE as the file comment says.
 common::Result<LoadResult> RunLoad(const LoadOptions& options);
 
 // perf_analyzer's rule: the last `n` windows have max/min <= 1 + tolerance on throughput and on

@@ -83,9 +83,11 @@ struct RunResult {
   std::vector<std::string> slos;     // the threshold expressions, as given
   std::vector<PointResult> points;
 
+  // True when any point failed an SLO threshold (bench then exits 5).
   bool SlosFailed() const;
 };
 
+// The run as `bench --json` prints it and `compare` reads it back (RunFromJson). Never fails.
 common::Json RunToJson(const RunResult& r);
 // Parses a run written by RunToJson; errors name `path` and the field.
 common::Result<RunResult> RunFromJson(const common::Json& j, const std::string& path);

@@ -61,8 +61,11 @@ class MetricsScraper {
   MetricsScraper(const MetricsScraper&) = delete;
   MetricsScraper& operator=(const MetricsScraper&) = delete;
 
+  // Starts the scraping thread (GET /metrics every interval_s; failed scrapes are skipped).
   void Start();
+  // Stops and joins it; idempotent (the destructor calls it).
   void Stop();
+  // The samples, in time order; read only after Stop.
   const std::vector<MetricsSample>& Samples() const { return samples_; }
 
  private:
