@@ -205,8 +205,12 @@ class StepWorkspace {
 
 class Pipeline {
  public:
+  // `model` is borrowed and must outlive the pipeline.
   explicit Pipeline(const SdModel& model) : model_(model) {}
 
+  // Validates `request` against the model and runs it (see the file comment for the data flow,
+  // errors and cancellation). `progress`, when given, is called on the calling thread after each
+  // step; returning false cancels. `cancel` is polled between steps.
   [[nodiscard]] common::Result<GenerateOutput> Generate(
       GenerateRequest request, const ProgressCallback& progress = nullptr,
       const std::atomic<bool>* cancel = nullptr) const;
