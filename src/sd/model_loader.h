@@ -8,8 +8,9 @@
 // next to it. Input/output names, dtypes and ranks come from the sessions: input_ids int32 or
 // int64; timestep float32/float16/int64 of rank 0, [1] or [B]; fp16 or fp32 tensors (converted
 // at the boundary by the pipeline). Variant: SDXL when the UNet takes text_embeds/time_ids (two
-// encoders required), SD 2.x when the text width is 1024, otherwise SD 1.x; the prediction type
-// (epsilon / v_prediction) comes from the scheduler config.
+// encoders required), SD 2.x when text_encoder/config.json says hidden_act "gelu" (OpenCLIP; a
+// legacy export without that config: when the text width is 1024), otherwise SD 1.x; the
+// prediction type (epsilon / v_prediction) comes from the scheduler config.
 //
 // Errors name the file and what is wrong: NOT_FOUND for a missing folder or file; INVALID_ARG for
 // malformed JSON, a corrupt/unloadable ONNX file, missing tensors or mismatched shapes between
