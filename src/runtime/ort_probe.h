@@ -6,11 +6,15 @@
 // libonnxruntime_providers_tensorrt.so), it reads the file's DT_NEEDED (CUDA/cuDNN/TensorRT
 // majors) and *actually loads it* through the LibraryLoader, recording success or the loader's
 // exact error text. Dependencies of a provider that exist in the loader's explicit search dirs are
-// loaded first (RTLD_GLOBAL), so --lib-path decides what the provider binds to. It does not create
-// ORT environments or sessions.
+// loaded first (RTLD_GLOBAL), so --lib-path decides what the provider binds to. Where the provider
+// host library sits beside the core, the provider is registered through ORT
+// (RegisterExecutionProviderLibrary) into an environment the probe creates on first use
+// ("truegreen-probe", kept for the process lifetime) and the EP devices it offers are recorded;
+// otherwise it is only dlopened. It creates no sessions.
 //
 // Never fails: every problem is recorded in `out`. Call after the CUDA libraries were probed
-// (runtime::TakeSnapshot does). Thread safety: as LoadOrt (idempotent, thread-safe).
+// (runtime::TakeSnapshot does). Thread safety: call from one thread at a time (it registers the
+// providers under fixed names in one process-wide environment).
 #pragma once
 
 #include "common/dynlib.h"
