@@ -342,15 +342,9 @@ CacheMounts MountsOf(const DockerfileInstruction& ins) {
   CacheMounts m;
   for (const std::string& spec : ins.Flags("mount")) {
     std::map<std::string, std::string> kv;
-    std::size_t pos = 0;
-    while (pos <= spec.size()) {
-      std::size_t comma = spec.find(',', pos);
-      std::string part =
-          spec.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    for (const std::string& part : common::Split(spec, ',', common::SplitMode::kKeepEmpty)) {
       std::size_t eq = part.find('=');
       kv[Lower(part.substr(0, eq))] = eq == std::string::npos ? "" : part.substr(eq + 1);
-      if (comma == std::string::npos) break;
-      pos = comma + 1;
     }
     if (kv["type"] != "cache" && kv["type"] != "tmpfs") continue;
     for (const char* key : {"target", "dst", "destination"}) {

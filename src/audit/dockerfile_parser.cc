@@ -21,16 +21,9 @@ constexpr std::size_t kArgExpansionMargin = 64 * 1024;
 using common::Lower;
 using common::Upper;
 
-std::string_view TrimLeft(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  return s;
-}
-
-std::string_view Trim(std::string_view s) {
-  s = TrimLeft(s);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
+// A line's leading blanks are spaces and tabs only; at its end any ASCII whitespace goes.
+std::string_view TrimLeft(std::string_view s) { return common::TrimLeft(s, " \t"); }
+std::string_view Trim(std::string_view s) { return common::TrimRight(TrimLeft(s)); }
 
 const std::set<std::string, std::less<>>& KnownInstructions() {
   static const std::set<std::string, std::less<>> k = {
@@ -331,15 +324,9 @@ struct Parser {
 };
 
 std::vector<std::string> SplitLines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::size_t pos = 0;
-  while (pos <= text.size()) {
-    std::size_t nl = text.find('\n', pos);
-    std::string line = text.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
+  std::vector<std::string> lines = common::Split(text, '\n', common::SplitMode::kKeepEmpty);
+  for (std::string& line : lines) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
-    lines.push_back(std::move(line));
-    if (nl == std::string::npos) break;
-    pos = nl + 1;
   }
   if (!lines.empty() && lines[0].rfind("\xEF\xBB\xBF", 0) == 0) lines[0].erase(0, 3);
   return lines;

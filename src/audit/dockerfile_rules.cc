@@ -10,17 +10,14 @@
 
 #include "audit/dockerfile_rules.h"
 #include "audit/secret_shape.h"
+#include "common/strings.h"
 
 namespace tg::audit {
 namespace {
 
 using common::Status;
 
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
+using common::Lower;
 
 std::string Base(std::string_view p) {
   std::size_t slash = p.rfind('/');

@@ -7,6 +7,7 @@
 
 #include "audit/dockerfile_rules.h"
 #include "audit/secret_shape.h"
+#include "common/strings.h"
 
 namespace tg::audit {
 namespace {
@@ -35,15 +36,7 @@ bool CompatEntry(std::string_view e) {
 }
 
 std::vector<std::string> PathEntries(std::string_view v) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (start <= v.size()) {
-    std::size_t colon = v.find(':', start);
-    if (colon == std::string_view::npos) colon = v.size();
-    out.emplace_back(v.substr(start, colon - start));
-    start = colon + 1;
-  }
-  return out;
+  return common::Split(v, ':', common::SplitMode::kKeepEmpty);
 }
 
 struct LoaderEntry {

@@ -9,6 +9,8 @@
 #include <regex>
 #include <sstream>
 
+#include "common/strings.h"
+
 namespace tg::audit {
 
 using common::Json;
@@ -677,12 +679,9 @@ void ToolkitEnvRules(const EnvLookup& env, const policy::Matrix* matrix,
     need = matrix->container.driver_capabilities;
   }
   std::set<std::string> have;
-  std::stringstream ss(*caps);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    item.erase(0, item.find_first_not_of(' '));
-    item.erase(item.find_last_not_of(' ') + 1);
-    have.insert(item);
+  // Blanks around an entry do not count (only spaces: a tab stays part of the name).
+  for (const std::string& item : common::Split(*caps, ',', common::SplitMode::kKeepEmpty)) {
+    have.insert(std::string(common::Trim(item, " ")));
   }
   std::vector<std::string> missing;
   if (!have.count("all")) {

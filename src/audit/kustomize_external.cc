@@ -6,7 +6,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <sstream>
 
 #include <unistd.h>
 
@@ -15,19 +14,13 @@
 #include "common/config.h"
 #include "common/file_util.h"
 #include "common/process.h"
+#include "common/strings.h"
 
 namespace tg::audit {
 namespace {
 
 namespace fs = std::filesystem;
 using common::Status;
-
-std::vector<std::string> SplitWords(const std::string& s) {
-  std::vector<std::string> out;
-  std::istringstream in(s);
-  for (std::string w; in >> w;) out.push_back(w);
-  return out;
-}
 
 }  // namespace
 
@@ -38,9 +31,7 @@ std::string FindOnPath(const std::string& program) {
   }
   const char* path = std::getenv("PATH");
   if (path == nullptr) return "";
-  std::istringstream in(path);
-  for (std::string dir; std::getline(in, dir, ':');) {
-    if (dir.empty()) continue;
+  for (const std::string& dir : common::Split(path, ':', common::SplitMode::kSkipEmpty)) {
     fs::path p = fs::path(dir) / program;
     std::error_code ec;
     if (fs::is_regular_file(p, ec) && access(p.c_str(), X_OK) == 0) return p.string();
@@ -56,7 +47,7 @@ std::string FindKustomizeCommand() {
 
 Status RenderWithKustomize(const std::string& command, const std::string& dir,
                            std::vector<KustomizeObject>* out) {
-  std::vector<std::string> argv = SplitWords(command);
+  std::vector<std::string> argv = common::SplitWords(command);
   if (argv.empty()) return Status::InvalidArg("--kustomize: empty command");
   std::string exe = FindOnPath(argv[0]);
   if (exe.empty()) {

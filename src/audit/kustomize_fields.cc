@@ -6,11 +6,11 @@
 
 #include <functional>
 #include <map>
-#include <sstream>
 #include <string>
 
 #include "audit/k8s_yaml.h"
 #include "audit/kustomize_internal.h"
+#include "common/strings.h"
 
 namespace tg::audit {
 namespace {
@@ -41,13 +41,6 @@ bool Selected(const FieldSpec& f, const YAML::Node& obj) {
   };
   return ok(f.group, GroupOf(obj)) && ok(f.version, VersionOf(obj)) &&
          ok(f.kind, YamlScalar(YamlChild(obj, "kind")));
-}
-
-std::vector<std::string> Split(const char* path) {
-  std::vector<std::string> out;
-  std::stringstream in(path);
-  for (std::string s; std::getline(in, s, '/');) out.push_back(s);
-  return out;
 }
 
 // Calls `fn` on the map at `path` under `node` (created where `create`).
@@ -86,7 +79,8 @@ void Visit(YAML::Node node, const std::vector<std::string>& segs, std::size_t i,
 void ApplySpecs(YAML::Node obj, const std::vector<FieldSpec>& specs, const YAML::Node& pairs) {
   for (const FieldSpec& f : specs) {
     if (!Selected(f, obj)) continue;
-    Visit(obj, Split(f.path), 0, f.create, [&](YAML::Node m) {
+    const std::vector<std::string> segs = common::Split(f.path, '/', common::SplitMode::kKeepEmpty);
+    Visit(obj, segs, 0, f.create, [&](YAML::Node m) {
       for (auto it = pairs.begin(); it != pairs.end(); ++it) m[it->first.Scalar()] = it->second;
     });
   }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/file_util.h"
+#include "common/strings.h"
 
 namespace tg::audit {
 
@@ -219,15 +220,7 @@ std::string HashingSource::HexDigest() {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   EVP_DigestFinal_ex(ctx_.get(), md, &len);
-  std::string hex;
-  hex.reserve(algorithm_.size() + 1 + 2 * len);
-  hex = algorithm_ + ":";
-  static constexpr char kHex[] = "0123456789abcdef";
-  for (unsigned int i = 0; i < len; ++i) {
-    hex.push_back(kHex[md[i] >> 4]);
-    hex.push_back(kHex[md[i] & 15]);
-  }
-  digest_ = hex;
+  digest_ = algorithm_ + ":" + common::HexLower(md, len);
   return digest_;
 }
 

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "common/strings.h"
+
 namespace tg::bench {
 namespace {
 
@@ -22,11 +24,8 @@ bool EqualsNoCase(std::string_view a, std::string_view lower) {
   return true;
 }
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
+// HTTP optional whitespace (RFC 9110 OWS): space and tab only.
+std::string_view Trim(std::string_view s) { return common::Trim(s, " \t"); }
 
 // Calls f(token) for each comma-separated, trimmed token of a header value.
 template <typename F>

@@ -97,18 +97,12 @@ common::Result<Threshold> ParseThreshold(const std::string& text) {
 common::Result<std::vector<Threshold>> ParseThresholds(const std::vector<std::string>& texts) {
   std::vector<Threshold> out;
   for (const auto& text : texts) {
-    std::size_t start = 0;
-    while (start <= text.size()) {
-      std::size_t comma = text.find(',', start);
-      std::string part =
-          text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    for (const std::string& part : common::Split(text, ',', common::SplitMode::kKeepEmpty)) {
       if (Trimmed(part).empty()) {
         return Status::InvalidArg(fmt::format("threshold list \"{}\": empty entry", text));
       }
       TG_ASSIGN_OR_RETURN(Threshold t, ParseThreshold(part));
       out.push_back(std::move(t));
-      if (comma == std::string::npos) break;
-      start = comma + 1;
     }
   }
   return out;

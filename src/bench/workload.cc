@@ -10,6 +10,7 @@
 #include "common/config.h"
 #include "common/file_util.h"
 #include "common/json_writer.h"
+#include "common/strings.h"
 
 namespace tg::bench {
 namespace {
@@ -20,13 +21,11 @@ using common::Status;
 constexpr std::uint64_t kMaxPromptSetBytes = 16ULL << 20;
 constexpr std::size_t kMaxPrompts = 100000;
 
+// A flag's comma list: "" has no item (the caller reports an empty list); every other piece,
+// empty ones included, is an item the caller checks (so "1,,8" is refused, not read as "1,8").
 std::vector<std::string> Split(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) out.push_back(item);
-  if (!text.empty() && text.back() == ',') out.push_back("");
-  return out;
+  if (text.empty()) return {};
+  return common::Split(text, ',', common::SplitMode::kKeepEmpty);
 }
 
 common::Result<Prompt> ParsePromptLine(const std::string& line, const std::string& where) {

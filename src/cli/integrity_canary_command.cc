@@ -11,6 +11,7 @@
 #include "common/json_writer.h"
 #include "common/process.h"
 #include "common/status.h"
+#include "common/strings.h"
 #include "runtime/runtime_policy.h"
 #include "runtime/session.h"
 #include "runtime/startup.h"
@@ -27,20 +28,6 @@ std::string DefaultCacheDir() {
     return std::string(h) + "/.cache/truegreen";
   }
   return "";
-}
-
-std::vector<std::string> SplitCommas(const std::string& s) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (start <= s.size()) {
-    std::size_t comma = s.find(',', start);
-    std::string item =
-        s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    if (!item.empty()) out.push_back(item);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return out;
 }
 
 int RunChild(const GlobalOptions& g, const std::string& cases) {
@@ -61,7 +48,8 @@ int RunChild(const GlobalOptions& g, const std::string& cases) {
   if (!factory.ok()) {
     return fatal(factory.status().message(), common::ExitCodeFromStatus(factory.status()));
   }
-  return runtime::RunCanaryChild(*factory, SplitCommas(cases), stdout);
+  return runtime::RunCanaryChild(*factory, common::Split(cases, ',', common::SplitMode::kSkipEmpty),
+                                 stdout);
 }
 
 }  // namespace

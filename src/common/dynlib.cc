@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "common/file_util.h"
+#include "common/strings.h"
 
 #ifndef TG_BUNDLED_LIB_DIRS
 #define TG_BUNDLED_LIB_DIRS ""
@@ -24,18 +25,6 @@ std::string RealPath(const std::string& p) {
   char buf[PATH_MAX];
   if (::realpath(p.c_str(), buf) != nullptr) return buf;
   return p;
-}
-
-std::vector<std::string> SplitColon(const std::string& s) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (start <= s.size()) {
-    std::size_t end = s.find(':', start);
-    if (end == std::string::npos) end = s.size();
-    if (end > start) out.push_back(s.substr(start, end - start));
-    start = end + 1;
-  }
-  return out;
 }
 
 std::string LastDlError() {
@@ -81,11 +70,11 @@ LibraryLoader::LibraryLoader(std::vector<std::string> search_dirs)
 LibraryLoader LibraryLoader::WithDefaults(const std::vector<std::string>& user_dirs) {
   std::vector<std::string> dirs = user_dirs;
   if (const char* env = std::getenv("TRUEGREEN_LIB_PATH")) {
-    for (auto& d : SplitColon(env)) dirs.push_back(d);
+    for (auto& d : Split(env, ':', SplitMode::kSkipEmpty)) dirs.push_back(d);
   }
   std::string exe = ExecutableDir();
   if (!exe.empty()) dirs.push_back(exe + "/../lib/truegreen");
-  for (auto& d : SplitColon(TG_BUNDLED_LIB_DIRS)) dirs.push_back(d);
+  for (auto& d : Split(TG_BUNDLED_LIB_DIRS, ':', SplitMode::kSkipEmpty)) dirs.push_back(d);
   return LibraryLoader(std::move(dirs));
 }
 

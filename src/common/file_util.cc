@@ -13,19 +13,10 @@
 #include <filesystem>
 #include <memory>
 
+#include "common/strings.h"
+
 namespace tg::common {
 namespace {
-
-std::string HexOf(const unsigned char* p, unsigned n) {
-  static const char* kHex = "0123456789abcdef";
-  std::string out;
-  out.reserve(n * 2);
-  for (unsigned i = 0; i < n; ++i) {
-    out.push_back(kHex[p[i] >> 4]);
-    out.push_back(kHex[p[i] & 15]);
-  }
-  return out;
-}
 
 struct MdCtxDeleter {
   void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
@@ -326,7 +317,7 @@ std::string Sha256Hex(const void* data, std::size_t size) {
   EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr);
   EVP_DigestUpdate(ctx.get(), data, size);
   EVP_DigestFinal_ex(ctx.get(), md, &len);
-  return HexOf(md, len);
+  return HexLower(md, len);
 }
 
 Result<std::string> Sha256File(const std::string& path) {
@@ -349,7 +340,7 @@ Result<std::string> Sha256File(const std::string& path) {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned len = 0;
   EVP_DigestFinal_ex(ctx.get(), md, &len);
-  return HexOf(md, len);
+  return HexLower(md, len);
 }
 
 bool IsRegularFile(const std::string& path) {

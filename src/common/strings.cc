@@ -11,10 +11,7 @@
 namespace tg::common {
 namespace {
 
-// Not std::isspace: that depends on the C locale and is undefined for negative chars.
-bool IsAsciiSpace(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
-}
+bool IsIn(std::string_view set, char c) { return set.find(c) != std::string_view::npos; }
 
 }  // namespace
 
@@ -34,12 +31,59 @@ std::string Upper(std::string_view s) {
   return out;
 }
 
-std::string_view Trim(std::string_view s) {
+std::string_view TrimLeft(std::string_view s, std::string_view set) {
   std::size_t b = 0;
+  while (b < s.size() && IsIn(set, s[b])) ++b;
+  return s.substr(b);
+}
+
+std::string_view TrimRight(std::string_view s, std::string_view set) {
   std::size_t e = s.size();
-  while (b < e && IsAsciiSpace(s[b])) ++b;
-  while (e > b && IsAsciiSpace(s[e - 1])) --e;
-  return s.substr(b, e - b);
+  while (e > 0 && IsIn(set, s[e - 1])) --e;
+  return s.substr(0, e);
+}
+
+std::string_view Trim(std::string_view s, std::string_view set) {
+  return TrimRight(TrimLeft(s, set), set);
+}
+
+std::vector<std::string> Split(std::string_view s, char sep, SplitMode mode) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t end = std::min(s.find(sep, start), s.size());
+    std::string_view piece = s.substr(start, end - start);
+    if (mode == SplitMode::kTrimSkipEmpty) piece = Trim(piece);
+    if (mode == SplitMode::kKeepEmpty || !piece.empty()) out.emplace_back(piece);
+    if (end == s.size()) break;
+    start = end + 1;
+  }
+  return out;
+}
+
+std::vector<std::string> SplitWords(std::string_view s) {
+  std::vector<std::string> out;
+  std::size_t i = 0;
+  while (true) {
+    while (i < s.size() && IsIn(kAsciiSpace, s[i])) ++i;
+    if (i == s.size()) break;
+    const std::size_t start = i;
+    while (i < s.size() && !IsIn(kAsciiSpace, s[i])) ++i;
+    out.emplace_back(s.substr(start, i - start));
+  }
+  return out;
+}
+
+std::string HexLower(const void* data, std::size_t size) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  const auto* p = static_cast<const unsigned char*>(data);
+  std::string out;
+  out.reserve(2 * size);
+  for (std::size_t i = 0; i < size; ++i) {
+    out.push_back(kHex[p[i] >> 4]);
+    out.push_back(kHex[p[i] & 15]);
+  }
+  return out;
 }
 
 bool IsPinnedByDigest(std::string_view image) {

@@ -4,8 +4,10 @@
 // call from any thread. ASCII only: bytes >= 0x80 pass through unchanged (UTF-8 stays valid).
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace tg::common {
 
@@ -13,8 +15,25 @@ namespace tg::common {
 std::string Lower(std::string_view s);
 // ASCII upper-case copy.
 std::string Upper(std::string_view s);
-// `s` without leading and trailing ASCII whitespace (space, \t, \n, \r, \v, \f).
-std::string_view Trim(std::string_view s);
+// The ASCII whitespace set (space, \t, \n, \r, \v, \f): the default of the Trim family and the
+// separators of SplitWords. Locale-independent, unlike std::isspace.
+inline constexpr std::string_view kAsciiSpace = " \t\n\r\v\f";
+// `s` without the leading (TrimLeft), trailing (TrimRight) or both runs of bytes in `set`. The
+// result views `s`.
+std::string_view TrimLeft(std::string_view s, std::string_view set = kAsciiSpace);
+std::string_view TrimRight(std::string_view s, std::string_view set = kAsciiSpace);
+std::string_view Trim(std::string_view s, std::string_view set = kAsciiSpace);
+
+// What Split does with the pieces between separators.
+enum class SplitMode {
+  kKeepEmpty,      // every piece: "" gives {""}, "a,,b," gives {"a", "", "b", ""}
+  kSkipEmpty,      // empty pieces dropped: "", "," give {}; "a,,b," gives {"a", "b"}
+  kTrimSkipEmpty,  // each piece Trim()med, then empty ones dropped: " a , ,b" gives {"a", "b"}
+};
+// The pieces of `s` between each `sep`, in order, under `mode`.
+std::vector<std::string> Split(std::string_view s, char sep, SplitMode mode);
+// The words of `s`: the runs of bytes outside kAsciiSpace, in order (none for "" or all blanks).
+std::vector<std::string> SplitWords(std::string_view s);
 // Prefix and suffix tests: use C++20 std::string_view::starts_with / ends_with.
 
 // An image reference pinned by digest: "name[:tag]@sha256:<64 lowercase hex>". Checked by hand:
@@ -28,6 +47,9 @@ std::size_t EditDistance(std::string_view a, std::string_view b);
 // XML/HTML text and attribute values: escapes & < > " ', drops the controls XML 1.0 cannot carry
 // (below 0x20 but tab, newline, carriage return) and turns invalid UTF-8 into U+FFFD.
 std::string XmlEscape(std::string_view s);
+
+// Lower-case hexadecimal of `size` bytes at `data` (two characters a byte, no separator).
+std::string HexLower(const void* data, std::size_t size);
 
 // Appends the Base64 encoding of `bytes` (RFC 4648 standard alphabet, padded, no line breaks) to
 // *out. Two output characters per table lookup: ~2x OpenSSL's EVP_EncodeBlock, which mattered for

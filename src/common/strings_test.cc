@@ -6,6 +6,7 @@
 #include <random>
 
 #include <string>
+#include <vector>
 
 namespace tg::common {
 namespace {
@@ -24,6 +25,59 @@ TEST(StringsTest, TrimRemovesAsciiWhitespaceAtBothEnds) {
   EXPECT_EQ(Trim(" \t "), "");
   EXPECT_EQ(Trim(""), "");
   EXPECT_EQ(Trim("nothing"), "nothing");
+}
+
+TEST(StringsTest, TrimTakesTheSetToRemove) {
+  EXPECT_EQ(Trim(" \ta\t\n", " \t"), "a\t\n");
+  EXPECT_EQ(TrimLeft("  a  "), "a  ");
+  EXPECT_EQ(TrimRight("  a \r\n"), "  a");
+  EXPECT_EQ(TrimLeft("\r a", " \t"), "\r a");
+  EXPECT_EQ(Trim("xxaxx", "x"), "a");
+  EXPECT_EQ(Trim("abc", ""), "abc");
+}
+
+using Pieces = std::vector<std::string>;
+
+TEST(StringsTest, SplitKeepEmptyKeepsEveryPiece) {
+  EXPECT_EQ(Split("", ',', SplitMode::kKeepEmpty), Pieces{""});
+  EXPECT_EQ(Split(",", ',', SplitMode::kKeepEmpty), (Pieces{"", ""}));
+  EXPECT_EQ(Split("a,,b,", ',', SplitMode::kKeepEmpty), (Pieces{"a", "", "b", ""}));
+  EXPECT_EQ(Split("/usr/lib:", ':', SplitMode::kKeepEmpty), (Pieces{"/usr/lib", ""}));
+  EXPECT_EQ(Split(" a , b ", ',', SplitMode::kKeepEmpty), (Pieces{" a ", " b "}));
+}
+
+TEST(StringsTest, SplitSkipEmptyDropsOnlyEmptyPieces) {
+  EXPECT_EQ(Split("", ',', SplitMode::kSkipEmpty), Pieces{});
+  EXPECT_EQ(Split(",,", ',', SplitMode::kSkipEmpty), Pieces{});
+  EXPECT_EQ(Split(":a::b:", ':', SplitMode::kSkipEmpty), (Pieces{"a", "b"}));
+  EXPECT_EQ(Split(" , ", ',', SplitMode::kSkipEmpty), (Pieces{" ", " "}));
+}
+
+TEST(StringsTest, SplitTrimSkipEmptyTrimsThenDrops) {
+  EXPECT_EQ(Split(" a , ,\tb\n,", ',', SplitMode::kTrimSkipEmpty), (Pieces{"a", "b"}));
+  EXPECT_EQ(Split(" ", ',', SplitMode::kTrimSkipEmpty), Pieces{});
+  EXPECT_EQ(Split("x y", ',', SplitMode::kTrimSkipEmpty), Pieces{"x y"});
+}
+
+TEST(StringsTest, SplitWordsSplitsOnRunsOfAsciiWhitespace) {
+  EXPECT_EQ(SplitWords(""), Pieces{});
+  EXPECT_EQ(SplitWords(" \t\n "), Pieces{});
+  EXPECT_EQ(SplitWords("kustomize  build\t--enable-helm\n"),
+            (Pieces{"kustomize", "build", "--enable-helm"}));
+  EXPECT_EQ(SplitWords("\xC3\xA9 x"), (Pieces{"\xC3\xA9", "x"}));
+}
+
+TEST(StringsTest, HexLowerEncodesEveryByte) {
+  EXPECT_EQ(HexLower("", 0), "");
+  const unsigned char bytes[] = {0x00, 0x0f, 0x10, 0xa5, 0xff};
+  EXPECT_EQ(HexLower(bytes, sizeof bytes), "000f10a5ff");
+  std::string all;
+  for (int i = 0; i < 256; ++i) all.push_back(static_cast<char>(i));
+  const std::string hex = HexLower(all.data(), all.size());
+  ASSERT_EQ(hex.size(), 512u);
+  for (int i = 0; i < 256; ++i) {
+    EXPECT_EQ(std::stoi(hex.substr(2 * i, 2), nullptr, 16), i) << i;
+  }
 }
 
 TEST(StringsTest, PinnedByDigestNeedsSha256AndSixtyFourLowerHex) {

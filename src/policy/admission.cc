@@ -27,17 +27,10 @@ using probe::Snapshot;
 using common::Lower;
 std::string Trimmed(std::string_view s) { return std::string(common::Trim(s)); }
 
+// A capability list: comma-separated, trimmed, empty entries ignored, case-insensitive.
 std::vector<std::string> SplitList(const std::string& s) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (start <= s.size()) {
-    std::size_t comma = s.find(',', start);
-    std::string item =
-        Trimmed(s.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-    if (!item.empty()) out.push_back(Lower(item));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
+  std::vector<std::string> out = common::Split(s, ',', common::SplitMode::kTrimSkipEmpty);
+  for (std::string& item : out) item = Lower(item);
   return out;
 }
 

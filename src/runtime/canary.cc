@@ -16,6 +16,7 @@
 #include "common/file_util.h"
 #include "common/json_writer.h"
 #include "common/process.h"
+#include "common/strings.h"
 #include "runtime/canary_ops.h"
 
 namespace tg::runtime {
@@ -36,9 +37,7 @@ Faults ReadFaults() {
   Faults f;
   const char* v = std::getenv(kFaultEnv);
   if (v == nullptr) return f;
-  std::istringstream in(v);
-  std::string item;
-  while (std::getline(in, item, ',')) {
+  for (const std::string& item : common::Split(v, ',', common::SplitMode::kSkipEmpty)) {
     auto colon = item.find(':');
     if (colon != std::string::npos) f[item.substr(colon + 1)] = item.substr(0, colon);
   }

@@ -5,6 +5,7 @@
 
 #include "common/file_util.h"
 #include "common/json_writer.h"
+#include "common/strings.h"
 #include "policy/matrix.h"
 
 namespace tg::runtime {
@@ -131,13 +132,7 @@ common::Status WriteEngineManifest(const std::string& engine_dir, const std::str
 common::Result<std::map<std::string, std::vector<std::int64_t>>> ParseShapeList(
     const std::string& text) {
   std::map<std::string, std::vector<std::int64_t>> out;
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    std::size_t comma = text.find(',', pos);
-    if (comma == std::string::npos) comma = text.size();
-    const std::string item = text.substr(pos, comma - pos);
-    pos = comma + 1;
-    if (item.empty()) continue;
+  for (const std::string& item : common::Split(text, ',', common::SplitMode::kSkipEmpty)) {
     const std::size_t colon = item.rfind(':');
     if (colon == std::string::npos || colon == 0 || colon + 1 == item.size()) {
       return common::Status::InvalidArg("shape entry '" + item +

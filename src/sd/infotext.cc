@@ -14,6 +14,7 @@
 #include "common/config.h"
 #include "common/file_util.h"
 #include "common/json_writer.h"
+#include "common/strings.h"
 
 #ifndef TG_VERSION
 #define TG_VERSION "0.0.0"
@@ -50,15 +51,8 @@ std::string FloatText(double v) {
   return s;
 }
 
-std::string_view TrimSpaces(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
+// Spaces, tabs and the CR of a CRLF line end; other whitespace stays part of the text.
+std::string_view TrimSpaces(std::string_view s) { return common::Trim(s, " \t\r"); }
 
 bool IsWordChar(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||

@@ -2,6 +2,8 @@
 
 #include <openssl/rand.h>
 
+#include "common/strings.h"
+
 namespace tg::server {
 
 using common::Result;
@@ -17,12 +19,7 @@ Result<std::string> ImageStore::Put(std::string png, Clock::time_point now) {
   if (RAND_bytes(raw, sizeof(raw)) != 1) {
     return Status::Unavailable("no random bytes for an image token (OpenSSL RAND_bytes)");
   }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string token;
-  for (unsigned char c : raw) {
-    token += kHex[c >> 4];
-    token += kHex[c & 15];
-  }
+  std::string token = common::HexLower(raw, sizeof(raw));
   std::lock_guard<std::mutex> l(mu_);
   bytes_ += png.size();
   images_[token] = {std::make_shared<const std::string>(std::move(png)), now + ttl_};
