@@ -44,6 +44,7 @@
 #include "bench/server_metrics.h"
 #include "bench/workload.h"
 #include "common/dynlib.h"
+#include "common/file_util.h"
 #include "runtime/runtime_policy.h"
 #include "runtime/session.h"
 #include "sd/model_loader.h"
@@ -187,15 +188,12 @@ class KeepAliveClient {
     if (::getaddrinfo(t.host.c_str(), t.port.c_str(), &hints, &res) != 0 || res == nullptr) {
       throw std::runtime_error("cannot resolve " + t.host + ":" + t.port);
     }
-    fd_ = ::socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    const bool ok = fd_ >= 0 && ::connect(fd_, res->ai_addr, res->ai_addrlen) == 0;
+    fd_ = tg::common::UniqueFd(::socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    const bool ok = fd_.get() >= 0 && ::connect(fd_.get(), res->ai_addr, res->ai_addrlen) == 0;
     ::freeaddrinfo(res);
     if (!ok) throw std::runtime_error("cannot connect to " + t.host + ":" + t.port);
     const int one = 1;
-    ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  }
-  ~KeepAliveClient() {
-    if (fd_ >= 0) ::close(fd_);
+    ::setsockopt(fd_.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   }
   KeepAliveClient(const KeepAliveClient&) = delete;
   KeepAliveClient& operator=(const KeepAliveClient&) = delete;
@@ -213,13 +211,13 @@ class KeepAliveClient {
     bench::ResponseReader reader(256ULL << 20);
     auto t0 = Clock::now();
     for (std::size_t off = 0; off < req.size();) {
-      const ssize_t k = ::send(fd_, req.data() + off, req.size() - off, MSG_NOSIGNAL);
+      const ssize_t k = ::send(fd_.get(), req.data() + off, req.size() - off, MSG_NOSIGNAL);
       if (k <= 0) throw std::runtime_error("send failed");
       off += static_cast<std::size_t>(k);
     }
     bench::ResponseReader::State st = bench::ResponseReader::State::kNeedMore;
     while (st == bench::ResponseReader::State::kNeedMore) {
-      const ssize_t k = ::recv(fd_, buf_.data(), buf_.size(), 0);
+      const ssize_t k = ::recv(fd_.get(), buf_.data(), buf_.size(), 0);
       if (k <= 0) throw std::runtime_error("the server closed the connection");
       std::size_t used = 0;
       st = reader.Feed(buf_.data(), static_cast<std::size_t>(k), &used);
@@ -232,7 +230,7 @@ class KeepAliveClient {
  private:
   bench::Target target_;
   std::vector<char> buf_;
-  int fd_ = -1;
+  tg::common::UniqueFd fd_;
 };
 
 // c1, paired: in-process generation k and the same request over HTTP, alternately, so both see

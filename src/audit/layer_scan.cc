@@ -82,14 +82,14 @@ Result<int> OpenReadOnly(const std::string& path) {
     std::string m = fmt::format("{}: cannot open: {}", path, std::strerror(e));
     return e == ENOENT ? Status::NotFound(m) : Status::InvalidArg(m);
   }
+  common::UniqueFd owner(fd);
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
     return Status::InvalidArg(fmt::format(
         "{}: not a regular file (a FIFO, device, socket or directory is refused)", path));
   }
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-  return fd;
+  return owner.Release();
 }
 
 }  // namespace
@@ -118,7 +118,7 @@ Result<std::unique_ptr<FileSource>> FileSource::OpenRange(const std::string& pat
   return src;
 }
 
-FileSource::~FileSource() { ::close(fd_); }
+FileSource::~FileSource() = default;
 
 Result<std::span<const char>> FileSource::Next() {
   // Adaptive read size: right after a skip the next bytes are most likely just a 512-byte tar
@@ -131,7 +131,7 @@ Result<std::span<const char>> FileSource::Next() {
   if (want == 0) return std::span<const char>();
   for (;;) {
     // pread keeps a range source independent of the descriptor's offset and of its neighbours.
-    ssize_t n = ::pread(fd_, buf_.data(), want, static_cast<off_t>(pos_));
+    ssize_t n = ::pread(fd_.get(), buf_.data(), want, static_cast<off_t>(pos_));
     if (n > 0) {
       pos_ += static_cast<std::uint64_t>(n);
       return std::span<const char>(buf_.data(), static_cast<std::size_t>(n));
@@ -153,7 +153,7 @@ std::int64_t FileSource::Skip(std::int64_t n) {
   // Seeking past file data is what makes `tar -tvf` on an uncompressed tar fast; do the same.
   if (n <= 0) return 0;
   struct stat st {};
-  if (::fstat(fd_, &st) != 0) return 0;
+  if (::fstat(fd_.get(), &st) != 0) return 0;
   std::uint64_t limit = static_cast<std::uint64_t>(st.st_size);
   if (end_) limit = std::min(limit, *end_);
   if (pos_ >= limit) return 0;

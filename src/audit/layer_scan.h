@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "audit/finding.h"
+#include "common/file_util.h"
 #include "common/status.h"
 
 struct evp_md_ctx_st;  // OpenSSL's EVP_MD_CTX (kept opaque so <openssl/evp.h> stays in the .cc)
@@ -77,7 +78,7 @@ class FileSource : public ByteSource {
   static constexpr std::size_t kMaxRead = 1 << 20;
   FileSource(int fd, std::string path, std::uint64_t pos, std::optional<std::uint64_t> end)
       : fd_(fd), path_(std::move(path)), pos_(pos), end_(end), buf_(kMaxRead) {}
-  int fd_;
+  common::UniqueFd fd_;
   std::string path_;
   std::uint64_t pos_;                 // absolute file offset of the next byte
   std::optional<std::uint64_t> end_;  // absolute end of the range; nullopt = end of file

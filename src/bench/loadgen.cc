@@ -23,6 +23,7 @@
 #include <fmt/format.h>
 
 #include "bench/loadgen_http.h"
+#include "common/file_util.h"
 
 namespace tg::bench {
 namespace {
@@ -35,32 +36,8 @@ constexpr std::uint64_t kTimerKey = ~0ULL;                   // epoll key of the
 constexpr auto kSweepEvery = std::chrono::milliseconds(50);  // deadline checks and stop polling
 constexpr auto kRefusedPause = std::chrono::milliseconds(10);
 
-// The one owner of a file descriptor (sockets, epoll, timerfd).
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() { Reset(); }
-  Fd(Fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
-  Fd& operator=(Fd&& o) noexcept {
-    if (this != &o) {
-      Reset();
-      fd_ = std::exchange(o.fd_, -1);
-    }
-    return *this;
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  explicit operator bool() const { return fd_ >= 0; }
-  void Reset() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_ = -1;
-};
+// Sockets, the epoll set and the timerfd: each owned by one UniqueFd.
+using Fd = common::UniqueFd;
 
 struct Endpoint {
   sockaddr_storage addr{};
@@ -165,7 +142,7 @@ class Worker {
   Status Init() {
     epoll_ = Fd(::epoll_create1(EPOLL_CLOEXEC));
     timer_ = Fd(::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
-    if (!epoll_ || !timer_) {
+    if (epoll_.get() < 0 || timer_.get() < 0) {
       return Status::Unavailable(fmt::format("load: epoll/timerfd: {}", std::strerror(errno)));
     }
     epoll_event ev{};
@@ -274,7 +251,7 @@ class Worker {
 
   void Send(Conn& c) {
     if (shared_.done.load(std::memory_order_relaxed)) return;
-    if (!c.fd) return Connect(c);
+    if (c.fd.get() < 0) return Connect(c);
     StartWrite(c);
   }
 
@@ -289,7 +266,7 @@ class Worker {
   void Connect(Conn& c) {
     const Endpoint& ep = shared_.endpoints[c.endpoint];
     c.fd = Fd(::socket(ep.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-    if (!c.fd) return Fail(c, "connection", true);
+    if (c.fd.get() < 0) return Fail(c, "connection", true);
     int one = 1;
     ::setsockopt(c.fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     epoll_event ev{};
@@ -457,7 +434,7 @@ class Worker {
   }
 
   void Close(Conn& c) {
-    c.fd.Reset();  // closing also removes it from the epoll set
+    c.fd.Close();  // closing also removes it from the epoll set
     c.want_out = false;
     c.state = ConnState::kIdle;
   }

@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/file_util.h"
+
 namespace tg::runtime {
 namespace {
 
@@ -207,17 +209,16 @@ common::Result<OnnxGraphSummary> ReadOnnxGraph(const std::string& path) {
     if (err == ENOENT) return common::Status::NotFound("model file " + msg);
     return common::Status::InvalidArg("model file " + msg);
   }
+  common::UniqueFd owner(fd);
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
     return common::Status::InvalidArg("model file " + path + " is not a regular file");
   }
   if (st.st_size == 0) {
-    ::close(fd);
     return common::Status::InvalidArg(path + ": not a valid ONNX model: empty file");
   }
   void* map = ::mmap(nullptr, static_cast<std::size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);
+  owner.Close();  // the mapping stays valid without the descriptor
   if (map == MAP_FAILED) {
     return common::Status::Internal("cannot map model file " + path + ": " + std::strerror(errno));
   }
