@@ -8,7 +8,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
@@ -32,6 +31,7 @@
 #include "cli/output.h"
 #include "common/config.h"
 #include "common/file_util.h"
+#include "common/interrupt.h"
 #include "common/json_writer.h"
 #include "common/log.h"
 #include "common/process.h"
@@ -49,10 +49,6 @@ using common::Json;
 using common::Status;
 
 constexpr int kExitInterrupted = 130;
-
-std::atomic<bool> g_interrupted{false};
-// Only sets an atomic flag (async-signal-safe); the load loop polls it.
-void OnBenchSigint(int) { g_interrupted.store(true); }
 
 struct BenchOptions {
   std::string url, api, model, prompts, bench_file;  // api: "" until resolved (openai)
@@ -166,7 +162,7 @@ common::Result<bench::PointResult> MeasurePoint(const BenchOptions& o, const ben
   lo.max_trials = o.max_trials;
   lo.stability = o.stability_pct / 100.0;
   lo.timeout_s = o.timeout_s;
-  lo.stop = &g_interrupted;
+  lo.stop = common::SigintScope::Flag();
   lo.on_window = [&](int w, bool stable) {
     Progress(progress, index, total, pc.Label(), w, stable);
   };
@@ -302,18 +298,6 @@ common::Result<RunResult> MeasureRun(const BenchOptions& o, const Prepared& p,
   return run;
 }
 
-// Restores the previous SIGINT disposition when the run ends, however it ends.
-class SigintScope {
- public:
-  SigintScope() : old_(std::signal(SIGINT, OnBenchSigint)) { g_interrupted = false; }
-  ~SigintScope() { std::signal(SIGINT, old_); }
-  SigintScope(const SigintScope&) = delete;
-  SigintScope& operator=(const SigintScope&) = delete;
-
- private:
-  void (*old_)(int);
-};
-
 // Green means proven: a point where not one request succeeded measured nothing about the server.
 // UNAVAILABLE (exit 3) naming every such point and its errors; OK when each point had a success.
 Status NothingSucceeded(const RunResult& run) {
@@ -339,7 +323,7 @@ int RunAb(const BenchOptions& o, const GlobalOptions& g, const Prepared& p) {
   std::filesystem::create_directories(o.ab_out, ec);
   if (ec)
     return ReportError(Status::InvalidArg(o.ab_out + ": cannot create directory: " + ec.message()));
-  SigintScope sigint;
+  common::SigintScope sigint;  // the previous disposition is back when the runs end
   std::vector<RunResult> runs;
   for (const auto& spec : specs) {
     common::WriteStderrLine("info",
@@ -406,7 +390,7 @@ int RunBench(const BenchOptions& given, const GlobalOptions& g) {
   if (!o.ab.empty()) return RunAb(o, g, *p);
   RunResult run;
   {
-    SigintScope sigint;
+    common::SigintScope sigint;
     auto r = MeasureRun(o, *p, o.url, g.Loader());
     if (!r.ok()) return ReportError(r.status());
     run = std::move(*r);

@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <future>
@@ -24,6 +23,7 @@
 #include "cli/output.h"
 #include "common/config.h"
 #include "common/file_util.h"
+#include "common/interrupt.h"
 #include "common/json_writer.h"
 #include "common/log.h"
 #include "common/status.h"
@@ -55,9 +55,6 @@ struct GenerateFlags {
   std::string output = "out.png";
   bool no_progress = false;
 };
-
-std::atomic<bool> g_interrupted{false};
-extern "C" void OnSigint(int) { g_interrupted.store(true); }
 
 // The component models of a pipeline folder (<folder>/<component>/*.onnx): the canary's op set.
 std::vector<std::string> PipelineModelFiles(const std::string& folder) {
@@ -119,7 +116,7 @@ class ProgressBar {
       if (p.step == p.total) std::fprintf(stderr, "\n");
       std::fflush(stderr);
     }
-    return !g_interrupted.load();
+    return !common::SigintScope::Interrupted();
   }
 
  private:
@@ -302,11 +299,12 @@ int RunGenerate(const GlobalOptions& g, const GenerateFlags& f) {
   // No bar under --log-format json: every stderr line must then be a JSON object.
   ProgressBar bar(!g.json && !f.no_progress && g.log_format != "json" &&
                   isatty(STDERR_FILENO) == 1);
-  g_interrupted.store(false);
-  auto previous = std::signal(SIGINT, OnSigint);
-  auto result = pipeline.Generate(
-      req, [&bar](const sd::StepProgress& p) { return bar.Update(p); }, &g_interrupted);
-  std::signal(SIGINT, previous);
+  auto result = [&] {
+    common::SigintScope sigint;
+    return pipeline.Generate(
+        req, [&bar](const sd::StepProgress& p) { return bar.Update(p); },
+        common::SigintScope::Flag());
+  }();
   if (!result.ok()) return ReportError(result.status());
   sd::GenerateOutput& out = *result;
   if (out.cancelled) {
