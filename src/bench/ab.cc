@@ -1,16 +1,14 @@
 #include "bench/ab.h"
 
 #include <netinet/in.h>
-#include <signal.h>
-#include <spawn.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include <fmt/format.h>
@@ -18,8 +16,7 @@
 #include "bench/loadgen.h"
 #include "bench/server_metrics.h"
 #include "common/config.h"
-
-extern char** environ;
+#include "common/file_util.h"
 
 namespace tg::bench {
 namespace {
@@ -29,18 +26,17 @@ using common::Status;
 // A free port on 127.0.0.1: bind to port 0 and read it back. The small window before the server
 // binds it is acceptable for a benchmark harness.
 common::Result<int> FreeLoopbackPort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return Status::Unavailable("socket() failed");
+  common::UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (fd.get() < 0) return Status::Unavailable("socket() failed");
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t len = sizeof(a);
   int port = -1;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+      ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&a), &len) == 0) {
     port = ntohs(a.sin_port);
   }
-  ::close(fd);
   if (port <= 0) return Status::Unavailable("no free loopback port");
   return port;
 }
@@ -89,33 +85,18 @@ common::Result<std::unique_ptr<ServerProcess>> ServerProcess::Start(const Server
   TG_ASSIGN_OR_RETURN(int port, FreeLoopbackPort());
   std::vector<std::string> args;
   for (const auto& a : spec.argv) args.push_back(Substitute(a, port));
-  std::vector<char*> cargv;
-  for (auto& a : args) cargv.push_back(a.data());
-  cargv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, STDERR_FILENO, STDOUT_FILENO);
-  pid_t pid = -1;
-  int rc = posix_spawnp(&pid, cargv[0], &fa, nullptr, cargv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) {
-    return Status::Unavailable(
-        fmt::format("{}: cannot start {}: {}", spec.file, args[0], std::strerror(rc)));
-  }
+  auto child = common::ChildProcess::Start(args, /*stdout_to_stderr=*/true);
+  if (!child.ok()) return child.status().WithPrefix(spec.file);
   std::string url = fmt::format("http://127.0.0.1:{}", port);
-  std::unique_ptr<ServerProcess> proc(new ServerProcess(pid, url));
+  std::unique_ptr<ServerProcess> proc(new ServerProcess(std::move(*child), url));
   Target target{"127.0.0.1", std::to_string(port), ""};
   auto deadline = std::chrono::steady_clock::now() +
                   std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                       std::chrono::duration<double>(spec.ready_timeout_s));
   while (std::chrono::steady_clock::now() < deadline) {
-    int st = 0;
-    if (::waitpid(pid, &st, WNOHANG) == pid) {
-      proc->status_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-      proc->pid_ = -1;
-      return Status::Unavailable(
-          fmt::format("{}: server {} exited with status {} before it was ready", spec.file, args[0],
-                      proc->status_));
+    if (std::optional<int> status = proc->child_.Poll()) {
+      return Status::Unavailable(fmt::format(
+          "{}: server {} exited with status {} before it was ready", spec.file, args[0], *status));
     }
     auto r = HttpGet(target, spec.ready_path, 2.0);
     if (r.ok() && r->status == 200) return proc;
@@ -127,25 +108,8 @@ common::Result<std::unique_ptr<ServerProcess>> ServerProcess::Start(const Server
 }
 
 int ServerProcess::Stop(double grace_s) {
-  if (pid_ <= 0) return status_;
-  ::kill(pid_, SIGTERM);
-  auto deadline = std::chrono::steady_clock::now() +
-                  std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                      std::chrono::duration<double>(grace_s));
-  int st = 0;
-  while (::waitpid(pid_, &st, WNOHANG) == 0) {
-    if (std::chrono::steady_clock::now() >= deadline) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, &st, 0);
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  status_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  pid_ = -1;
-  return status_;
+  return child_.Stop(std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::duration<double>(grace_s)));
 }
-
-ServerProcess::~ServerProcess() { Stop(); }
 
 }  // namespace tg::bench

@@ -10,16 +10,15 @@
 //   ready_timeout_s: 300         # default 300
 // Exactly one of serve_args and command. The server always listens on a free loopback port.
 //
-// ServerProcess is the one RAII owner of the child: the destructor sends SIGTERM, waits up to
-// 10 s, then SIGKILL, and reaps it. Not thread-safe; use from one thread.
+// ServerProcess owns the child through common::ChildProcess: the destructor sends SIGTERM, waits up
+// to 10 s, then SIGKILL, and reaps it. Not thread-safe; use from one thread.
 #pragma once
-
-#include <sys/types.h>
 
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "common/process.h"
 #include "common/status.h"
 
 namespace tg::bench {
@@ -41,7 +40,7 @@ class ServerProcess {
   // and polls ready_path until 200. UNAVAILABLE if it exits or is not ready in time, naming the
   // file; the child is stopped before returning an error.
   static common::Result<std::unique_ptr<ServerProcess>> Start(const ServerSpec& spec);
-  ~ServerProcess();
+  ~ServerProcess() = default;  // the child's owner stops it (10 s grace) and reaps it
   ServerProcess(const ServerProcess&) = delete;
   ServerProcess& operator=(const ServerProcess&) = delete;
 
@@ -50,10 +49,10 @@ class ServerProcess {
   int Stop(double grace_s = 10);
 
  private:
-  ServerProcess(pid_t pid, std::string url) : pid_(pid), url_(std::move(url)) {}
-  pid_t pid_;
+  ServerProcess(common::ChildProcess child, std::string url)
+      : child_(std::move(child)), url_(std::move(url)) {}
+  common::ChildProcess child_;
   std::string url_;
-  int status_ = -1;
 };
 
 }  // namespace tg::bench

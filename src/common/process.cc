@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <utility>
 
 extern char** environ;
 
@@ -178,6 +180,72 @@ ProcessResult RunProcess(const std::vector<std::string>& argv, const ProcessOpti
     r.exit_code = 128 + r.term_signal;
   }
   return r;
+}
+
+namespace {
+int StatusOf(int wait_status) {
+  return WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : 128 + WTERMSIG(wait_status);
+}
+}  // namespace
+
+Result<ChildProcess> ChildProcess::Start(const std::vector<std::string>& argv,
+                                         bool stdout_to_stderr) {
+  if (argv.empty()) return Status::InvalidArg("no program given");
+  std::vector<std::string> copy = argv;
+  std::vector<char*> args;
+  for (auto& a : copy) args.push_back(a.data());
+  args.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  if (stdout_to_stderr) posix_spawn_file_actions_adddup2(&fa, STDERR_FILENO, STDOUT_FILENO);
+  pid_t pid = -1;
+  // posix_spawnp, not fork: glibc reports a missing program here (as the return value) rather
+  // than as a child that exits 127.
+  const int rc = ::posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) return Status::Unavailable("cannot start " + argv[0] + ": " + std::strerror(rc));
+  return ChildProcess(pid);
+}
+
+ChildProcess::ChildProcess(ChildProcess&& other) noexcept
+    : pid_(std::exchange(other.pid_, -1)), status_(other.status_) {}
+
+ChildProcess& ChildProcess::operator=(ChildProcess&& other) noexcept {
+  if (this != &other) {
+    Stop(std::chrono::seconds(10));
+    pid_ = std::exchange(other.pid_, -1);
+    status_ = other.status_;
+  }
+  return *this;
+}
+
+ChildProcess::~ChildProcess() { Stop(std::chrono::seconds(10)); }
+
+std::optional<int> ChildProcess::Poll() {
+  if (pid_ < 0) return status_;
+  int st = 0;
+  if (::waitpid(pid_, &st, WNOHANG) != pid_) return std::nullopt;
+  status_ = StatusOf(st);
+  pid_ = -1;
+  return status_;
+}
+
+int ChildProcess::Stop(std::chrono::milliseconds grace) {
+  if (pid_ < 0) return status_;
+  ::kill(pid_, SIGTERM);
+  const auto deadline = Clock::now() + grace;
+  int st = 0;
+  while (::waitpid(pid_, &st, WNOHANG) == 0) {
+    if (Clock::now() >= deadline) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, &st, 0);
+      break;
+    }
+    ::usleep(20000);
+  }
+  status_ = StatusOf(st);
+  pid_ = -1;
+  return status_;
 }
 
 std::string SignalName(int sig) {

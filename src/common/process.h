@@ -1,7 +1,7 @@
-// Running a child process to completion (fork + exec) with captured output, an optional time limit
-// and an output cap: the op canary's child, `audit image`'s ORT core inspector and its skopeo
-// pulls, and an external kustomize. (bench's A/B server, which must outlive the call, is started
-// by bench/ab.cc itself.)
+// Running child processes, the project's one process runner. RunProcess runs one to completion
+// (fork + exec) with captured output, an optional time limit and an output cap: the op canary's
+// child, `audit image`'s ORT core inspector and its skopeo pulls, and an external kustomize.
+// ChildProcess starts one that outlives the call, beside the caller (bench's A/B servers).
 //
 // RunProcess never throws and never leaves a zombie: the child is always reaped. A child that
 // outlives `timeout` is killed with SIGKILL (its whole process group: the child is made a group
@@ -18,6 +18,10 @@
 #include <set>
 #include <string>
 #include <vector>
+
+#include <sys/types.h>
+
+#include "common/status.h"
 
 namespace tg::common {
 
@@ -42,6 +46,35 @@ struct ProcessResult {
 // Runs argv[0] (a path, not searched in PATH) with argv and waits for it (or for the timeout).
 // Never fails as a call: a child that could not start is started == false with `error` set.
 ProcessResult RunProcess(const std::vector<std::string>& argv, const ProcessOptions& options = {});
+
+// One child process running beside the caller, and its one owner: the destructor stops it (as
+// Stop() with a 10 s grace) and reaps it, so it never outlives its owner or stays a zombie.
+// Move-only; not thread-safe (use one object from one thread).
+class ChildProcess {
+ public:
+  // Starts argv[0] (searched in PATH when it has no '/', like a shell) with argv and this
+  // process's environment; stdin is shared, stdout goes to our stderr when `stdout_to_stderr`
+  // (so a command's stdout stays its result). UNAVAILABLE naming argv[0] and the reason when it
+  // cannot start (missing program included: nothing is left running).
+  static Result<ChildProcess> Start(const std::vector<std::string>& argv, bool stdout_to_stderr);
+  ChildProcess(ChildProcess&& other) noexcept;
+  ChildProcess& operator=(ChildProcess&& other) noexcept;
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+  ~ChildProcess();
+
+  // Never blocks. nullopt while the child runs; once it has ended (it is then reaped), its exit
+  // status, or 128 + the signal that ended it, on this and every later call.
+  std::optional<int> Poll();
+  // SIGTERM, then up to `grace` for it to end, then SIGKILL; reaps it and returns its status as
+  // Poll does. A child that already ended just gives its status.
+  int Stop(std::chrono::milliseconds grace);
+
+ private:
+  explicit ChildProcess(pid_t pid) : pid_(pid) {}
+  pid_t pid_ = -1;  // -1 once reaped (or moved from)
+  int status_ = -1;
+};
 
 // "SIGSEGV", "SIGKILL", ... ("signal N" for unnamed ones). Pure; thread-safe.
 std::string SignalName(int sig);

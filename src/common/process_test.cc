@@ -3,6 +3,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
+
+#include <optional>
+
+#include "common/file_util.h"
 
 namespace tg::common {
 namespace {
@@ -74,6 +79,43 @@ TEST(Process, ExecFailureIsExit127AndEmptyArgvAnError) {
   ProcessResult e = RunProcess({});
   EXPECT_FALSE(e.started);
   EXPECT_FALSE(e.error.empty());
+}
+
+TEST(ChildProcess, FindsTheProgramInPathAndReportsItsExitStatus) {
+  auto child = ChildProcess::Start({"sh", "-c", "exit 5"}, /*stdout_to_stderr=*/true);
+  ASSERT_TRUE(child.ok()) << child.status().message();
+  std::optional<int> status;
+  for (int i = 0; i < 2000 && !(status = child->Poll()); ++i) ::usleep(5000);
+  ASSERT_TRUE(status.has_value()) << "sh -c 'exit 5' did not end within 10 s";
+  EXPECT_EQ(*status, 5);
+  EXPECT_EQ(child->Poll(), 5);  // reaped once, the status stays
+  EXPECT_EQ(child->Stop(std::chrono::milliseconds(0)), 5);
+}
+
+TEST(ChildProcess, StopTerminatesARunningChildAndKillsOneThatIgnoresSigterm) {
+  auto polite = ChildProcess::Start({kSh, "-c", "exec sleep 30"}, false);
+  ASSERT_TRUE(polite.ok()) << polite.status().message();
+  EXPECT_EQ(polite->Poll(), std::nullopt);
+  EXPECT_EQ(polite->Stop(std::chrono::seconds(10)), 128 + SIGTERM);
+
+  auto dir = ScopedTempDir::Create("tg-child-test");
+  ASSERT_TRUE(dir.ok()) << dir.status().message();
+  const std::string armed = dir->path() + "/armed";
+  // The file appears once SIGTERM is ignored; the exec'd sleep inherits the ignored disposition.
+  auto stubborn =
+      ChildProcess::Start({kSh, "-c", "trap '' TERM; : > " + armed + "; exec sleep 30"}, false);
+  ASSERT_TRUE(stubborn.ok()) << stubborn.status().message();
+  for (int i = 0; i < 2000 && ::access(armed.c_str(), F_OK) != 0; ++i) ::usleep(5000);
+  ASSERT_EQ(::access(armed.c_str(), F_OK), 0) << "the child did not start within 10 s";
+  EXPECT_EQ(stubborn->Stop(std::chrono::milliseconds(100)), 128 + SIGKILL);
+}
+
+TEST(ChildProcess, AMissingProgramIsUnavailableNamingIt) {
+  auto child = ChildProcess::Start({"/nonexistent/tg-no-such-server"}, true);
+  ASSERT_FALSE(child.ok());
+  EXPECT_EQ(child.status().code(), StatusCode::kUnavailable);
+  EXPECT_THAT(child.status().message(), HasSubstr("/nonexistent/tg-no-such-server"));
+  EXPECT_FALSE(ChildProcess::Start({}, true).ok());
 }
 
 }  // namespace
