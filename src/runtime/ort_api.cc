@@ -61,6 +61,18 @@ common::Result<OrtLoad> LoadOrt(const common::LibraryLoader& loader) {
   return load;
 }
 
+const char* DeviceTypeName(OrtHardwareDeviceType type) {
+  switch (type) {
+    case OrtHardwareDeviceType_CPU:
+      return "CPU";
+    case OrtHardwareDeviceType_GPU:
+      return "GPU";
+    case OrtHardwareDeviceType_NPU:
+      return "NPU";
+  }
+  return "unknown";
+}
+
 common::Status FromOrtCode(OrtErrorCode code, const std::string& what, const std::string& message) {
   std::string full = what + ": " + message;
   switch (code) {

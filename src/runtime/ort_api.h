@@ -41,6 +41,9 @@ common::Result<OrtLoad> LoadOrt(const common::LibraryLoader& loader);
 // library failure (ORT_FAIL, ORT_EP_FAIL, ORT_RUNTIME_EXCEPTION, ...) UNAVAILABLE, never INTERNAL
 // (which means a bug in truegreen). The message is "<what>: <message>".
 common::Status FromOrtCode(OrtErrorCode code, const std::string& what, const std::string& message);
+// The name of an ORT hardware device type as snapshots and logs spell it: "CPU", "GPU", "NPU", or
+// "unknown" for a value this build's headers do not name. Pure; thread-safe.
+const char* DeviceTypeName(OrtHardwareDeviceType type);
 // Converts an OrtStatus* (taking ownership and releasing it) into a Status; nullptr is OK.
 common::Status FromOrtStatus(const OrtApi* api, OrtStatus* status, const std::string& what);
 // The same for an exception thrown by the C++ API.

@@ -7,6 +7,13 @@
 namespace tg::runtime {
 namespace {
 
+TEST(OrtApiTest, DeviceTypeNamesAreTheSnapshotSpellings) {
+  EXPECT_STREQ(DeviceTypeName(OrtHardwareDeviceType_CPU), "CPU");
+  EXPECT_STREQ(DeviceTypeName(OrtHardwareDeviceType_GPU), "GPU");
+  EXPECT_STREQ(DeviceTypeName(OrtHardwareDeviceType_NPU), "NPU");
+  EXPECT_STREQ(DeviceTypeName(static_cast<OrtHardwareDeviceType>(97)), "unknown");
+}
+
 TEST(OrtApiTest, LoadsBundledOrtThroughLoader) {
   auto loader = common::LibraryLoader::WithDefaults({});
   auto ort = LoadOrt(loader);

@@ -24,19 +24,7 @@ constexpr const char* kSharedProviderLib = "libonnxruntime_providers_shared.so";
 std::string Describe(Ort::ConstEpDevice d) {
   std::string s = std::string("ep=") + d.EpName();
   Ort::ConstHardwareDevice hw = d.Device();
-  const char* type = "other";
-  switch (hw.Type()) {
-    case OrtHardwareDeviceType_CPU:
-      type = "CPU";
-      break;
-    case OrtHardwareDeviceType_GPU:
-      type = "GPU";
-      break;
-    case OrtHardwareDeviceType_NPU:
-      type = "NPU";
-      break;
-  }
-  s += std::string(" type=") + type;
+  s += std::string(" type=") + DeviceTypeName(hw.Type());
   if (const char* v = hw.Vendor()) s += std::string(" vendor=") + v;
   char buf[32];
   std::snprintf(buf, sizeof(buf), " device=0x%04x", hw.DeviceId());

@@ -43,18 +43,6 @@ OrtEnv* ProbeEnv(const OrtApi* api, std::string* error) {
   return env;
 }
 
-const char* DeviceTypeName(OrtHardwareDeviceType t) {
-  switch (t) {
-    case OrtHardwareDeviceType_CPU:
-      return "CPU";
-    case OrtHardwareDeviceType_GPU:
-      return "GPU";
-    case OrtHardwareDeviceType_NPU:
-      return "NPU";
-  }
-  return "unknown";
-}
-
 // Directory of the library whose code implements `api`, as the dynamic linker knows it (the
 // path it was opened by, not symlink-resolved: that is where ORT itself looks for its siblings).
 // A function's address, not the table's: a wrapper core may hand out a copied table.
