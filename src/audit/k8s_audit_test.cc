@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "audit/k8s_render.h"
+#include "audit/k8s_test_outcome.h"
 #include "tests/support/test_util.h"
 
 namespace tg::audit {
@@ -49,21 +50,7 @@ std::string GoodDeployment() {
          "          livenessProbe: {httpGet: {path: /healthz, port: http}}\n";
 }
 
-struct Result {
-  common::Status status = common::Status::Ok();
-  K8sAuditReport report;
-  bool Has(const std::string& rule) const {
-    return std::any_of(report.findings.begin(), report.findings.end(),
-                       [&](const K8sFinding& f) { return f.finding.rule == rule; });
-  }
-  const K8sFinding* First(const std::string& rule) const {
-    for (const auto& f : report.findings) {
-      if (f.finding.rule == rule) return &f;
-    }
-    return nullptr;
-  }
-  std::string Dump() const { return status.message() + "\n" + K8sReportToText(report); }
-};
+using Result = test::K8sOutcome;
 
 Result Audit(const std::string& yaml, std::optional<GpuNodeRequirements> req = std::nullopt,
              const std::vector<KustomizeImage>& images = {}) {

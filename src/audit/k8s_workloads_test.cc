@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "audit/k8s_audit.h"
+#include "audit/k8s_test_outcome.h"
 #include "audit/report_format.h"
 #include "audit/secret_shape.h"
 
@@ -29,26 +30,7 @@ std::string Container(const std::string& indent, const std::string& name,
          "  livenessProbe: {httpGet: {path: /v2/health/live, port: 8000}}\n" + extra;
 }
 
-struct Outcome {
-  common::Status status = common::Status::Ok();
-  K8sAuditReport report;
-  bool Has(const std::string& rule) const {
-    return std::any_of(report.findings.begin(), report.findings.end(),
-                       [&](const K8sFinding& f) { return f.finding.rule == rule; });
-  }
-  const K8sFinding* First(const std::string& rule) const {
-    for (const auto& f : report.findings) {
-      if (f.finding.rule == rule) return &f;
-    }
-    return nullptr;
-  }
-  bool Fails() const {
-    std::vector<Finding> fs;
-    for (const auto& f : report.findings) fs.push_back(f.finding);
-    return GateFails(fs, Severity::kError);
-  }
-  std::string Dump() const { return status.message() + "\n" + K8sReportToText(report); }
-};
+using Outcome = test::K8sOutcome;
 
 Outcome Audit(const std::string& yaml) {
   Outcome r;
