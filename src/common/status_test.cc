@@ -2,7 +2,14 @@
 
 #include <gtest/gtest.h>
 
-#include <iterator>
+#include <algorithm>
+#include <map>
+#include <regex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tests/support/test_util.h"
 
 namespace tg::common {
 namespace {
@@ -35,47 +42,101 @@ TEST(StatusTest, ResultPropagation) {
   EXPECT_EQ(s.message(), "odd value 7");
 }
 
-// Every code, its name, its HTTP status and its process exit code (README's table): one row each.
-struct Mapping {
-  StatusCode code;
-  const char* name;
-  int http;
-  int exit_code;
-};
-constexpr Mapping kMappings[] = {
-    {StatusCode::kOk, "OK", 200, kExitOk},
-    {StatusCode::kInvalidArg, "INVALID_ARG", 400, kExitUsage},
-    {StatusCode::kNotFound, "NOT_FOUND", 404, kExitUsage},
-    {StatusCode::kUnavailable, "UNAVAILABLE", 503, kExitIntegrity},
-    {StatusCode::kUnsupported, "UNSUPPORTED", 501, kExitIntegrity},
-    {StatusCode::kFailedPrecondition, "FAILED_PRECONDITION", 503, kExitDrift},
-    {StatusCode::kInternal, "INTERNAL", 500, kExitInternal},
-};
-
-TEST(StatusTest, EveryCodeHasANameAnHttpStatusAndAnExitCode) {
-  for (const Mapping& m : kMappings) {
-    const Status s = m.code == StatusCode::kOk ? Status::Ok() : Status(m.code, "x");
-    EXPECT_EQ(StatusCodeName(m.code), m.name);
-    EXPECT_EQ(HttpStatusFromStatus(s), m.http) << m.name;
-    EXPECT_EQ(ExitCodeFromStatus(s), m.exit_code) << m.name;
-  }
+// Every code, from the first to kLastStatusCode: the properties below range over all of them, so
+// a new code is covered without anyone adding a row.
+std::vector<StatusCode> AllCodes() {
+  std::vector<StatusCode> out;
+  for (int c = 0; c <= static_cast<int>(kLastStatusCode); ++c) out.push_back(StatusCode(c));
+  return out;
 }
 
-TEST(StatusTest, TheMappingTableCoversEveryCode) {
-  // A new code must get a row above (and so a decided HTTP status and exit code).
-  for (int c = 0; c <= static_cast<int>(kLastStatusCode); ++c) {
-    bool found = false;
-    for (const Mapping& m : kMappings) found = found || static_cast<int>(m.code) == c;
-    EXPECT_TRUE(found) << "StatusCode " << c << " has no row in kMappings";
-    EXPECT_NE(StatusCodeName(static_cast<StatusCode>(c)), "UNKNOWN") << c;
+Status Of(StatusCode c) { return c == StatusCode::kOk ? Status::Ok() : Status(c, "m"); }
+
+// The expectations, written from Triton's code set and RFC 9110, not from status.cc.
+TEST(StatusTest, EachCodesHttpStatusAndExitCode) {
+  EXPECT_EQ(HttpStatusFromStatus(Status::Ok()), 200);
+  EXPECT_EQ(HttpStatusFromStatus(Status::InvalidArg("m")), 400);
+  EXPECT_EQ(HttpStatusFromStatus(Status::NotFound("m")), 404);
+  EXPECT_EQ(HttpStatusFromStatus(Status::Unavailable("m")), 503);
+  EXPECT_EQ(HttpStatusFromStatus(Status::Unsupported("m")), 501);
+  EXPECT_EQ(HttpStatusFromStatus(Status::FailedPrecondition("m")), 503);  // route around the node
+  EXPECT_EQ(HttpStatusFromStatus(Status::Internal("m")), 500);
+  EXPECT_EQ(ExitCodeFromStatus(Status::Ok()), 0);
+  EXPECT_EQ(ExitCodeFromStatus(Status::InvalidArg("m")), 2);
+  EXPECT_EQ(ExitCodeFromStatus(Status::NotFound("m")), 2);
+  EXPECT_EQ(ExitCodeFromStatus(Status::Unavailable("m")), 3);
+  EXPECT_EQ(ExitCodeFromStatus(Status::Unsupported("m")), 3);
+  EXPECT_EQ(ExitCodeFromStatus(Status::FailedPrecondition("m")), 4);
+  EXPECT_EQ(ExitCodeFromStatus(Status::Internal("m")), 1);
+}
+
+// The README's error-path paragraph states the exit code of every code; the mapping must agree
+// with it, and it must name every code there is.
+TEST(StatusTest, ExitCodesAreTheOnesTheReadmeStates) {
+  const std::string readme = testing::ReadFile(testing::SourceDir() + "/README.md");
+  const std::size_t at = readme.find("`exit_code` follows from it alone");
+  ASSERT_NE(at, std::string::npos) << "README lost its exit-code paragraph";
+  const std::string para = readme.substr(at, readme.find("\n\n", at) - at);
+  // "`A`/`B` 2, `C` (why) 4": every backticked name up to the next number gets that number.
+  const std::regex entry(R"(((?:`[A-Z_]+`/?)+)(?: \([^)]*\))? (\d))");
+  const std::regex name_re("`([A-Z_]+)`");
+  std::map<std::string, int> stated;
+  for (auto it = std::sregex_iterator(para.begin(), para.end(), entry);
+       it != std::sregex_iterator(); ++it) {
+    const std::string names = (*it)[1];
+    for (auto n = std::sregex_iterator(names.begin(), names.end(), name_re);
+         n != std::sregex_iterator(); ++n) {
+      stated[(*n)[1]] = std::stoi((*it)[2]);
+    }
   }
-  EXPECT_EQ(std::size(kMappings), static_cast<std::size_t>(kLastStatusCode) + 1);
+  for (StatusCode c : AllCodes()) {
+    if (c == StatusCode::kOk) continue;
+    const std::string name(StatusCodeName(c));
+    ASSERT_TRUE(stated.count(name)) << "README states no exit code for " << name << ":\n" << para;
+    EXPECT_EQ(ExitCodeFromStatus(Of(c)), stated[name]) << name;
+  }
 }
 
 TEST(StatusTest, OnlyFailedPreconditionMeansDrift) {
-  for (const Mapping& m : kMappings) {
-    EXPECT_EQ(m.exit_code == kExitDrift, m.code == StatusCode::kFailedPrecondition) << m.name;
+  for (StatusCode c : AllCodes()) {
+    EXPECT_EQ(ExitCodeFromStatus(Of(c)) == kExitDrift, c == StatusCode::kFailedPrecondition)
+        << StatusCodeName(c);
   }
+}
+
+// The two mappings tell the same story: the caller's fault is a 4xx and a usage error (exit 2),
+// the node's or ours a 5xx and never exit 2, success 200 and 0.
+TEST(StatusTest, HttpAndExitMappingsAgreeOnWhoseFaultItIs) {
+  for (StatusCode c : AllCodes()) {
+    const int http = HttpStatusFromStatus(Of(c));
+    const int exit_code = ExitCodeFromStatus(Of(c));
+    SCOPED_TRACE(std::string(StatusCodeName(c)));
+    EXPECT_EQ(http == 200, exit_code == kExitOk);
+    EXPECT_EQ(http >= 400 && http < 500, exit_code == kExitUsage);
+    if (c != StatusCode::kOk) {
+      EXPECT_TRUE(http >= 400 && http < 600) << http;
+    }
+    // Performance and audit failures are verdicts of their commands, never a Status's code.
+    EXPECT_NE(exit_code, kExitPerformance);
+    EXPECT_NE(exit_code, kExitAudit);
+  }
+}
+
+TEST(StatusTest, NamesAreDistinctAndRoundTripThroughToString) {
+  std::set<std::string> seen;
+  for (StatusCode c : AllCodes()) {
+    const std::string name(StatusCodeName(c));
+    EXPECT_NE(name, "UNKNOWN");
+    EXPECT_TRUE(seen.insert(name).second) << "two codes are called " << name;
+    EXPECT_TRUE(std::all_of(name.begin(), name.end(), [](char ch) {
+      return (ch >= 'A' && ch <= 'Z') || ch == '_';
+    })) << name;
+    if (c == StatusCode::kOk) continue;
+    const Status s(c, "the message");
+    EXPECT_EQ(s.ToString(), name + ": the message");
+    EXPECT_EQ(s.WithPrefix("p").code(), c);
+  }
+  EXPECT_EQ(StatusCodeName(StatusCode(static_cast<int>(kLastStatusCode) + 1)), "UNKNOWN");
 }
 
 }  // namespace
