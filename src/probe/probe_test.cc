@@ -6,6 +6,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <string>
+
 #include "probe/host_internal.h"
 #include "tests/fakegpu/fake_root.h"
 
@@ -69,7 +72,28 @@ TEST(Host, KernelAndCpuAreRead) {
   EXPECT_NE(std::find(h.container_hints.begin(), h.container_hints.end(),
                       "KUBERNETES_SERVICE_HOST set (Kubernetes pod)"),
             h.container_hints.end());
-  EXPECT_NE(h.cgroup_version, "");
+}
+
+// The cgroup version as the mount table says it, a different source from the probe's stat of
+// the hierarchy: cgroup2 mounted at /sys/fs/cgroup is v2, a v1 memory controller mount is v1.
+std::string CgroupVersionFromMounts() {
+  std::ifstream mounts("/proc/self/mounts");
+  std::string device, point, type, rest;
+  bool v1_memory = false;
+  while (mounts >> device >> point >> type && std::getline(mounts, rest)) {
+    if (point == "/sys/fs/cgroup" && type == "cgroup2") return "v2";
+    if (point == "/sys/fs/cgroup/memory" && type == "cgroup") v1_memory = true;
+  }
+  return v1_memory ? "v1" : "unknown";
+}
+
+TEST(Host, CgroupVersionAgreesWithTheMountTable) {
+  HostInfo h;
+  internal::ProbeHost("/", {}, &h);
+  EXPECT_EQ(h.cgroup_version, CgroupVersionFromMounts());
+  if (h.cgroup_version == "unknown") {
+    EXPECT_FALSE(h.cgroup_memory_limit.has_value());  // no hierarchy, so no limit was read
+  }
 }
 
 TEST(ErrorNames, KnownAndUnknownCodes) {
