@@ -934,7 +934,20 @@ TEST_P(HostileInput, ExitCodeMessageAndBounds) {
 INSTANTIATE_TEST_SUITE_P(Table, HostileInput, ::testing::ValuesIn(AllCases()),
                          [](const ::testing::TestParamInfo<Case>& i) { return i.param.name; });
 
-TEST(HostileInputTable, HasAtLeastOneHundredCases) { EXPECT_GE(AllCases().size(), 100u); }
+// The table's assertions are only as good as what the harness reports: it must see the child's
+// real exit code, its stderr and a peak RSS (a zero RSS would pass every memory ceiling), and the
+// table must still hold its hundred-odd cases.
+TEST(HostileInputTable, TheHarnessReportsWhatTheChildDid) {
+  EXPECT_GE(AllCases().size(), 100u);
+  Outcome r = RunCase({"harness_unknown_command", {"no-such-command-xyz"}, 2, ""});
+  ASSERT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("no-such-command-xyz"), std::string::npos) << r.err;
+  EXPECT_GT(r.max_rss_kb, 1024) << "no peak RSS measured: the memory ceilings would be vacuous";
+  Case shell{"harness_shell", {"exit 7"}, 7, ""};
+  shell.via_shell = true;
+  EXPECT_EQ(RunCase(shell).exit_code, 7);
+}
 
 }  // namespace
 }  // namespace tg
