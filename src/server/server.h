@@ -11,8 +11,8 @@
 // process stays up answering 503 with the reason. SIGTERM/SIGINT drain: stop accepting, finish
 // every accepted request, exit 0.
 //
-// Thread safety: call RunServer once per process (it installs signal handling for SIGTERM/SIGINT
-// through Asio and blocks until shutdown).
+// Thread safety: call RunServer once per process. It blocks SIGTERM/SIGINT in the calling thread
+// (and so in every thread it starts), takes them with sigtimedwait and returns at shutdown.
 #pragma once
 
 #include "common/dynlib.h"
