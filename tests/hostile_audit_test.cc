@@ -12,9 +12,11 @@
 #include <filesystem>
 #include <functional>
 #include <random>
+#include <regex>
 #include <string>
 #include <vector>
 
+#include "audit/rule_ids.h"
 #include "common/json_writer.h"
 
 #include "tests/fixtures/make_images.h"
@@ -137,6 +139,70 @@ void WriteManyRefImage(const std::string& path, int refs) {
   ProcessResult r = RunProcess({SystemPython(), "-c", script, path, std::to_string(refs)});
   ASSERT_EQ(r.exit_code, 0) << r.err;
 }
+
+// An OCI layout (or, for the legacy_* modes, a docker-save tar) with one hand-made layer: `mode`
+// picks what is wrong with it (media type, compression, hard links, symlinked members).
+void WriteOddImage(const std::string& out, const std::string& mode) {
+  const std::string script =
+      "import gzip,hashlib,io,json,os,shutil,sys,tarfile\n"
+      "out,mode=sys.argv[1],sys.argv[2]\n"
+      "def tar(ms):\n"
+      "  b=io.BytesIO(); t=tarfile.open(fileobj=b,mode='w',format=tarfile.GNU_FORMAT)\n"
+      "  for n,k,a in ms:\n"
+      "    i=tarfile.TarInfo(n)\n"
+      "    if k=='f': i.size=len(a); t.addfile(i,io.BytesIO(a))\n"
+      "    elif k=='h': i.type=tarfile.LNKTYPE; i.linkname=a; t.addfile(i)\n"
+      "  t.close(); return b.getvalue()\n"
+      "def gz(b): return gzip.compress(b,mtime=0)\n"
+      "def sha(b): return hashlib.sha256(b).hexdigest()\n"
+      "base=[('app/run.sh','f',b'#!/bin/sh\\n')]\n"
+      "mt='application/vnd.oci.image.layer.v1.tar+gzip'\n"
+      "layer={'good':lambda:gz(tar(base+[('app/link','h','app/run.sh')])),\n"
+      " 'unknown_media':lambda:gz(tar(base)),'gzip_as_zstd':lambda:gz(tar(base)),\n"
+      " 'plain_as_gzip':lambda:tar(base),'nested_gzip':lambda:gz(gz(tar(base))),\n"
+      " 'hardlink_loop':lambda:gz(tar(base+[('app/a','h','app/b'),('app/b','h','app/a')])),\n"
+      " 'hardlink_missing':lambda:gz(tar(base+[('app/a','h','app/nowhere')])),\n"
+      " 'hardlink_later':lambda:gz(tar([('app/a','h','app/"
+      "run.sh')]+base))}.get(mode,lambda:b'')()\n"
+      "if mode=='unknown_media': mt='application/vnd.example.layer.v1+gzip'\n"
+      "if mode=='gzip_as_zstd': mt='application/vnd.oci.image.layer.v1.tar+zstd'\n"
+      "lt=tar(base)\n"
+      "cfg=json.dumps({'architecture':'amd64','os':'linux','config':{'User':'1000'},\n"
+      "  'rootfs':{'type':'layers','diff_ids':['sha256:'+sha(lt)]*2}}).encode()\n"
+      "if mode.startswith('legacy'):\n"
+      "  t=tarfile.open(out,'w')\n"
+      "  def add(n,d):\n"
+      "    i=tarfile.TarInfo(n); i.size=len(d); t.addfile(i,io.BytesIO(d))\n"
+      "  add('a/layer.tar',lt)\n"
+      "  i=tarfile.TarInfo('b/layer.tar'); i.type=tarfile.SYMTYPE\n"
+      "  i.linkname='../a/layer.tar' if mode=='legacy_symlink_ok' else '../gone/layer.tar'\n"
+      "  t.addfile(i); add('config.json',cfg)\n"
+      "  add('manifest.json',json.dumps([{'Config':'config.json','RepoTags':['x:1'],\n"
+      "    'Layers':['a/layer.tar','b/layer.tar']}]).encode()); t.close(); sys.exit(0)\n"
+      "os.makedirs(out+'/blobs/sha256')\n"
+      "def blob(b,m):\n"
+      "  open(out+'/blobs/sha256/'+sha(b),'wb').write(b)\n"
+      "  return {'mediaType':m,'digest':'sha256:'+sha(b),'size':len(b)}\n"
+      "c=blob(cfg,'application/vnd.oci.image.config.v1+json')\n"
+      "mm='application/vnd.oci.image.manifest.v1+json'\n"
+      "m=blob(json.dumps({'schemaVersion':2,'mediaType':mm,'config':c,\n"
+      "  'layers':[blob(layer,mt)]}).encode(),mm)\n"
+      "open(out+'/index.json','w').write(json.dumps({'schemaVersion':2,'manifests':[m]}))\n"
+      "open(out+'/oci-layout','w').write('{\"imageLayoutVersion\":\"1.0.0\"}')\n";
+  ProcessResult r = RunProcess({SystemPython(), "-c", script, out, mode});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+}
+
+// A suppressions file of `n` entries (about 30 bytes each).
+std::string ManySuppressions(int n) {
+  std::string s = "suppressions:\n";
+  for (int i = 0; i < n; ++i)
+    s += "  - {rule: k8s.image-digest, reason: r" + std::to_string(i) + "}\n";
+  return s;
+}
+
+constexpr const char* kPod =
+    "kind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: i}]}\n";
 
 struct Case {
   const char* name;
@@ -286,6 +352,126 @@ const std::vector<Case>& Cases() {
        {"audit", "image", "{dir}/layout"},
        2,
        "not a regular file (a FIFO"},
+      {"image_good_layout_has_no_layer_findings",
+       [](const TempDir& d) { WriteOddImage(d / "img", "good"); },
+       {"audit", "image", "{dir}/img"},
+       0,
+       "PASS",
+       "image.hardlink-broken"},
+      {"image_unknown_layer_media_type",
+       [](const TempDir& d) { WriteOddImage(d / "img", "unknown_media"); },
+       {"audit", "image", "{dir}/img"},
+       6,
+       "unknown layer media type 'application/vnd.example.layer.v1+gzip'",
+       nullptr},
+      {"image_gzip_declared_zstd",
+       [](const TempDir& d) { WriteOddImage(d / "img", "gzip_as_zstd"); },
+       {"audit", "image", "{dir}/img"},
+       6,
+       "declares zstd compression, but the magic bytes are gzip",
+       nullptr},
+      {"image_plain_declared_gzip",
+       [](const TempDir& d) { WriteOddImage(d / "img", "plain_as_gzip"); },
+       {"audit", "image", "{dir}/img"},
+       6,
+       "declares gzip compression, but the magic bytes are none",
+       nullptr},
+      {"image_gzip_nested_twice",
+       [](const TempDir& d) { WriteOddImage(d / "img", "nested_gzip"); },
+       {"audit", "image", "{dir}/img"},
+       6,
+       "gzip-compressed 2 times",
+       nullptr},
+      {"image_hardlink_loop",
+       [](const TempDir& d) { WriteOddImage(d / "img", "hardlink_loop"); },
+       {"audit", "image", "{dir}/img"},
+       6,
+       "hard-link loop: app/a -> app/b -> app/a",
+       nullptr},
+      {"image_hardlink_to_missing_member",
+       [](const TempDir& d) { WriteOddImage(d / "img", "hardlink_missing"); },
+       {"audit", "image", "{dir}/img"},
+       6,
+       "no member app/nowhere exists in this layer or any layer below",
+       nullptr},
+      {"image_hardlink_to_later_member",
+       [](const TempDir& d) { WriteOddImage(d / "img", "hardlink_later"); },
+       {"audit", "image", "{dir}/img"},
+       6,
+       "the target is stored later in the layer",
+       nullptr},
+      {"image_symlinked_layer_member_is_followed",
+       [](const TempDir& d) { WriteOddImage(d / "img.tar", "legacy_symlink_ok"); },
+       {"audit", "image", "{dir}/img.tar"},
+       6,
+       "image.efficiency",  // the same layer twice wastes its size: the image was read
+       "is missing"},
+      {"image_dangling_symlink_member_says_symlink",
+       [](const TempDir& d) { WriteOddImage(d / "img.tar", "legacy_symlink_dangling"); },
+       {"audit", "image", "{dir}/img.tar"},
+       2,
+       "member b/layer.tar is a symlink -> '../gone/layer.tar'",
+       "is missing"},
+      {"suppression_unknown_rule_id_warns_with_closest",
+       [](const TempDir& d) {
+         WriteFile(d / "m.yaml", kPod);
+         WriteFile(d / "s.yaml", "suppressions:\n  - rule: k8s.imag-digest\n    reason: x\n");
+       },
+       {"audit", "k8s", "{dir}/m.yaml", "--suppressions", "{dir}/s.yaml"},
+       6,
+       "s.yaml:2: unknown rule id 'k8s.imag-digest': no audit reports it, so this suppression "
+       "matches nothing (did you mean 'k8s.image-digest'?)"},
+      {"suppression_unknown_rule_id_in_json",
+       [](const TempDir& d) {
+         WriteFile(d / "Dockerfile", "FROM scratch\n");
+         WriteFile(d / "s.yaml", "suppressions:\n  - rule: DL3008\n    reason: x\n");
+       },
+       {"audit", "dockerfile", "{dir}/Dockerfile", "--suppressions", "{dir}/s.yaml", "--json"},
+       6,
+       "\"warnings\": [\n    \""},
+      {"suppressions_over_cap_refused_before_parsing",
+       [](const TempDir& d) {
+         WriteFile(d / "m.yaml", kPod);
+         WriteFile(d / "s.yaml", ManySuppressions(100000));  // 5 MB
+       },
+       {"audit", "k8s", "{dir}/m.yaml", "--suppressions", "{dir}/s.yaml"},
+       2,
+       "100000 suppression entries ('rule:' keys); at most 10000 are read",
+       nullptr,
+       100},
+      {"suppressions_at_cap_accepted",
+       [](const TempDir& d) {
+         WriteFile(d / "m.yaml", kPod);
+         WriteFile(d / "s.yaml", ManySuppressions(10000));
+       },
+       {"audit", "k8s", "{dir}/m.yaml", "--suppressions", "{dir}/s.yaml"},
+       6,
+       "FAIL",
+       "at most 10000 are read"},
+      {"suppressions_three_megabytes_within_twenty_times",
+       [](const TempDir& d) {
+         WriteFile(d / "m.yaml", kPod);
+         std::string s = "suppressions:\n";
+         for (int i = 0; i < 10000; ++i) {
+           s += "  - rule: k8s.image-digest\n    reason: " + std::string(270, 'x') +
+                std::to_string(i) + "\n";
+         }
+         WriteFile(d / "s.yaml", s);  // 3.1 MB
+       },
+       {"audit", "k8s", "{dir}/m.yaml", "--suppressions", "{dir}/s.yaml"},
+       6,
+       "FAIL",
+       nullptr,
+       75},  // 20 x 3 MB + the binary's own ~12 MB
+      {"k8s_documents_over_cap_refused",
+       [](const TempDir& d) {
+         WriteFile(d / "m.yaml", Repeat(std::string("---\n") + kPod, 10001));
+       },
+       {"audit", "k8s", "{dir}/m.yaml"},
+       2,
+       "more than 10000 YAML documents in one file",
+       nullptr,
+       100},
       {"render_negative_cpu",
        [](const TempDir&) {},
        {"k8s", "render", "--matrix", SourceDir() + "/deploy/matrix.example.yaml", "--cpu", "-5"},
@@ -417,6 +603,32 @@ TEST(HostileAuditProperty, InvalidUtf8NeverExitsOneAndEveryFormatStaysValid) {
       EXPECT_NO_THROW(j = common::Json::parse(r.out)) << base[0] << "\n" << r.out.substr(0, 2000);
     }
   }
+}
+
+}  // namespace
+}  // namespace tg::testing
+
+namespace tg::testing {
+namespace {
+
+// The unknown-rule warning is only as good as the id table: every rule id literal in the audit
+// sources must be in it, or a valid suppression would be warned about.
+TEST(AuditRuleIds, EveryRuleLiteralInTheSourcesIsKnown) {
+  const std::regex literal("\"((dockerfile|k8s|image)\\.[a-z0-9.-]+)\"");
+  int seen = 0;
+  for (const auto& e : std::filesystem::directory_iterator(SourceDir() + "/src/audit")) {
+    const std::string name = e.path().filename().string();
+    if (e.path().extension() != ".cc" || name.ends_with("_test.cc")) continue;
+    const std::string text = ReadFile(e.path().string());
+    for (std::sregex_iterator it(text.begin(), text.end(), literal), end; it != end; ++it) {
+      ++seen;
+      EXPECT_TRUE(audit::IsAuditRuleId((*it)[1].str())) << (*it)[1].str() << " in " << name;
+    }
+  }
+  EXPECT_GT(seen, 50);
+  EXPECT_FALSE(audit::IsAuditRuleId("k8s.imag-digest"));
+  EXPECT_EQ(audit::ClosestAuditRuleId("k8s.imag-digest"), "k8s.image-digest");
+  EXPECT_EQ(audit::ClosestAuditRuleId("completely-unrelated"), "");
 }
 
 }  // namespace

@@ -3,12 +3,15 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
-#include <fstream>
+#include <cerrno>
 #include <map>
 #include <set>
+
+#include "common/file_util.h"
 
 namespace tg::audit {
 
@@ -222,7 +225,11 @@ common::Json OrtPairToJson(const OrtPairReport& r) {
 }
 
 std::vector<std::string> VersionStringsInFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
+  // Through the one input opener: a FIFO or device swapped in for the extracted file is refused,
+  // never waited on. An unopenable file has no version strings.
+  auto fd_or = common::OpenInputFd(path);
+  if (!fd_or.ok()) return {};
+  common::UniqueFd fd(*fd_or);
   std::set<std::string> found;
   std::string cur;
   bool valid = true;  // the current NUL-delimited string so far is digits and dots
@@ -237,10 +244,11 @@ std::vector<std::string> VersionStringsInFile(const std::string& path) {
     valid = true;
   };
   std::vector<char> buf(1 << 20);
-  while (in) {
-    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-    const std::streamsize n = in.gcount();
-    for (std::streamsize i = 0; i < n; ++i) {
+  for (;;) {
+    const ssize_t n = ::read(fd.get(), buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    for (ssize_t i = 0; i < n; ++i) {
       const char c = buf[static_cast<std::size_t>(i)];
       if (c == '\0') {
         finish();

@@ -535,6 +535,8 @@ Result<LayerScan> ScanLayer(ByteSource& source, int layer, const std::string& na
   client.source = &source;
   TG_ASSIGN_OR_RETURN(scan.compression, SniffSource(source, &client, layer, name));
   TG_ASSIGN_OR_RETURN(ArchiveReadPtr a, OpenLayerArchive(&client, scan.compression, layer, name));
+  // The filter chain is chosen at open: the format reader plus one filter per compression layer.
+  scan.compression_depth = std::max(0, archive_filter_count(a.get()) - 1);
   auto fail = [&](const char* what) -> Status {
     if (!client.error.ok()) return client.error.WithPrefix(fmt::format("layer {}", layer));
     const char* e = archive_error_string(a.get());

@@ -191,6 +191,9 @@ struct CaptureSpec {
 
 struct LayerScan {
   Compression compression = Compression::kNone;
+  // Decompression filters libarchive stacked on the blob (0 plain, 1 compressed, 2+ compressed
+  // data inside compressed data).
+  int compression_depth = 0;
   std::uint64_t compressed_bytes = 0;    // bytes pulled from the source
   std::uint64_t uncompressed_bytes = 0;  // tar stream bytes after decompression
   std::vector<LayerEntry> entries;

@@ -9,8 +9,10 @@
 #include <cerrno>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <set>
 
+#include "audit/layer_checks.h"
 #include "common/file_util.h"
 
 namespace tg::audit {
@@ -260,6 +262,9 @@ struct TarIndex {
   // members, whose data is not one contiguous range. A name stored twice keeps its first
   // member, the one the streaming path reads.
   std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> ranges;
+  // Symbolic-link members: normalised name -> target as written (docker save links a layer
+  // stored twice to its first copy).
+  std::map<std::string, std::string> symlinks;
 };
 
 bool LooksLikeMetadata(const std::string& name, std::uint64_t size) {
@@ -289,11 +294,15 @@ Result<TarIndex> IndexTar(const std::string& path) {
       return Status::InvalidArg(fmt::format("{}: corrupt or truncated archive after {} members: {}",
                                             path, idx.sizes.size(), e ? e : "unknown error"));
     }
-    if (archive_entry_filetype(entry) != AE_IFREG) continue;
     const char* raw = archive_entry_pathname(entry);
     bool abs = false;
     auto name = NormalizeMemberName(raw ? raw : "", &abs);
     if (!name || name->empty()) continue;  // unreachable by any manifest reference
+    if (archive_entry_filetype(entry) == AE_IFLNK) {
+      const char* target = archive_entry_symlink(entry);
+      idx.symlinks[*name] = target ? target : "";
+    }
+    if (archive_entry_filetype(entry) != AE_IFREG) continue;
     std::uint64_t size =
         archive_entry_size(entry) > 0 ? static_cast<std::uint64_t>(archive_entry_size(entry)) : 0;
     idx.sizes[*name] = size;
@@ -506,7 +515,9 @@ void CheckLayerDigests(Image* img) {
 void CollectFindings(Image* img) {
   for (auto& l : img->layers) {
     for (auto& f : l.scan.findings) img->findings.push_back(f);
+    CheckLayerMedia(l, &img->findings);
   }
+  CheckHardLinks(img->layers, &img->findings);
 }
 
 Result<Image> ReadLayoutDir(const std::string& dir, const ReaderLimits& limits,
@@ -546,13 +557,19 @@ Result<Image> ReadLayoutDir(const std::string& dir, const ReaderLimits& limits,
 
 // A layer scan's result belongs to every manifest position that names the same blob. Returns
 // false when the image-wide entry budget is exhausted (nothing placed).
-bool PlaceScan(Image* img, const std::vector<int>& positions, const LayerScan& scan,
+bool PlaceScan(Image* img, const std::vector<int>& positions, LayerScan scan,
                const std::string& digest, bool streamed, const ReaderLimits& limits,
                std::uint64_t* total) {
   if (!ChargeEntries(img, scan.entries.size() * positions.size(), limits, total)) return false;
-  for (int i : positions) {
+  for (std::size_t k = 0; k < positions.size(); ++k) {
+    const int i = positions[k];
     ImageLayer& l = img->layers[i];
-    l.scan = scan;
+    // The last position takes the scan itself: a copy of a million entries would double the peak.
+    if (k + 1 == positions.size()) {
+      l.scan = std::move(scan);
+    } else {
+      l.scan = scan;
+    }
     l.actual_digest = digest;
     l.streamed = streamed;
     for (auto& f : l.scan.findings) f.layer = i;
@@ -577,8 +594,11 @@ Status ScanRanges(const std::string& path, const TarIndex& idx,
     TG_ASSIGN_OR_RETURN(auto src, FileSource::OpenRange(path, range.first, range.second));
     TG_ASSIGN_OR_RETURN(LayerScan scan, ScanBlob(*src, first, blob, options.verify_layer_digests,
                                                  limits, &budget, capture));
-    if (!PlaceScan(img, positions, scan, first.actual_digest, false, limits, &total)) break;
-    if (scan.stopped_early) break;
+    const bool stopped = scan.stopped_early;
+    if (!PlaceScan(img, positions, std::move(scan), first.actual_digest, false, limits, &total)) {
+      break;
+    }
+    if (stopped) break;
   }
   return Status::Ok();
 }
@@ -616,8 +636,10 @@ Status ScanStreamed(const std::string& path, const std::map<std::string, std::ve
     ArchiveEntrySource src(a.get(), fmt::format("{}:{}", path, *name));
     TG_ASSIGN_OR_RETURN(LayerScan scan, ScanBlob(src, first, *name, options.verify_layer_digests,
                                                  limits, &budget, capture));
-    stopped = scan.stopped_early ||
-              !PlaceScan(img, it->second, scan, first.actual_digest, true, limits, &total);
+    stopped = scan.stopped_early;
+    stopped =
+        !PlaceScan(img, it->second, std::move(scan), first.actual_digest, true, limits, &total) ||
+        stopped;
     ++done;
   }
   if (done < wanted.size() && !stopped) {
@@ -625,6 +647,66 @@ Status ScanStreamed(const std::string& path, const std::map<std::string, std::ve
         fmt::format("{}: only {} of {} layer blobs could be read", path, done, wanted.size()));
   }
   return Status::Ok();
+}
+
+// "a/b/../c" -> "a/c"; nullopt when ".." climbs above the root, the path is absolute or empty.
+std::optional<std::string> CollapseLinkPath(std::string_view p) {
+  if (p.empty() || p.front() == '/') return std::nullopt;
+  std::vector<std::string_view> parts;
+  while (!p.empty()) {
+    const auto slash = p.find('/');
+    std::string_view c = p.substr(0, slash);
+    p = slash == std::string_view::npos ? std::string_view() : p.substr(slash + 1);
+    if (c.empty() || c == ".") continue;
+    if (c != "..") {
+      parts.push_back(c);
+    } else if (parts.empty()) {
+      return std::nullopt;
+    } else {
+      parts.pop_back();
+    }
+  }
+  if (parts.empty()) return std::nullopt;
+  std::string out;
+  for (std::string_view c : parts) {
+    if (!out.empty()) out += '/';
+    out += c;
+  }
+  return out;
+}
+
+// The regular member a manifest's layer name stands for. A symlink member is followed (relative
+// to its own directory, at most 8 hops, never outside the archive's root); anything else that is
+// not a regular member is refused, saying what it is and where it points.
+Result<std::string> ResolveMember(const TarIndex& idx, const std::string& path, int layer,
+                                  const std::string& blob) {
+  std::string cur = blob;
+  std::string trail;
+  for (int hop = 0; hop < 8; ++hop) {
+    if (idx.sizes.count(cur)) return cur;
+    auto link = idx.symlinks.find(cur);
+    if (link == idx.symlinks.end()) break;
+    trail += fmt::format(" -> '{}'", link->second);
+    const auto slash = cur.rfind('/');
+    std::string joined = link->second.starts_with("/") || slash == std::string::npos
+                             ? link->second
+                             : cur.substr(0, slash + 1) + link->second;
+    auto next = CollapseLinkPath(joined);
+    if (!next) {
+      return Status::InvalidArg(
+          fmt::format("{}: layer {} member {} is a symlink{}, which points outside the archive",
+                      path, layer, blob, trail));
+    }
+    cur = std::move(*next);
+  }
+  if (!trail.empty()) {
+    return Status::InvalidArg(fmt::format(
+        "{}: layer {} member {} is a symlink{}, which is not a regular member of the archive "
+        "(dangling, a loop, or more than 8 links)",
+        path, layer, blob, trail));
+  }
+  return Status::InvalidArg(
+      fmt::format("{}: layer {} blob {} named by the manifest is missing", path, layer, blob));
 }
 
 Result<Image> ReadTar(const std::string& path, const ReaderLimits& limits,
@@ -636,6 +718,11 @@ Result<Image> ReadTar(const std::string& path, const ReaderLimits& limits,
     if (idx.sizes.count(rel)) {
       return Status::InvalidArg(fmt::format("{}: member {} is not a JSON document of at most {}",
                                             path, rel, HumanBytes(kMaxJsonBytes)));
+    }
+    if (auto link = idx.symlinks.find(rel); link != idx.symlinks.end()) {
+      return Status::InvalidArg(fmt::format(
+          "{}: member {} is a symlink to '{}', not a regular member holding the document", path,
+          rel, link->second));
     }
     return Status::InvalidArg(fmt::format("{}: member {} is missing", path, rel));
   };
@@ -659,11 +746,8 @@ Result<Image> ReadTar(const std::string& path, const ReaderLimits& limits,
   TG_RETURN_IF_ERROR(CheckLayerCount(img, limits));
   // Which members hold which layers (a blob may appear twice in one manifest).
   std::map<std::string, std::vector<int>> wanted;
-  for (const auto& l : img.layers) {
-    if (!idx.sizes.count(l.blob)) {
-      return Status::InvalidArg(fmt::format("{}: layer {} blob {} named by the manifest is missing",
-                                            path, l.index, l.blob));
-    }
+  for (auto& l : img.layers) {
+    TG_ASSIGN_OR_RETURN(l.blob, ResolveMember(idx, path, l.index, l.blob));
     wanted[l.blob].push_back(l.index);
   }
   for (auto& l : img.layers) CheckLayerSize(&img, &l, idx.sizes[l.blob]);

@@ -83,6 +83,20 @@ std::string Location(const Finding& f) {
   return where;
 }
 
+constexpr std::size_t kMaxSuppressions = 10000;
+
+// Occurrences of a "rule" key ("rule:" not preceded by a letter, digit, '_' or '-'): an upper
+// bound on the entries, found without parsing.
+std::size_t CountRuleKeys(std::string_view text) {
+  std::size_t n = 0;
+  for (std::size_t p = text.find("rule:"); p != std::string_view::npos;
+       p = text.find("rule:", p + 5)) {
+    const unsigned char before = p == 0 ? ' ' : static_cast<unsigned char>(text[p - 1]);
+    if (!std::isalnum(before) && before != '_' && before != '-') ++n;
+  }
+  return n;
+}
+
 Status ReadEntry(const YAML::Node& e, const std::string& source, Suppression* s) {
   TG_ASSIGN_OR_RETURN(common::YamlMap m, common::YamlMap::From(e, source, "suppressions[]"));
   TG_RETURN_IF_ERROR(m.Get("rule", &s->rule, true));
@@ -110,6 +124,13 @@ std::optional<OutputFormat> ParseOutputFormat(std::string_view s) {
 }
 
 Result<Suppressions> ParseSuppressions(const std::string& text, const std::string& source) {
+  // Counted on the text before YAML builds a node tree (each entry costs several nodes).
+  const std::size_t rules = CountRuleKeys(text);
+  if (rules > kMaxSuppressions) {
+    return Status::InvalidArg(
+        fmt::format("{}: {} suppression entries ('rule:' keys); at most {} are read", source, rules,
+                    kMaxSuppressions));
+  }
   TG_ASSIGN_OR_RETURN(YAML::Node root, common::ParseYaml(text, source));
   TG_ASSIGN_OR_RETURN(common::YamlMap top, common::YamlMap::From(root, source, ""));
   TG_ASSIGN_OR_RETURN(YAML::Node list, top.GetSequence("suppressions", true));

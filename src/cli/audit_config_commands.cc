@@ -70,7 +70,7 @@ int RunAuditDockerfile(const DockerfileArgs& a, const GlobalOptions& g) {
   if (!df.ok()) return ReportError(df.status());
   auto rep = audit::AuditDockerfile(*df, {a.file, a.context});
   if (!rep.ok()) return ReportError(rep.status());
-  auto out = ResolveAuditOutput(a.output, g);
+  auto out = ResolveAuditOutput(a.output, g, true);
   if (!out.ok()) return ReportError(out.status());
   audit::Severity fail_on = out->fail_on.value_or(audit::Severity::kError);
   bool printed = false;
@@ -97,6 +97,7 @@ int RunAuditDockerfile(const DockerfileArgs& a, const GlobalOptions& g) {
     j["runtime_chain"] = rep->runtime_chain;
     j["findings"] = audit::FindingsToJson(rep->findings);
     j["verdict"] = fail ? "fail" : "pass";
+    if (!out->warnings.empty()) j["warnings"] = out->warnings;
     Print(common::WriteJson(j, 2) + "\n");
   } else {
     std::string chain;
@@ -143,7 +144,7 @@ int RunAuditK8s(const K8sArgs& a, const GlobalOptions& g) {
     if (!s.ok()) return ReportError(s);
   }
   audit::AddCoverageFindings(&rep);
-  auto out = ResolveAuditOutput(a.output, g);
+  auto out = ResolveAuditOutput(a.output, g, true);
   if (!out.ok()) return ReportError(out.status());
   audit::Severity fail_on = out->fail_on.value_or(audit::Severity::kError);
   std::vector<audit::Finding> findings;
@@ -159,6 +160,7 @@ int RunAuditK8s(const K8sArgs& a, const GlobalOptions& g) {
     common::Json j = audit::K8sReportToJson(rep);
     j["matrix"] = matrix_name;
     j["verdict"] = fail ? "fail" : "pass";
+    if (!out->warnings.empty()) j["warnings"] = out->warnings;
     Print(common::WriteJson(j, 2) + "\n");
   } else {
     Print(fail ? Paint("FAIL", Tone::kFail) + fmt::format(": {} finding(s)\n", rep.findings.size())

@@ -169,7 +169,7 @@ int RunAuditImage(const AuditImageFlags& f, const GlobalOptions& g) {
     return common::kExitOk;
   }
   auto& r = reports[0];
-  auto out = ResolveAuditOutput(f.output, g);
+  auto out = ResolveAuditOutput(f.output, g, true);
   if (!out.ok()) return Fail(out.status());
   if (out->fail_on) r.fail_on = *out->fail_on;
   bool printed = false;
@@ -179,7 +179,9 @@ int RunAuditImage(const AuditImageFlags& f, const GlobalOptions& g) {
   if (printed) {
     // SARIF or JUnit went to stdout.
   } else if (out->format == audit::OutputFormat::kJson) {
-    std::cout << common::WriteJson(audit::ReportToJson(r), 2) << "\n";
+    common::Json j = audit::ReportToJson(r);
+    if (!out->warnings.empty()) j["warnings"] = out->warnings;
+    std::cout << common::WriteJson(j, 2) << "\n";
   } else {
     // Verdict first, like doctor; the report (ending in its own summary) follows.
     std::cout << (r.failed ? Paint("FAIL", Tone::kFail) : Paint("PASS", Tone::kPass)) << ": "

@@ -5,6 +5,8 @@
 
 #include <cstdio>
 
+#include "audit/rule_ids.h"
+#include "cli/output.h"
 #include "common/file_util.h"
 #include "common/json_writer.h"
 
@@ -41,7 +43,8 @@ void AddAuditOutputFlags(CLI::App* cmd, AuditOutputFlags* f) {
       ->type_name("FILE");
 }
 
-common::Result<AuditOutput> ResolveAuditOutput(const AuditOutputFlags& f, const GlobalOptions& g) {
+common::Result<AuditOutput> ResolveAuditOutput(const AuditOutputFlags& f, const GlobalOptions& g,
+                                               bool audit_rule_ids) {
   AuditOutput out;
   std::string format = f.format.empty() ? (g.json ? "json" : "text") : f.format;
   auto fmt_value = audit::ParseOutputFormat(format);
@@ -62,6 +65,8 @@ common::Result<AuditOutput> ResolveAuditOutput(const AuditOutputFlags& f, const 
   }
   if (!f.suppressions.empty()) {
     TG_ASSIGN_OR_RETURN(out.suppressions, audit::LoadSuppressions(f.suppressions));
+    if (audit_rule_ids) out.warnings = audit::UnknownRuleWarnings(*out.suppressions);
+    for (const auto& w : out.warnings) Warn(w);
   }
   out.sarif = f.sarif;
   out.junit = f.junit;

@@ -34,8 +34,15 @@ struct AuditOutput {
   std::optional<audit::Severity> fail_on;  // nullopt = the command's default
   std::optional<audit::Suppressions> suppressions;
   std::string sarif, junit;
+  // Non-fatal problems with the flags' inputs (suppressions naming unknown rule ids), already
+  // written to stderr; commands add them to their JSON output as "warnings".
+  std::vector<std::string> warnings;
 };
-common::Result<AuditOutput> ResolveAuditOutput(const AuditOutputFlags& f, const GlobalOptions& g);
+// With `audit_rule_ids`, suppressions whose rule is not an audit rule id (audit/rule_ids.h) are
+// warned about (stderr and AuditOutput::warnings); logscan, whose ids are pattern ids, passes
+// false.
+common::Result<AuditOutput> ResolveAuditOutput(const AuditOutputFlags& f, const GlobalOptions& g,
+                                               bool audit_rule_ids = false);
 
 // Applies suppressions to `findings`, writes --sarif/--junit files and, for the sarif/junit
 // formats, stdout. Returns OK or INVALID_ARG (a report file that cannot be written).

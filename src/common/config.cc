@@ -47,6 +47,9 @@ bool ParseBool(const std::string& s, bool* out) {
   return false;
 }
 
+// Documents in one multi-document YAML file (a manifest stream).
+constexpr int kMaxYamlDocuments = 10000;
+
 // Thrown by YamlGuard to stop the event parser at the first violation.
 struct YamlGuardError {
   YAML::Mark mark;
@@ -70,6 +73,11 @@ class YamlGuard : public YAML::EventHandler {
       throw YamlGuardError{mark,
                            "a second YAML document starts here; this file must hold "
                            "exactly one document"};
+    }
+    // Counted in this event pass, before any node is built: each document costs a node tree.
+    if (documents_ > kMaxYamlDocuments) {
+      throw YamlGuardError{mark, "more than " + std::to_string(kMaxYamlDocuments) +
+                                     " YAML documents in one file; split the input"};
     }
     anchors_.clear();
   }
