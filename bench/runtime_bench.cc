@@ -29,7 +29,12 @@ SessionFactory& Factory() {
   static SessionFactory* f = [] {
     RuntimePolicy p = DevPolicy();
     p.session.intra_op_threads = 1;  // stable numbers on a shared machine
-    auto r = SessionFactory::Create(p, common::LibraryLoader::WithDefaults({}));
+    auto ort = OrtRuntime::Open(common::LibraryLoader::WithDefaults({}));
+    if (!ort.ok()) {
+      std::fprintf(stderr, "%s\n", ort.status().ToString().c_str());
+      std::abort();
+    }
+    auto r = SessionFactory::Create(p, **ort);
     if (!r.ok()) {
       std::fprintf(stderr, "%s\n", r.status().ToString().c_str());
       std::abort();

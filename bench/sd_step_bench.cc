@@ -47,8 +47,12 @@ Env& GetEnv(int variant) {
   Env& e = envs[variant];
   if (e.model || !e.error.empty()) return e;
   if (!factory) {
-    auto f = tg::runtime::SessionFactory::Create(tg::runtime::DevPolicy(),
-                                                 tg::common::LibraryLoader::WithDefaults({}));
+    auto ort = tg::runtime::OrtRuntime::Open(tg::common::LibraryLoader::WithDefaults({}));
+    if (!ort.ok()) {
+      e.error = ort.status().ToString();
+      return e;
+    }
+    auto f = tg::runtime::SessionFactory::Create(tg::runtime::DevPolicy(), **ort);
     if (!f.ok()) {
       e.error = f.status().ToString();
       return e;

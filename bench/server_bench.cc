@@ -451,8 +451,12 @@ int main(int argc, char** argv) {
   }
   std::fprintf(stderr, "server_bench: in-process policy %s (allow_spinning %s)\n",
                policy->source.c_str(), policy->session.allow_spinning ? "true" : "false");
-  auto factory =
-      tg::runtime::SessionFactory::Create(*policy, tg::common::LibraryLoader::WithDefaults({}));
+  auto ort = tg::runtime::OrtRuntime::Open(tg::common::LibraryLoader::WithDefaults({}));
+  if (!ort.ok()) {
+    std::fprintf(stderr, "server_bench: %s\n", ort.status().ToString().c_str());
+    return 1;
+  }
+  auto factory = tg::runtime::SessionFactory::Create(*policy, **ort);
   if (!factory.ok()) {
     std::fprintf(stderr, "server_bench: %s\n", factory.status().ToString().c_str());
     return 1;

@@ -31,7 +31,9 @@ class RuntimeGpuTest : public ::testing::Test {
     const std::string& lib_dir = lib_dir_;
     RuntimePolicy p = ProductionPolicy();
     p.providers = {"CUDAExecutionProvider"};  // TensorRT needs engine artifacts; not here
-    auto f = SessionFactory::Create(p, common::LibraryLoader::WithDefaults({lib_dir}));
+    auto ort = OrtRuntime::Open(common::LibraryLoader::WithDefaults({lib_dir}));
+    ASSERT_TRUE(ort.ok()) << ort.status().ToString();
+    auto f = SessionFactory::Create(p, **ort);
     if (!f.ok() && f.status().message().find("is a CPU build") != std::string::npos) {
       GTEST_SKIP() << "the ONNX Runtime core in " << lib_dir
                    << " is a CPU build, which cannot host the CUDA provider (it crashes on "
@@ -78,7 +80,9 @@ TEST_F(RuntimeGpuTest, ArenaOptionsOnThePluginPathAreRefused) {
   RuntimePolicy p = ProductionPolicy();
   p.providers = {"CUDAExecutionProvider"};
   p.arena.max_mem = 1 << 30;
-  auto f = SessionFactory::Create(p, common::LibraryLoader::WithDefaults({lib_dir_}));
+  auto ort = OrtRuntime::Open(common::LibraryLoader::WithDefaults({lib_dir_}));
+  ASSERT_TRUE(ort.ok()) << ort.status().ToString();
+  auto f = SessionFactory::Create(p, **ort);
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   auto s = f->Open(Model("unet_tiny.onnx"));
   ASSERT_FALSE(s.ok());

@@ -16,7 +16,12 @@ std::string Model(const std::string& name) {
 }
 
 SessionFactory DevFactory(RuntimePolicy policy = DevPolicy()) {
-  auto f = SessionFactory::Create(policy, common::LibraryLoader::WithDefaults({}));
+  auto ort = OrtRuntime::Open(common::LibraryLoader::WithDefaults({}));
+  if (!ort.ok()) {
+    ADD_FAILURE() << "ONNX Runtime: " << ort.status().ToString();
+    std::abort();
+  }
+  auto f = SessionFactory::Create(policy, **ort);
   EXPECT_TRUE(f.ok()) << f.status().ToString();
   return std::move(f).value();
 }

@@ -12,12 +12,17 @@
 #include "common/process.h"
 #include "common/status.h"
 #include "common/strings.h"
+#include "runtime/ort_runtime.h"
 #include "runtime/runtime_policy.h"
 #include "runtime/session.h"
 #include "runtime/startup.h"
 
 namespace tg::cli {
 namespace {
+
+// The hidden subcommand that is the op canary's child process, and its one option.
+constexpr const char* kCanaryChildCommand = "__canary-child";
+constexpr const char* kCasesFlag = "--cases";
 
 std::string DefaultCacheDir() {
   if (const char* d = std::getenv("TRUEGREEN_CACHE_DIR"); d != nullptr && *d) return d;
@@ -40,11 +45,18 @@ int RunChild(const GlobalOptions& g, const std::string& cases) {
     return code;
   };
   auto policy = runtime::LoadRuntimePolicy(g.policy);
-  if (!policy.ok()) return fatal(policy.status().message(), common::kExitUsage);
+  if (!policy.ok())
+    return fatal(policy.status().message(), common::ExitCodeFromStatus(policy.status()));
   // This process may crash: that is what it is for. Attach even to a core that cannot host the
   // provider, so the parent learns which ops fail (the serving path refuses that pair).
-  runtime::AllowUnhostableCoreInThisProcess();
-  auto factory = runtime::SessionFactory::Create(*policy, g.Loader());
+  runtime::OrtRuntimeOptions ro;
+  ro.allow_unhostable_core = true;
+  auto ort = runtime::OrtRuntime::Open(g.Loader(), ro);
+  if (!ort.ok()) {
+    const common::Status st = common::Status::Unavailable(ort.status().message());
+    return fatal(st.message(), common::ExitCodeFromStatus(st));
+  }
+  auto factory = runtime::SessionFactory::Create(*policy, **ort);
   if (!factory.ok()) {
     return fatal(factory.status().message(), common::ExitCodeFromStatus(factory.status()));
   }
@@ -84,7 +96,9 @@ runtime::CanaryOptions StartupCanaryOptions(const GlobalOptions& g) {
     o.child_argv.push_back("--lib-path");
     o.child_argv.push_back(d);
   }
-  o.child_argv.insert(o.child_argv.end(), {"--policy", g.policy, "--log-level", g.log_level});
+  o.child_argv.insert(o.child_argv.end(),
+                      {"--policy", g.policy, "--log-level", g.log_level, kCanaryChildCommand});
+  o.cases_flag = kCasesFlag;
   o.cache_dir = DefaultCacheDir();
   o.key.policy = g.policy;
   return o;
@@ -116,9 +130,9 @@ runtime::CanaryReport RunDoctorCanary(const GlobalOptions& g, const CanaryFlags&
 void RegisterCanaryChildCommand(CLI::App& app, GlobalOptions& g, CommandRegistry& r) {
   auto cases = std::make_shared<std::string>();
   CLI::App* child = app.add_subcommand(
-      "__canary-child", "Internal: the op canary's child process (prints JSON lines)");
+      kCanaryChildCommand, "Internal: the op canary's child process (prints JSON lines)");
   child->group("");  // hidden from help
-  child->add_option("--cases", *cases, "Comma-separated case names (default: all)");
+  child->add_option(kCasesFlag, *cases, "Comma-separated case names (default: all)");
   r.Add(child, [cases, &g] { return RunChild(g, *cases); });
 }
 

@@ -449,7 +449,9 @@ int EnginesBuild(const GlobalOptions& g, const EngineArgs& a) {
   oo.build_engines = true;
   Status st = ResolveProfiles(a, &oo);
   if (!st.ok()) return ReportError(st);
-  auto factory = runtime::SessionFactory::Create(*policy, g.Loader());
+  auto ort = runtime::OrtRuntime::Open(g.Loader());
+  if (!ort.ok()) return ReportError(Status::Unavailable(ort.status().message()));
+  auto factory = runtime::SessionFactory::Create(*policy, **ort);
   if (!factory.ok()) return ReportError(factory.status());
   bool trt = false;
   for (const auto& p : factory->prepared_providers()) {

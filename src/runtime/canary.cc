@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -309,8 +308,7 @@ void RunChildren(const CanaryOptions& o, CanaryReport* rep) {
     }
     if (remaining.empty()) return;
     std::vector<std::string> argv = o.child_argv;
-    argv.push_back("__canary-child");
-    argv.push_back("--cases");
+    if (!o.cases_flag.empty()) argv.push_back(o.cases_flag);
     argv.push_back(JoinNames(remaining));
     common::ProcessOptions po;
     po.timeout = o.timeout;
@@ -344,12 +342,7 @@ void RunChildren(const CanaryOptions& o, CanaryReport* rep) {
   }
 }
 
-std::atomic<bool> g_unhostable_core_allowed{false};
-
 }  // namespace
-
-void AllowUnhostableCoreInThisProcess() { g_unhostable_core_allowed.store(true); }
-bool UnhostableCoreAllowed() { return g_unhostable_core_allowed.load(); }
 
 int RunCanaryChild(const SessionFactory& factory, const std::vector<std::string>& cases,
                    std::FILE* out) {

@@ -5,8 +5,9 @@
 // the time limit), an error or a wrong result each become a verdict naming the op, the provider
 // and the signal or difference, and the child is restarted for the ops after the one that failed.
 //
-// The child is the truegreen binary itself, run with the hidden `__canary-child` subcommand and
-// the same --lib-path/--policy (CanaryOptions::child_argv); it prints one JSON line per event
+// The child is the command the caller gives (CanaryOptions::child_argv: for the CLI, the truegreen
+// binary itself with its own hidden child subcommand and the same --lib-path/--policy) followed by
+// CanaryOptions::cases_flag and the comma-separated case names; it prints one JSON line per event
 // (RunCanaryChild). Test hook, honoured only by the child: TG_CANARY_FAULT="<kind>:<case>" with
 // kind segv (the child dies of SIGSEGV), hang (it never answers), error, or wrong (its result is
 // perturbed), so every branch of the harness is testable without a GPU.
@@ -62,9 +63,12 @@ struct CanaryKeyInputs {
 };
 
 struct CanaryOptions {
-  // The child command line up to (not including) the subcommand: the truegreen binary and its
-  // global options (--lib-path ..., --policy ...).
+  // The child command line, complete but for the cases: the program, its options and the
+  // subcommand that runs RunCanaryChild. Given by the caller; runtime/ names no command.
   std::vector<std::string> child_argv;
+  // The flag that precedes the comma-separated case names on the child's command line ("": the
+  // names follow child_argv directly).
+  std::string cases_flag;
   std::chrono::milliseconds timeout{60000};  // per child process
   std::string cache_dir;                     // "" = no cache
   CanaryKeyInputs key;
@@ -77,17 +81,13 @@ struct CanaryOptions {
 CanaryReport RunCanary(const CanaryOptions& options);
 
 // The child side: opens every case named in `cases` (all when empty) with `factory` and a CPU
-// reference, runs both and prints JSON lines to `out`: {"event":"providers","gpu":[...]}, then per
-// case {"event":"begin","case":N} and {"event":"result","case":N,"status":...}. Returns the exit
-// code (0, or 3 when the factory has no usable session at all).
+// reference (the factory's OrtRuntime should allow an unhostable core: the child exists to find
+// out which ops crash such a pair, in a process that may die), runs both and prints JSON lines to
+// `out`: {"event":"providers","gpu":[...]}, then per case {"event":"begin","case":N} and
+// {"event":"result","case":N,"status":...}. Returns the exit code (0, or 3 when the factory has no
+// usable session at all).
 int RunCanaryChild(const SessionFactory& factory, const std::vector<std::string>& cases,
                    std::FILE* out);
-
-// For the canary child only: let a GPU provider attach to a core that cannot host it (a CPU-built
-// core), which the session factory otherwise refuses. The child exists to find out which ops
-// crash such a pair, in a process that may die. Process-wide, one way (never turned off).
-void AllowUnhostableCoreInThisProcess();
-bool UnhostableCoreAllowed();
 
 // The cache key (lowercase hex sha256) for `key` and the op set; file hashes are read here.
 std::string CanaryCacheKey(const CanaryKeyInputs& key);

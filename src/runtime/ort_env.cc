@@ -7,14 +7,11 @@
 #include <optional>
 
 #include "common/log.h"
-#include "runtime/canary.h"
 #include "runtime/elf_deps.h"
+#include "runtime/ort_runtime.h"
 
 namespace tg::runtime::internal {
 namespace {
-
-std::mutex g_env_mu;
-OrtEnvironment* g_env = nullptr;  // never destroyed (see header)
 
 // The CUDA driver is every GPU provider's first dependency even when the provider only lists the
 // CUDA runtime: loading it first makes "no driver" the reported cause, not a later symptom.
@@ -49,22 +46,19 @@ std::string ProviderLibraryName(const std::string& provider) {
   return "";
 }
 
-common::Result<OrtEnvironment*> OrtEnvironment::Get(const common::LibraryLoader& loader) {
-  std::lock_guard<std::mutex> lock(g_env_mu);
-  if (g_env != nullptr) return g_env;
-  auto load = LoadOrt(loader);
-  if (!load.ok()) return load.status();
-  auto* e = new OrtEnvironment();
-  e->load_ = *load;
+common::Result<std::unique_ptr<OrtEnvironment>> OrtEnvironment::Create(const OrtLoad& load,
+                                                                       bool allow_unhostable_core) {
+  std::unique_ptr<OrtEnvironment> e(new OrtEnvironment(load, allow_unhostable_core));
   try {
+    // ORT keeps one environment per process and the logger of whoever created it first (a second
+    // CreateEnv returns the same one and drops its arguments): this is the only place that
+    // creates one, so the capturing logger is always the one installed.
     e->env_ = std::make_unique<Ort::Env>(ORT_LOGGING_LEVEL_WARNING, "truegreen",
-                                         &OrtEnvironment::LogCallback, e);
+                                         &OrtEnvironment::LogCallback, e.get());
   } catch (const Ort::Exception& ex) {
-    delete e;
     return FromOrtException(ex, "cannot create ONNX Runtime environment");
   }
-  g_env = e;
-  return g_env;
+  return e;
 }
 
 void OrtEnvironment::LogCallback(void* param, OrtLoggingLevel severity, const char* category,
@@ -238,6 +232,39 @@ common::Result<Ort::ConstEpDevice> ChooseGpuDevice(Ort::Env& env, const std::str
 
 }  // namespace
 
+// One registration per provider, under one name, for the whole process. The probe of ORT and the
+// session factory both come here: ORT refuses a second registration under the same name, and
+// under a second name it would load the library again and offer every GPU twice in
+// GetEpDevices, so the device the factory picks by index could be the wrong one.
+common::Status OrtEnvironment::RegisterProviderLibrary(const std::string& provider,
+                                                       const std::string& library) {
+  std::error_code ec;
+  std::string canonical = std::filesystem::weakly_canonical(library, ec).string();
+  if (ec || canonical.empty()) canonical = library;
+  std::lock_guard<std::mutex> lock(reg_mu_);
+  auto it = registered_.find(provider);
+  if (it != registered_.end()) {
+    if (it->second == canonical) return common::Status::Ok();
+    return common::Status::InvalidArg(provider + ": already registered from " + it->second +
+                                      " in this process; cannot also use " + library);
+  }
+  // The name is ours, one per provider: the key ORT records the library under.
+  const std::string reg_name = "truegreen." + provider;
+  try {
+    env_->RegisterExecutionProviderLibrary(reg_name.c_str(), canonical);
+  } catch (const Ort::Exception& ex) {
+    return common::Status::Unavailable(ex.what());  // ORT's words; callers add the context
+  }
+  registered_[provider] = canonical;
+  return common::Status::Ok();
+}
+
+common::Status OrtEnvironment::CheckCoreCanHost(const std::string& provider,
+                                                const std::string& provider_library) const {
+  if (allow_unhostable_core_) return common::Status::Ok();
+  return CoreCanHost(load_.providers, load_.library_path, provider, provider_library);
+}
+
 common::Result<PreparedProvider> OrtEnvironment::PreparePlugin(
     const std::string& provider, int device_id, const common::LibraryLoader& loader) {
   PreparedProvider p;
@@ -246,34 +273,22 @@ common::Result<PreparedProvider> OrtEnvironment::PreparePlugin(
   TG_ASSIGN_OR_RETURN(const std::string library, FindProviderLibrary(provider, loader));
   p.info.library = library;
 
-  std::string registered;
+  bool registered = false;
   {
     std::lock_guard<std::mutex> lock(reg_mu_);
-    auto it = registered_.find(provider);
-    if (it != registered_.end()) registered = it->second;
+    registered = registered_.count(provider) != 0;
   }
-  if (registered.empty()) {
+  if (!registered) {
     TG_RETURN_IF_ERROR(PreloadDependencies(provider, library, loader));
     TG_RETURN_IF_ERROR(RequireBridgeBesideCore(provider, library));
-    const OrtApi& api = Ort::GetApi();
-    const std::string reg_name = "truegreen." + provider;
-    common::Status st = FromOrtStatus(
-        &api, api.RegisterExecutionProviderLibrary(*env_, reg_name.c_str(), library.c_str()),
-        provider + ": registering plugin library " + library);
-    if (!st.ok()) return common::Status::Unavailable(st.message());
-    std::lock_guard<std::mutex> lock(reg_mu_);
-    registered_[provider] = library;
-  } else if (registered != library) {
-    return common::Status::InvalidArg(provider + ": already registered from " + registered +
-                                      " in this process; cannot also use " + library);
   }
+  TG_RETURN_IF_ERROR(RegisterProviderLibrary(provider, library)
+                         .WithPrefix(provider + ": registering plugin library " + library));
 
   TG_ASSIGN_OR_RETURN(const Ort::ConstEpDevice chosen, ChooseGpuDevice(*env_, provider, device_id));
   // Only now, with a GPU to run on, does the core's flavor matter: a CPU-built core would let the
   // provider crash the process inside the core on its first Slice/Einsum/Tile/Resize.
-  if (!UnhostableCoreAllowed()) {
-    TG_RETURN_IF_ERROR(CoreCanHost(load_.providers, load_.library_path, provider, library));
-  }
+  TG_RETURN_IF_ERROR(CheckCoreCanHost(provider, library));
   p.ep_devices.push_back(chosen);
   p.info.device = Describe(chosen);
   const OrtApi& api = Ort::GetApi();

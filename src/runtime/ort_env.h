@@ -1,17 +1,5 @@
-// The process-wide ONNX Runtime environment and GPU provider preparation (runtime/ internal;
-// includes ORT headers).
-//
-// OrtEnvironment owns the one Ort::Env of the process (created with a custom logger so session
-// warnings and the verbose "Node placements" block can be captured per session log id) and the
-// registry of plugin execution-provider libraries registered into it. It is created on first use
-// and intentionally never destroyed (ORT and CUDA do not survive unloading at exit).
-//
-// PrepareProvider() makes one GPU provider attachable: it preloads the provider's dependencies
-// through the LibraryLoader (libcuda.so.1 first, then the provider's DT_NEEDED GPU libraries), then
-// either checks the classic V2 options API or registers the provider library as a plugin EP and
-// selects its GPU EP device. Every failure carries the exact cause (loader or ORT text).
-//
-// Thread safety: every member is safe to call concurrently.
+// The process's ONNX Runtime environment and GPU provider preparation (runtime/ internal;
+// includes ORT headers). OrtRuntime (ort_runtime.h) owns the one OrtEnvironment of the process.
 #pragma once
 
 #include <map>
@@ -35,10 +23,17 @@ struct PreparedProvider {
   const OrtMemoryInfo* pinned_memory = nullptr;  // plugin path: host-accessible (pinned) memory
 };
 
+// The one Ort::Env of the process, its log capture and the provider libraries registered into
+// it. Created only by OrtRuntime::Open and owned by that OrtRuntime (never destroyed).
+// Thread safety: every member is safe to call concurrently.
 class OrtEnvironment {
  public:
-  // The environment, created on first call with `loader` (ORT is loaded once per process).
-  static common::Result<OrtEnvironment*> Get(const common::LibraryLoader& loader);
+  // Creates the environment for the loaded core `load`, with a logger that captures messages per
+  // session log id. Errors: UNAVAILABLE with ORT's text when ORT cannot create it.
+  static common::Result<std::unique_ptr<OrtEnvironment>> Create(const OrtLoad& load,
+                                                                bool allow_unhostable_core);
+  OrtEnvironment(const OrtEnvironment&) = delete;
+  OrtEnvironment& operator=(const OrtEnvironment&) = delete;
 
   Ort::Env& env() { return *env_; }
   const OrtLoad& load() const { return load_; }
@@ -49,14 +44,31 @@ class OrtEnvironment {
   // A fresh unique session log id ("truegreen-session-N").
   std::string NewLogId();
 
-  // Prepares `provider` (canonical name) along `mode`. On failure returns the error; the caller
-  // decides whether it is fatal (production) or recorded (dev).
+  // Registers the plugin library `library` for `provider` (canonical name) into this
+  // environment, once per provider for the process: a later call for a provider already
+  // registered from the same file (compared by canonical path) returns OK without touching ORT;
+  // from another file INVALID_ARG. Errors: ORT's registration failure as UNAVAILABLE with ORT's
+  // own message (not recorded: ORT keeps nothing of a failed registration, so a later call tries
+  // again).
+  common::Status RegisterProviderLibrary(const std::string& provider, const std::string& library);
+
+  // OK when `provider` from `provider_library` may attach to this core (see
+  // OrtRuntime::CheckCoreCanHost).
+  common::Status CheckCoreCanHost(const std::string& provider,
+                                  const std::string& provider_library) const;
+
+  // Makes `provider` (canonical name) attachable along `mode`: preloads its dependencies through
+  // `loader` (libcuda.so.1 first, then its DT_NEEDED GPU libraries), then either checks the
+  // classic V2 options API or registers the plugin library (RegisterProviderLibrary) and selects
+  // its `device_id`-th GPU EP device. Every failure carries the exact cause (loader or ORT text);
+  // the caller decides whether it is fatal (production) or recorded (dev).
   common::Result<PreparedProvider> PrepareProvider(const std::string& provider, AttachMode mode,
                                                    int device_id,
                                                    const common::LibraryLoader& loader);
 
  private:
-  OrtEnvironment() = default;
+  OrtEnvironment(const OrtLoad& load, bool allow_unhostable_core)
+      : load_(load), allow_unhostable_core_(allow_unhostable_core) {}
   static void LogCallback(void* param, OrtLoggingLevel severity, const char* category,
                           const char* logid, const char* code_location, const char* message);
   common::Status PreloadDependencies(const std::string& provider, const std::string& library,
@@ -65,12 +77,13 @@ class OrtEnvironment {
   common::Result<PreparedProvider> PreparePlugin(const std::string& provider, int device_id,
                                                  const common::LibraryLoader& loader);
 
-  OrtLoad load_;
+  const OrtLoad load_;
+  const bool allow_unhostable_core_;
   std::unique_ptr<Ort::Env> env_;
   std::mutex log_mu_;
   std::map<std::string, std::vector<std::string>> captures_;
   std::mutex reg_mu_;
-  std::map<std::string, std::string> registered_;  // provider -> library path (successes only)
+  std::map<std::string, std::string> registered_;  // provider -> canonical library path
   std::vector<common::DynamicLibrary> preloaded_;  // kept for the process lifetime
   std::uint64_t next_logid_ = 0;
 };

@@ -10,6 +10,7 @@
 #include "common/file_util.h"
 #include "probe/provider_libs.h"
 #include "runtime/ort_api.h"
+#include "runtime/ort_env.h"
 
 namespace tg::runtime {
 namespace {
@@ -25,22 +26,6 @@ void PreloadNeeded(const common::LibraryLoader& loader, const std::vector<std::s
     auto lib = loader.Load(n);  // RTLD_NODELETE keeps it mapped after `lib` goes out of scope
     (void)lib;
   }
-}
-
-// The probe's OrtEnv, created on first use and kept for the process lifetime: releasing it would
-// unload the registered provider libraries, and CUDA libraries do not survive being unloaded.
-OrtEnv* ProbeEnv(const OrtApi* api, std::string* error) {
-  static std::mutex mu;
-  static OrtEnv* env = nullptr;
-  std::lock_guard<std::mutex> lock(mu);
-  if (env == nullptr) {
-    OrtStatus* st = api->CreateEnv(ORT_LOGGING_LEVEL_ERROR, "truegreen-probe", &env);
-    if (st != nullptr) {
-      *error = FromOrtStatus(api, st, "CreateEnv").message();
-      env = nullptr;
-    }
-  }
-  return env;
 }
 
 // Directory of the library whose code implements `api`, as the dynamic linker knows it (the
@@ -63,40 +48,37 @@ std::string RealPath(const std::string& p) {
 // Loads the provider the way ONNX Runtime does when serving (RegisterExecutionProviderLibrary):
 // ORT first hands the library its provider host (libonnxruntime_providers_shared), which the real
 // provider's static initialisers need — a bare dlopen of the real CUDA provider crashes in them.
-void RegisterWithOrt(const OrtApi* api, OrtEnv* env, probe::ProviderLibrary* p) {
+// The registration is the runtime's one registration of this provider (see
+// OrtEnvironment::RegisterProviderLibrary), which a session factory later in this process reuses.
+void RegisterWithOrt(OrtRuntime& runtime, probe::ProviderLibrary* p) {
   p->load_method = "ort_register";
   // ORT resolves a relative path against its own directory, not ours: always pass it absolute.
   const std::string path = RealPath(p->file);
-  // A registration name of our own, so that a later registration of the same provider by the
-  // runtime layer in this process (runtime/ort_env) does not collide with the probe's.
-  const std::string registration = "truegreen-probe-" + p->provider;
-  OrtStatus* st = api->RegisterExecutionProviderLibrary(env, registration.c_str(), path.c_str());
-  if (st != nullptr) {
+  internal::OrtEnvironment& env = runtime.env();
+  const common::Status st = env.RegisterProviderLibrary(p->provider, path);
+  if (!st.ok()) {
     p->library.loaded = false;
-    p->library.error = api->GetErrorMessage(st);
-    api->ReleaseStatus(st);
+    p->library.error = st.message();
     return;
   }
   p->library.loaded = true;
   p->library.resolved_path = path;
-  const OrtEpDevice* const* devices = nullptr;
-  size_t n = 0;
-  st = api->GetEpDevices(env, &devices, &n);
-  if (st != nullptr) {
-    p->library.version_error = std::string("GetEpDevices: ") + api->GetErrorMessage(st);
-    api->ReleaseStatus(st);
+  std::vector<Ort::ConstEpDevice> devices;
+  try {
+    devices = env.env().GetEpDevices();
+  } catch (const Ort::Exception& ex) {
+    p->library.version_error = std::string("GetEpDevices: ") + ex.what();
     return;
   }
   std::vector<probe::EpDevice> offered;
-  for (size_t i = 0; i < n; ++i) {
-    const char* ep = api->EpDevice_EpName(devices[i]);
+  for (const Ort::ConstEpDevice& dev : devices) {
+    const char* ep = dev.EpName();
     if (ep == nullptr || p->provider != ep) continue;
     probe::EpDevice d;
     d.ep_name = ep;
-    if (const OrtHardwareDevice* hw = api->EpDevice_Device(devices[i])) {
-      d.device_type = DeviceTypeName(api->HardwareDevice_Type(hw));
-      if (const char* v = api->HardwareDevice_Vendor(hw)) d.vendor = v;
-    }
+    Ort::ConstHardwareDevice hw = dev.Device();
+    d.device_type = DeviceTypeName(hw.Type());
+    if (const char* v = hw.Vendor()) d.vendor = v;
     offered.push_back(std::move(d));
   }
   p->ep_devices = std::move(offered);
@@ -142,7 +124,8 @@ common::Status ProbeOrtCore(const common::LibraryLoader& loader, probe::OrtInfo*
   return common::Status::Ok();
 }
 
-void ProbeOrt(const common::LibraryLoader& loader, probe::OrtInfo* out) {
+void ProbeOrt(const common::LibraryLoader& loader, OrtRuntime* runtime,
+              const std::string& runtime_error, probe::OrtInfo* out) {
   const common::Status core = ProbeOrtCore(loader, out);
   auto ort = LoadOrt(loader);  // loaded once per process: this returns the same OrtLoad
   const OrtApi* api = core.ok() && ort.ok() ? ort->api : nullptr;
@@ -166,8 +149,8 @@ void ProbeOrt(const common::LibraryLoader& loader, probe::OrtInfo* out) {
   std::string ort_dir = api != nullptr ? OrtDirectory(api) : "";
   std::string shared_path = ort_dir.empty() ? "" : ort_dir + "/" + probe::kProvidersSharedLibrary;
   bool layout_ok = !shared_path.empty() && common::IsRegularFile(shared_path);
-  std::string env_error;
-  OrtEnv* env = layout_ok ? ProbeEnv(api, &env_error) : nullptr;
+  const std::string env_error = layout_ok && runtime == nullptr ? runtime_error : "";
+  OrtRuntime* env = layout_ok ? runtime : nullptr;
   if (env != nullptr) {
     probe::LoadLibraryInto(loader, shared_path, &out->providers_shared);
     out->providers_shared.soname = probe::kProvidersSharedLibrary;
@@ -196,7 +179,7 @@ void ProbeOrt(const common::LibraryLoader& loader, probe::OrtInfo* out) {
       continue;
     }
     if (env != nullptr) {
-      RegisterWithOrt(api, env, &p);
+      RegisterWithOrt(*env, &p);
     } else {
       p.load_method = "dlopen";
       probe::LoadLibraryInto(loader, p.file, &p.library);
@@ -209,7 +192,9 @@ void ProbeOrt(const common::LibraryLoader& loader, probe::OrtInfo* out) {
 probe::Snapshot TakeSnapshot(const common::LibraryLoader& loader,
                              const probe::ProbeOptions& options) {
   probe::Snapshot s = probe::TakeSnapshot(loader, options);
-  ProbeOrt(loader, &s.onnxruntime);
+  auto runtime = OrtRuntime::Open(loader);
+  ProbeOrt(loader, runtime.ok() ? *runtime : nullptr,
+           runtime.ok() ? "" : runtime.status().message(), &s.onnxruntime);
   return s;
 }
 

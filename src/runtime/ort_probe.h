@@ -1,31 +1,29 @@
 // The ONNX Runtime part of the capability snapshot (free of ORT types; the ORT headers stay inside
 // src/runtime/).
-//
-// ProbeOrt loads libonnxruntime.so through runtime::LoadOrt and records its version, build info
-// and compiled-in providers; then, for each GPU provider library (libonnxruntime_providers_cuda.so,
-// libonnxruntime_providers_tensorrt.so), it reads the file's DT_NEEDED (CUDA/cuDNN/TensorRT
-// majors) and *actually loads it* through the LibraryLoader, recording success or the loader's
-// exact error text. Dependencies of a provider that exist in the loader's explicit search dirs are
-// loaded first (RTLD_GLOBAL), so --lib-path decides what the provider binds to. Where the provider
-// host library sits beside the core, the provider is registered through ORT
-// (RegisterExecutionProviderLibrary) into an environment the probe creates on first use
-// ("truegreen-probe", kept for the process lifetime) and the EP devices it offers are recorded;
-// otherwise it is only dlopened. It creates no sessions.
-//
-// Never fails: every problem is recorded in `out`. Call after the CUDA libraries were probed
-// (runtime::TakeSnapshot does). Thread safety: call from one thread at a time (it registers the
-// providers under fixed names in one process-wide environment).
 #pragma once
+
+#include <string>
 
 #include "common/dynlib.h"
 #include "probe/probe.h"
 #include "probe/snapshot.h"
+#include "runtime/ort_runtime.h"
 
 namespace tg::runtime {
 
 // Fills the ONNX Runtime section of a snapshot whose provider_libraries may already carry their
-// ELF facts (probe::TakeSnapshot leaves them there).
-void ProbeOrt(const common::LibraryLoader& loader, probe::OrtInfo* out);
+// ELF facts (probe::TakeSnapshot leaves them there): the core's version, build info and compiled
+// providers (ProbeOrtCore); then, for each GPU provider library, its DT_NEEDED (CUDA/cuDNN/
+// TensorRT majors), and an actual load, recording success or the exact error text. Dependencies
+// of a provider found in the loader's explicit search dirs are loaded first (RTLD_GLOBAL), so
+// --lib-path decides what the provider binds to. Where the provider host library sits beside the
+// core, the provider is registered into `runtime` (its one registration for the process, which a
+// later SessionFactory reuses) and the EP devices it offers are recorded; otherwise it is only
+// dlopened, which fails safely. `runtime` is the process's runtime, not owned, or null when
+// OrtRuntime::Open failed with `runtime_error`. Never fails: every problem is recorded in `out`.
+// Call after the CUDA libraries were probed. Thread safety: safe to call concurrently.
+void ProbeOrt(const common::LibraryLoader& loader, OrtRuntime* runtime,
+              const std::string& runtime_error, probe::OrtInfo* out);
 
 // Only the core: loads libonnxruntime.so through `loader` (runtime::LoadOrt) and fills
 // out->library (resolved path, version), build_info, compiled_providers and core_flavor, without
@@ -34,8 +32,9 @@ void ProbeOrt(const common::LibraryLoader& loader, probe::OrtInfo* out);
 common::Status ProbeOrtCore(const common::LibraryLoader& loader, probe::OrtInfo* out);
 
 // The whole capability snapshot: probe::TakeSnapshot (host, devices, driver, CUDA libraries,
-// provider ELF facts: no ORT), then ProbeOrt. The CUDA libraries are loaded first so the provider
-// libraries bind to the copies the loader chose. Never fails (errors are recorded inside).
+// provider ELF facts: no ORT), then ProbeOrt in the process's runtime (OrtRuntime::Open with
+// `loader`). The CUDA libraries are loaded first so the provider libraries bind to the copies the
+// loader chose. Never fails (errors are recorded inside). Thread safety: safe to call concurrently.
 probe::Snapshot TakeSnapshot(const common::LibraryLoader& loader,
                              const probe::ProbeOptions& options = {});
 

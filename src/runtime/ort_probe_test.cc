@@ -33,7 +33,10 @@ TEST(OrtProbe, ReadsProviderElfWithoutLoading) {
 // The real ORT and the real provider libraries, default search order (the bundled pair).
 TEST(OrtProbe, RealOrtVersionAndProviderOutcomes) {
   probe::OrtInfo info;
-  ProbeOrt(common::LibraryLoader::WithDefaults({}), &info);
+  const common::LibraryLoader loader = common::LibraryLoader::WithDefaults({});
+  auto ort = OrtRuntime::Open(loader);
+  ASSERT_TRUE(ort.ok()) << ort.status().ToString();
+  ProbeOrt(loader, *ort, "", &info);
   ASSERT_TRUE(info.library.loaded) << info.library.error;
   EXPECT_EQ(info.library.version, "1.29.0");
   EXPECT_THAT(info.build_info, HasSubstr("ORT Build Info"));

@@ -114,11 +114,11 @@ std::vector<std::string> ProvidersFromMatrix(const policy::Matrix& m) {
 // ---------------------------------------------------------------------------------------------
 // SessionFactory
 
-Result<SessionFactory> SessionFactory::Create(const RuntimePolicy& policy,
-                                              const common::LibraryLoader& loader) {
+Result<SessionFactory> SessionFactory::Create(const RuntimePolicy& policy, OrtRuntime& runtime) {
   auto impl = std::make_shared<Impl>();
   impl->policy = policy;
-  impl->loader = loader;
+  impl->loader = runtime.loader();
+  const common::LibraryLoader& loader = impl->loader;
   const bool production = policy.profile == Profile::kProduction;
 
   // The version matrix: its fingerprint keys engine artifacts; its provider list is the default
@@ -140,12 +140,7 @@ Result<SessionFactory> SessionFactory::Create(const RuntimePolicy& policy,
     p = *c;
   }
 
-  auto env = internal::OrtEnvironment::Get(loader);
-  if (!env.ok()) {
-    if (production) return Status::Unavailable(env.status().message());
-    return env.status();
-  }
-  impl->env = *env;
+  impl->env = &runtime.env();
 
   std::vector<std::string> failures;
   for (const auto& provider : impl->required) {

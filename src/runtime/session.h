@@ -1,8 +1,8 @@
 // Policy-driven ONNX Runtime sessions (public API of runtime/: no ONNX Runtime types here).
 //
-// SessionFactory::Create(policy, loader) loads ONNX Runtime through the LibraryLoader, creates the
-// process-wide environment and, for every GPU provider the policy requires, preloads the provider's
-// GPU dependencies (so --lib-path substitutes them) and registers it (plugin path) or checks it is
+// SessionFactory::Create(policy, runtime) works in the process's ONNX Runtime (ort_runtime.h): for
+// every GPU provider the policy requires, it preloads the provider's GPU dependencies through the
+// runtime's loader (so --lib-path substitutes them) and registers it (plugin path) or checks it is
 // compiled in (classic path). Any failure in production is UNAVAILABLE carrying the loader's or
 // ORT's exact text ("libcuda.so.1: cannot open shared object file ..."); the CPU provider is never
 // a fallback. In the dev profile a provider that cannot attach is recorded and the session is
@@ -26,6 +26,7 @@
 #include "common/config.h"
 #include "common/dynlib.h"
 #include "common/status.h"
+#include "runtime/ort_runtime.h"
 #include "runtime/runtime_policy.h"
 #include "runtime/tensor.h"
 
@@ -147,10 +148,10 @@ class Session {
 
 class SessionFactory {
  public:
-  // Loads ORT and prepares the providers (see file comment). Errors: UNAVAILABLE (production:
-  // provider/driver/device missing, with the exact cause), INVALID_ARG (policy), NOT_FOUND.
-  static common::Result<SessionFactory> Create(const RuntimePolicy& policy,
-                                               const common::LibraryLoader& loader);
+  // Prepares the providers in `runtime` (see file comment); `runtime` is not owned and outlives
+  // the factory (OrtRuntime lives until exit). Errors: UNAVAILABLE (production: provider/driver/
+  // device missing, with the exact cause), INVALID_ARG (policy), NOT_FOUND (matrix file).
+  static common::Result<SessionFactory> Create(const RuntimePolicy& policy, OrtRuntime& runtime);
 
   // Opens `model_path`. Errors: NOT_FOUND/INVALID_ARG for the model, UNAVAILABLE for a provider
   // attach failure or a placement violation (report attached to the message), INTERNAL otherwise.

@@ -36,7 +36,8 @@ Status Record(StartupReport* r, const std::string& name, const common::Clock& cl
 }
 
 // The ORT core facts of this process's own load: version, build info, compiled providers and
-// flavor. Providers are not registered here (that is the factory's job, in its own environment).
+// flavor. Providers are not registered here: the factory registers each one once, in the process's
+// OrtRuntime.
 void CompleteOrtCore(const common::LibraryLoader& loader, probe::OrtInfo* o) {
   o->library.soname = kOrtLibraryName;
   auto ort = LoadOrt(loader);
@@ -187,7 +188,13 @@ Result<StartupChain> StartupChain::Start(const RuntimePolicy& policy,
   chain.library_files_ = key.library_files;
   if (st.ok()) {
     auto t0 = clock.Now();
-    auto factory = SessionFactory::Create(FactoryPolicy(policy, options), loader);
+    auto runtime = OrtRuntime::Open(loader);
+    // Without ONNX Runtime there is no GPU path: production names it UNAVAILABLE (exit 3).
+    Result<SessionFactory> factory =
+        runtime.ok() ? SessionFactory::Create(FactoryPolicy(policy, options), **runtime)
+        : chain.production_
+            ? Result<SessionFactory>(Status::Unavailable(runtime.status().message()))
+            : Result<SessionFactory>(runtime.status());
     // The factory's failure is fatal in dev too: there is nothing to run on.
     st = Record(report, "factory", clock, t0, factory.ok() ? deferred_drift : factory.status(),
                 true);

@@ -12,7 +12,8 @@
 //             (FAILED_PRECONDITION, exit 4); integrity findings are left to the factory step,
 //             which proves them by attaching and names the exact cause (exit 3). With both, the
 //             drift is held back and returned by "factory" if attaching succeeds;
-//   factory   SessionFactory::Create (GPU providers locked in policy order, never the CPU);
+//   factory   SessionFactory::Create in the process's OrtRuntime (OrtRuntime::Open with the
+//             chain's loader; GPU providers locked in policy order, never the CPU);
 //   open      each model opened with placement proof (violation: UNAVAILABLE, exit 3);
 //   canary    the op canary (runtime/canary.h) for the op types of the opened models: anything
 //             but PASS is UNAVAILABLE in production. "skipped" (never "ok", no child process)

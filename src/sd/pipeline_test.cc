@@ -32,8 +32,12 @@ std::string TinyDir(const std::string& variant) {
 
 const runtime::SessionFactory& Factory() {
   static auto* factory = [] {
-    auto f = runtime::SessionFactory::Create(runtime::DevPolicy(),
-                                             common::LibraryLoader::WithDefaults({}));
+    auto ort = runtime::OrtRuntime::Open(common::LibraryLoader::WithDefaults({}));
+    if (!ort.ok()) {
+      ADD_FAILURE() << "ONNX Runtime: " << ort.status().ToString();
+      std::abort();
+    }
+    auto f = runtime::SessionFactory::Create(runtime::DevPolicy(), **ort);
     if (!f.ok()) {
       ADD_FAILURE() << "dev SessionFactory: " << f.status().ToString();
       std::abort();
