@@ -52,9 +52,13 @@ common::Result<OrtLoad> LoadOrt(const common::LibraryLoader& loader) {
   if (const char* bi = api->GetBuildInfoString()) load.build_info = bi;
   char** providers = nullptr;
   int n = 0;
-  if (api->GetAvailableProviders(&providers, &n) == nullptr) {
+  // Every OrtStatus goes through FromOrtStatus, its one owner. Without the list the core counts
+  // as a CPU build, which refuses GPU providers rather than risking the crash.
+  if (FromOrtStatus(api, api->GetAvailableProviders(&providers, &n), "GetAvailableProviders")
+          .ok()) {
     for (int i = 0; i < n; ++i) load.providers.emplace_back(providers[i]);
-    if (OrtStatus* st = api->ReleaseAvailableProviders(providers, n)) api->ReleaseStatus(st);
+    FromOrtStatus(api, api->ReleaseAvailableProviders(providers, n), "ReleaseAvailableProviders")
+        .IgnoreError();
   }
   st.library = std::move(lib).value();
   st.load = load;

@@ -108,9 +108,9 @@ Ort::Value Wrap(const Ort::MemoryInfo& mem, const Tensor& t) {
 OrtAllocator* SharedAllocator(Ort::Env& env, const OrtMemoryInfo* mem) {
   if (mem == nullptr) return nullptr;
   OrtAllocator* a = nullptr;
-  OrtStatus* st = Ort::GetApi().GetSharedAllocator(env, mem, &a);
-  if (st != nullptr) {
-    Ort::GetApi().ReleaseStatus(st);
+  const OrtApi& api = Ort::GetApi();
+  // No shared allocator for this memory: the caller binds host memory instead.
+  if (!FromOrtStatus(&api, api.GetSharedAllocator(env, mem, &a), "GetSharedAllocator").ok()) {
     return nullptr;
   }
   return a;
