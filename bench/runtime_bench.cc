@@ -87,11 +87,11 @@ RunFixture& Fixture() {
 
 void BM_BareOrtRun(benchmark::State& state) {
   // The same model on a raw Ort::Session with pre-built input values: the floor.
-  auto env = internal::OrtEnvironment::Get(common::LibraryLoader::WithDefaults({}));
-  if (!env.ok()) return state.SkipWithError(env.status().message().c_str());
+  auto ort = OrtRuntime::Open(common::LibraryLoader::WithDefaults({}));
+  if (!ort.ok()) return state.SkipWithError(ort.status().message().c_str());
   Ort::SessionOptions so;
   so.SetIntraOpNumThreads(1);
-  Ort::Session session((*env)->env(), ModelPath().c_str(), so);
+  Ort::Session session((*ort)->env().env(), ModelPath().c_str(), so);
   RunFixture& fx = Fixture();
   Ort::MemoryInfo mem = Ort::MemoryInfo::CreateCpu(OrtDeviceAllocator, OrtMemTypeDefault);
   std::vector<Ort::Value> values;

@@ -113,10 +113,11 @@ TEST(OrtRuntime, TheGpuFlavorCoreHostsGpuProvidersWithoutTheOption) {
   ASSERT_TRUE(rt.ok()) << rt.status().ToString();
   ASSERT_FALSE((*rt)->options().allow_unhostable_core);
   // Setup's default core is the GPU build, so the check passes on what the core says it has.
-  EXPECT_TRUE((*rt)
-                  ->CheckCoreCanHost("CUDAExecutionProvider",
-                                     tg::testing::OrtDir() + "/lib/libonnxruntime_providers_cuda.so")
-                  .ok());
+  EXPECT_TRUE(
+      (*rt)
+          ->CheckCoreCanHost("CUDAExecutionProvider",
+                             tg::testing::OrtDir() + "/lib/libonnxruntime_providers_cuda.so")
+          .ok());
 }
 
 }  // namespace
