@@ -122,7 +122,8 @@ TEST(SdCoreCli, ScheduleBadInput) {
   for (const char* steps : {"0", "10000"}) {
     auto r = RunTruegreen({"schedule", "--config", cfg, "--steps", steps});
     EXPECT_EQ(r.exit_code, 2) << steps;
-    EXPECT_NE(r.err.find("steps " + std::string(steps) + " is out of range"), std::string::npos)
+    EXPECT_NE(r.err.find("--steps: '" + std::string(steps) + "' is outside the range"),
+              std::string::npos)
         << r.err;
   }
   WriteFile(dir / "bad.json", R"({"beta_schedule": "cubic", "num_train_timesteps": 1000})");

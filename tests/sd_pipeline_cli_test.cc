@@ -226,8 +226,8 @@ TEST(SdPipelineCliTest, BadInputExitsTwoNamingTheProblem) {
       {"huge", {"--size", "99999999999x512"}, "is out of range"},
       {"size format", {"--size", "big"}, "--size 'big' is not WIDTHxHEIGHT"},
       {"size format 2", {"--size", "512x"}, "is not WIDTHxHEIGHT"},
-      {"steps 0", {"--steps", "0"}, "steps 0"},
-      {"steps 10000", {"--steps", "10000"}, "steps 10000"},
+      {"steps 0", {"--steps", "0"}, "--steps: '0' is outside the range of this option"},
+      {"steps 10000", {"--steps", "10000"}, "--steps: '10000' is outside"},
       {"scheduler", {"--scheduler", "warp_drive"}, "warp_drive"},
       {"rng", {"--rng", "dice"}, "--rng"},
   };

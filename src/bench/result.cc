@@ -77,7 +77,13 @@ common::Result<PointResult> PointFromJson(const Json& j, const std::string& wher
     for (const auto& [k, v] : j.at("errors").items()) p.errors[k] = v.get<std::uint64_t>();
     p.measured_s = j.at("measured_s").get<double>();
     p.client_cpu_us_per_request = j.value("client_cpu_us_per_request", 0.0);
-    for (const auto& w : j.value("windows", Json::array())) {
+    const Json windows = j.value("windows", Json::array());
+    if (windows.size() > kMaxWindowsPerPoint) {
+      return Status::InvalidArg(
+          fmt::format("{}.windows: {} windows; a point has at most {} (bench --max-trials 1..1000)",
+                      where, windows.size(), kMaxWindowsPerPoint));
+    }
+    for (const auto& w : windows) {
       p.windows.push_back(
           {w.at("throughput").get<double>(), w.at("latency_mean_us").get<double>()});
     }
@@ -179,6 +185,10 @@ common::Result<RunResult> RunFromJson(const Json& j, const std::string& path) {
   r.server_capabilities = j.value("server_capabilities", Json());
   if (!j.contains("points") || !j["points"].is_array()) {
     return Status::InvalidArg(path + ": points: required array");
+  }
+  if (j["points"].size() > kMaxRunPoints) {
+    return Status::InvalidArg(fmt::format("{}: points: {} points; a run has at most {}", path,
+                                          j["points"].size(), kMaxRunPoints));
   }
   for (std::size_t i = 0; i < j["points"].size(); ++i) {
     TG_ASSIGN_OR_RETURN(PointResult p,

@@ -89,7 +89,14 @@ struct RunResult {
 
 // The run as `bench --json` prints it and `compare` reads it back (RunFromJson). Never fails.
 common::Json RunToJson(const RunResult& r);
-// Parses a run written by RunToJson; errors name `path` and the field.
+// Caps on what a run file may hold, checked before any element of the list is read: a bench run
+// has at most 1024 sweep points and 1000 windows (trials) per point; any other list (histogram
+// buckets, GPU series) at most kMaxRunListElements, checked while the file is parsed.
+inline constexpr std::size_t kMaxRunPoints = 1024;
+inline constexpr std::size_t kMaxWindowsPerPoint = 1000;
+inline constexpr std::size_t kMaxRunListElements = std::size_t{1} << 17;
+
+// Parses a run written by RunToJson; errors name `path` and the field, and the cap that was hit.
 common::Result<RunResult> RunFromJson(const common::Json& j, const std::string& path);
 
 }  // namespace tg::bench

@@ -1,6 +1,7 @@
 #include "bench/workload.h"
 
 #include <algorithm>
+#include <set>
 
 #include <charconv>
 #include <sstream>
@@ -143,6 +144,7 @@ common::Result<std::vector<HttpRequest>> BuildRequests(const std::string& api,
 
 common::Result<std::vector<int>> ParseIntList(const std::string& flag, const std::string& text) {
   std::vector<int> out;
+  std::set<int> seen;
   for (const auto& item : Split(text)) {
     int v = 0;
     auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
@@ -150,6 +152,9 @@ common::Result<std::vector<int>> ParseIntList(const std::string& flag, const std
       return Status::InvalidArg(
           fmt::format("{} \"{}\": \"{}\" is not an integer in 1..100000 (expected e.g. 1,8,16)",
                       flag, text, item));
+    }
+    if (!seen.insert(v).second) {
+      return Status::InvalidArg(fmt::format("{} \"{}\": \"{}\" is listed twice", flag, text, item));
     }
     out.push_back(v);
   }

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -32,6 +33,7 @@
 #include "common/config.h"
 #include "common/file_util.h"
 #include "common/interrupt.h"
+#include "common/json_limits.h"
 #include "common/json_writer.h"
 #include "common/log.h"
 #include "common/process.h"
@@ -112,6 +114,8 @@ std::string NowIso() {
   return buf;
 }
 
+constexpr std::size_t kMaxSweepPoints = 1024;
+
 common::Result<std::vector<PointConfig>> Sweep(const BenchOptions& o) {
   TG_ASSIGN_OR_RETURN(auto conc, bench::ParseIntList("--concurrency", o.concurrency));
   TG_ASSIGN_OR_RETURN(auto batch, bench::ParseIntList("--batch", o.batch));
@@ -119,6 +123,23 @@ common::Result<std::vector<PointConfig>> Sweep(const BenchOptions& o) {
   TG_ASSIGN_OR_RETURN(auto steps, bench::ParseIntList("--steps", o.steps));
   std::vector<std::string> scheds =
       o.schedulers.empty() ? std::vector<std::string>{""} : o.schedulers;
+  std::set<std::string> seen;
+  for (const std::string& sc : scheds) {
+    if (!seen.insert(sc).second) {
+      return common::Status::InvalidArg("--scheduler: '" + sc + "' is listed twice");
+    }
+  }
+  // Each point runs for minutes: a sweep beyond kMaxSweepPoints is a typo, refused before the
+  // list of points is built.
+  const std::uint64_t points = static_cast<std::uint64_t>(scheds.size()) * size.size() *
+                               steps.size() * batch.size() * conc.size();
+  if (size.size() > kMaxSweepPoints || steps.size() > kMaxSweepPoints ||
+      batch.size() > kMaxSweepPoints || conc.size() > kMaxSweepPoints ||
+      scheds.size() > kMaxSweepPoints || points > kMaxSweepPoints) {
+    return common::Status::InvalidArg(
+        "the sweep has more than " + std::to_string(kMaxSweepPoints) +
+        " points (--scheduler x --size x --steps x --batch x --concurrency); split it into runs");
+  }
   std::vector<PointConfig> out;
   for (const auto& sc : scheds)
     for (const auto& sz : size)
@@ -147,12 +168,11 @@ common::Result<bench::PointResult> MeasurePoint(const BenchOptions& o, const ben
   bench::LoadOptions lo;
   lo.target = target;
   TG_ASSIGN_OR_RETURN(lo.requests, bench::BuildRequests(o.api, o.model, pc, prompts));
-  if (!o.body_file.empty()) {
-    // A generic model's request (e.g. KServe v2 JSON tensors), sent verbatim for every request.
-    TG_ASSIGN_OR_RETURN(common::Json body, common::LoadJsonFile(o.body_file));
-    for (auto& r : lo.requests) r.body = common::WriteJson(body, -1, common::JsonNotice::kNone);
-  } else if (!o.body_json.empty()) {
-    for (auto& r : lo.requests) r.body = o.body_json;
+  if (!o.body_json.empty() && !lo.requests.empty()) {
+    // A generic model's request (e.g. KServe v2 JSON tensors), the same for every request: one
+    // copy is sent round-robin, not one per prompt.
+    lo.requests.resize(1);
+    lo.requests[0].body = o.body_json;
   }
   lo.connections = pc.concurrency;
   lo.threads = o.threads;
@@ -239,6 +259,13 @@ common::Result<BenchOptions> WithBenchFile(BenchOptions o) {
     if (o.api.empty() && f.api) o.api = *f.api;
     if (o.model.empty() && f.model) o.model = *f.model;
     if (o.body_file.empty() && f.body) o.body_json = *f.body;
+  }
+  if (!o.body_file.empty()) {
+    // Sent verbatim: checked to be one JSON document (syntax, duplicate keys, depth) without
+    // building it, so the memory a body costs is its text, not a document many times its size.
+    TG_ASSIGN_OR_RETURN(o.body_json, common::ReadFileLimited(o.body_file, common::kMaxConfigBytes));
+    TG_RETURN_IF_ERROR(
+        common::ParseJson(o.body_json, o.body_file, common::JsonLimits{.build = false}).status());
   }
   if (o.api.empty()) o.api = "openai";
   return o;
@@ -349,10 +376,10 @@ int RunAb(const BenchOptions& o, const GlobalOptions& g, const Prepared& p) {
   Status s = WriteOutput(o.ab_out + "/compare.md", md, "## ");
   if (s.ok())
     s = WriteOutput(o.ab_out + "/compare.html", bench::ComparisonsToHtml(cs), kHtmlMarker);
-  if (s.ok())
-    s = WriteOutput(o.ab_out + "/compare.json",
-                    common::WriteJson(bench::ComparisonsToJson(cs), 2) + "\n", "[");
+  const Json cj = bench::ComparisonsToJson(cs);
+  if (s.ok()) s = WriteOutput(o.ab_out + "/compare.json", common::WriteJson(cj, 2) + "\n", "[");
   if (!s.ok()) return ReportError(s);
+  WarnIfUtf8Replaced(cj, o.ab_out + "/compare.json");
   // The per-run summaries are text: on stderr under --json only as JSON log lines.
   for (const auto& r : runs) {
     if (g.json) {
@@ -372,9 +399,8 @@ int RunAb(const BenchOptions& o, const GlobalOptions& g, const Prepared& p) {
   if (complete && !none.ok() && g.json) {
     return ReportError(none, Json{{"comparisons", bench::ComparisonsToJson(cs)}});
   }
-  std::fputs(
-      g.json ? (common::WriteJson(bench::ComparisonsToJson(cs), 2) + "\n").c_str() : md.c_str(),
-      stdout);
+  if (g.json) WarnIfUtf8Replaced(cj, "standard output");
+  std::fputs(g.json ? (common::WriteJson(cj, 2) + "\n").c_str() : md.c_str(), stdout);
   if (!complete) return kExitInterrupted;
   if (!none.ok()) return ReportError(none);
   bool failed = runs[0].SlosFailed() || runs[1].SlosFailed() || !cs[0].gate_failures.empty();
@@ -401,6 +427,9 @@ int RunBench(const BenchOptions& given, const GlobalOptions& g) {
   return run.SlosFailed() ? common::kExitPerformance : common::kExitOk;
 }
 
+// A run file of the largest sweep is a few MB; this bounds the document built from one.
+constexpr std::uint64_t kMaxRunFileBytes = 256ULL << 20;
+
 int RunCompare(const CompareOptions& o, const GlobalOptions& g) {
   std::vector<bench::Gate> gates;
   for (const auto& t : o.fail_on) {
@@ -410,7 +439,10 @@ int RunCompare(const CompareOptions& o, const GlobalOptions& g) {
   }
   std::vector<RunResult> runs;
   for (const auto& f : o.files) {
-    auto j = common::LoadJsonFile(f, 1ULL << 30);
+    // Lists are capped while parsing: a file of 10^6 windows is refused before it is built.
+    auto j = common::LoadJsonFile(
+        f, kMaxRunFileBytes,
+        common::JsonLimits{bench::kMaxRunListElements, "the limit per list in a bench run file"});
     if (!j.ok()) return ReportError(j.status());
     auto r = bench::RunFromJson(*j, f);
     if (!r.ok()) return ReportError(r.status());
@@ -424,6 +456,8 @@ int RunCompare(const CompareOptions& o, const GlobalOptions& g) {
   Status s = WriteOutput(o.out, common::WriteJson(j, 2) + "\n", "[");
   if (s.ok()) s = WriteOutput(o.html, bench::ComparisonsToHtml(cs), kHtmlMarker);
   if (!s.ok()) return ReportError(s);
+  if (!o.out.empty()) WarnIfUtf8Replaced(j, o.out);
+  if (g.json) WarnIfUtf8Replaced(j, "standard output");
   std::fputs(
       g.json ? (common::WriteJson(j, 2) + "\n").c_str() : bench::ComparisonsToMarkdown(cs).c_str(),
       stdout);

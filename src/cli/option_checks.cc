@@ -1,46 +1,149 @@
 #include "cli/option_checks.h"
 
 #include <cerrno>
+#include <climits>
 #include <cmath>
 #include <cstdlib>
+#include <iomanip>
+#include <sstream>
 #include <string>
+
+#include "audit/finding.h"
 
 namespace tg::cli {
 namespace {
 
-// Empty when `text` is acceptable, else the reason. Text that is no number at all is left to
-// CLI11's own conversion, which names the type it wanted.
-std::string CheckFloat(const std::string& text) {
-  if (text.empty()) return "";
-  char* end = nullptr;
-  errno = 0;
-  const double v = std::strtod(text.c_str(), &end);
-  if (end != text.c_str() + text.size()) return "";
-  if (std::isnan(v)) return "'" + text + "' is not a number (NaN is refused)";
-  if (std::isinf(v) || (errno == ERANGE && std::fabs(v) > 1.0)) {
-    return "'" + text + "' is infinite or overflows a double";
+// The documented range of one number option. `command` is the command path as `truegreen help`
+// takes it ("k8s render"), empty for a global option.
+struct OptionRange {
+  const char* command;
+  const char* flag;
+  long double lo, hi;
+  bool lo_open;      // lo itself is excluded (a positive quantity)
+  const char* unit;  // what the number counts, for the message and --help
+};
+
+constexpr long double kU64Max = 18446744073709551615.0L;
+
+// Every number option of every command. A command adds its own checks after these (the holes
+// inside a range, such as --canary-size 1..255); tests/hostile_cli_test.cc holds that every
+// number option in the CLI tree has an entry here.
+constexpr OptionRange kRanges[] = {
+    {"doctor", "--canary-timeout-ms", 100, 3600000, false, "ms"},
+    {"run", "--runs", 1, 1000000, false, "runs"},
+    {"run", "--min-time", 0, 3600, false, "seconds"},
+    {"run", "--warmup", 0, 1000000, false, "runs"},
+    {"run", "--max-p99-ms", 0, 3600000, true, "ms"},
+    {"tokenize", "--max-length", 2, 4096, false, "tokens"},
+    {"schedule", "--steps", 1, 1000, false, "steps"},
+    {"generate", "--steps", 1, 1000, false, "steps"},
+    {"generate", "--guidance", 0, 100, false, "(guidance scale)"},
+    {"generate", "--batch", 1, 8, false, "images"},
+    {"generate", "--seed", 0, kU64Max, false, "(seed)"},
+    {"audit image", "--budget", 1, 1125899906842624.0L, false, "bytes (a SIZE such as 2GiB)"},
+    {"k8s render", "--port", 1, 65535, false, "(TCP port)"},
+    {"k8s render", "--min-replicas", 1, 1000, false, "replicas"},
+    {"k8s render", "--max-replicas", 1, 1000, false, "replicas"},
+    {"k8s render", "--target-queue-depth", 1, 100000, false, "requests"},
+    {"k8s render", "--gpu-util-floor", 0, 1, false, "(fraction)"},
+    {"k8s promote", "--request-timeout", 0.1L, 600, false, "seconds"},
+    {"k8s wait-ready", "--timeout-s", 0, 86400, false, "seconds"},
+    {"k8s wait-ready", "--interval-s", 0.05L, 600, false, "seconds"},
+    {"k8s wait-ready", "--request-timeout", 0.1L, 600, false, "seconds"},
+    {"serve", "--port", 0, 65535, false, "(TCP port, 0 = ephemeral)"},
+    {"serve", "--io-threads", 1, 64, false, "threads"},
+    {"serve", "--max-body-bytes", 1024, 1073741824, false, "bytes"},
+    {"serve", "--queue-size", 1, 100000, false, "requests"},
+    {"serve", "--deadline-ms", 1, 86400000, false, "ms"},
+    {"serve", "--concurrency", 1, 256, false, "executions"},
+    {"serve", "--max-connections", 1, 100000, false, "connections"},
+    {"serve", "--header-timeout-ms", 1, 3600000, false, "ms"},
+    {"serve", "--body-timeout-ms", 1, 3600000, false, "ms"},
+    {"serve", "--idle-timeout-ms", 1, 3600000, false, "ms"},
+    {"serve", "--max-n", 1, 10, false, "images"},
+    {"serve", "--image-store-bytes", 1048576, 17179869184.0L, false, "bytes"},
+    {"serve", "--image-ttl-s", 1, 86400, false, "seconds"},
+    {"serve", "--max-steps", 1, 1000, false, "steps"},
+    {"serve", "--large-pixels", 1, 2147483647, false, "pixels"},
+    {"serve", "--canary-steps", 1, 1000, false, "steps"},
+    {"serve", "--canary-size", 0, 1024, false, "pixels (0 = 256, else 256..1024)"},
+    {"serve", "--canary-p50-ms", 0, 3600000, false, "ms (0 = not gated)"},
+    {"serve", "--canary-p95-ms", 0, 3600000, false, "ms (0 = not gated)"},
+    {"serve", "--canary-min-gpu-utilization", 0, 1, false, "(fraction, 0 = not gated)"},
+    {"serve", "--gpu-sample-interval-ms", 50, 600000, false, "ms"},
+    {"serve", "--canary-interval-s", 0, 86400, false, "seconds (0 = off)"},
+    {"serve", "--canary-drift-tolerance", 1, 1000, false, "(times the start-up P50)"},
+    {"bench", "--rate", 0, 1000000, false, "requests/s (0 = closed loop)"},
+    {"bench", "--warmup", 0, 3600, false, "seconds"},
+    {"bench", "--window", 0, 86400, true, "seconds"},
+    {"bench", "--max-trials", 1, 1000, false, "windows"},
+    {"bench", "--stability", 0, 100, true, "percent"},
+    {"bench", "--timeout", 0, 3600, true, "seconds"},
+    {"bench", "--threads", 1, 256, false, "threads"},
+    {"bench", "--metrics-interval", 0, 3600, false, "seconds (0 = off)"},
+};
+
+std::string Number(long double v) {
+  if (v >= 0 && v <= kU64Max && v == std::floor(v)) {
+    return std::to_string(static_cast<unsigned long long>(v));
   }
-  if (std::fabs(v) > kMaxOptionMagnitude) {
-    return "'" + text + "' is outside the range of any number option (-1e9..1e9)";
-  }
-  return "";
+  std::ostringstream s;
+  s << std::setprecision(15) << static_cast<double>(v);
+  return s.str();
 }
 
-std::string CheckInteger(const std::string& text, bool is_unsigned) {
-  if (text.empty()) return "";
-  char* end = nullptr;
-  errno = 0;
-  if (is_unsigned) {
-    if (text.find('-') != std::string::npos) return "";  // CLI11 refuses it, naming UINT
-    (void)std::strtoull(text.c_str(), &end, 0);
-  } else {
-    (void)std::strtoll(text.c_str(), &end, 0);
+std::string RangeText(const OptionRange& r) {
+  std::string unit = r.unit;
+  unit = unit.empty() ? "" : " " + unit;
+  if (r.lo_open) return "more than " + Number(r.lo) + ", at most " + Number(r.hi) + unit;
+  return Number(r.lo) + ".." + Number(r.hi) + unit;
+}
+
+std::string CommandPath(const CLI::App* app) {
+  std::string path;
+  for (const CLI::App* a = app; a != nullptr && a->get_parent() != nullptr; a = a->get_parent()) {
+    path = path.empty() ? a->get_name() : a->get_name() + " " + path;
   }
-  if (end != text.c_str() + text.size() || errno != ERANGE) return "";
-  return "'" + text + "' overflows a 64-bit integer (range " +
-         (is_unsigned ? std::string("0..18446744073709551615")
-                      : std::string("-9223372036854775808..9223372036854775807")) +
-         ")";
+  return path;
+}
+
+const OptionRange* FindRange(const CLI::App* app, const CLI::Option* opt) {
+  const std::string path = CommandPath(app);
+  for (const OptionRange& r : kRanges) {
+    if (path == r.command && opt->get_name() == r.flag) return &r;
+  }
+  return nullptr;
+}
+
+// " is not ..." reasons, all naming the value as given and the option's range, so the first
+// check to fail (this one runs before any the command added) says everything.
+std::string CheckText(const std::string& text, const OptionRange& r, bool is_size) {
+  if (text.empty()) return "";
+  const std::string given = "'" + text + "'";
+  const std::string range = "; allowed: " + RangeText(r);
+  long double v = 0;
+  if (is_size) {
+    auto b = audit::ParseByteSize(text);
+    if (!b) return given + " is not a size such as 2GiB, 500MB or 1048576" + range;
+    v = static_cast<long double>(*b);
+  } else {
+    char* end = nullptr;
+    errno = 0;
+    v = std::strtold(text.c_str(), &end);
+    // Text that is no number at all is left to CLI11, which names the type it wanted.
+    if (end != text.c_str() + text.size()) return "";
+    if (std::isnan(v)) return given + " is not a number (NaN is refused)" + range;
+    if (std::isinf(v)) return given + " is infinite" + range;
+    const bool integer = text.find_first_of(".eEpP") == std::string::npos ||
+                         text.rfind("0x", 0) == 0 || text.rfind("0X", 0) == 0;
+    if (integer && std::fabs(v) > kU64Max) {
+      return given + " overflows a 64-bit integer" + range;
+    }
+  }
+  if (v < r.lo || v > r.hi || (r.lo_open && v == r.lo)) {
+    return given + " is outside the range of this option" + range;
+  }
+  return "";
 }
 
 // The type as declared, before CLI11 appends validator descriptions ("FLOAT:POSITIVE").
@@ -49,38 +152,63 @@ std::string BaseType(const CLI::Option* opt) {
   return full.substr(0, full.find(':'));
 }
 
-// Integer text is held to the 64-bit range; any other number text to the floating rules.
-std::string CheckNumber(const std::string& text, bool is_unsigned) {
-  std::string why = CheckInteger(text, is_unsigned);
-  if (!why.empty()) return why;
-  char* end = nullptr;
-  errno = 0;
-  (void)std::strtoll(text.c_str(), &end, 10);
-  if (!text.empty() && end == text.c_str() + text.size()) return "";  // an in-range integer
-  return CheckFloat(text);
+bool IsNumberType(const std::string& type) {
+  static const char* const kNumberTypes[] = {"FLOAT",   "INT", "UINT",     "N",
+                                             "SECONDS", "MS",  "FRACTION", "SIZE"};
+  for (const char* t : kNumberTypes) {
+    if (type == t) return true;
+  }
+  return false;
+}
+
+// A placeholder naming a file or folder: FILE, DIR, FILE|DIR, FILE|-, FILE FILE, FILE|-|off.
+bool IsPathType(const std::string& type) {
+  std::string token;
+  for (char c : type + "|") {
+    if (c == '|' || c == ' ') {
+      if (token == "FILE" || token == "DIR") return true;
+      token.clear();
+    } else {
+      token += c;
+    }
+  }
+  return false;
+}
+
+std::string CheckPathLength(const std::string& text) {
+  if (text.size() < PATH_MAX) return "";
+  return "a path of " + std::to_string(text.size()) + " bytes is longer than the system allows (" +
+         std::to_string(PATH_MAX - 1) + " bytes, PATH_MAX)";
+}
+
+void AddOptionChecks(CLI::App* app, CLI::Option* opt) {
+  // Options whose empty value would silently mean the default instead of what was written.
+  if (opt->get_name() == "--policy" || opt->get_name() == "--scheduler") {
+    opt->check(CLI::Validator(
+        [](std::string& s) { return s.empty() ? std::string("an empty value names nothing") : ""; },
+        ""));
+  }
+  const std::string type = BaseType(opt);
+  if (IsPathType(type)) {
+    opt->transform(CLI::Validator([](std::string& s) { return CheckPathLength(s); }, ""));
+  }
+  if (!IsNumberType(type)) return;
+  const OptionRange* range = FindRange(app, opt);
+  // An option missing from kRanges keeps the generic bound; the CLI-tree test names it.
+  static constexpr OptionRange kGeneric{
+      "", "", -kMaxOptionMagnitude, kMaxOptionMagnitude, false, "(the bound of any number option)"};
+  const OptionRange r = range ? *range : kGeneric;
+  if (range) opt->description(opt->get_description() + " (range " + RangeText(r) + ")");
+  const bool is_size = type == "SIZE";
+  // transform(), not check(): it runs before the command's own validators, whose messages
+  // ("Value inf not in range 0.000000 to 1.797693e+308") name neither the flag's real range nor
+  // the value as given.
+  opt->transform(
+      CLI::Validator([r, is_size](std::string& s) { return CheckText(s, r, is_size); }, ""));
 }
 
 void AddChecks(CLI::App* app) {
-  // Number types as CLI11 names them, and the names commands give number options instead.
-  static const char* const kNumberTypes[] = {"FLOAT",   "INT", "UINT",    "N",
-                                             "SECONDS", "MS",  "FRACTION"};
-  for (CLI::Option* opt : app->get_options()) {
-    // Options whose empty value would silently mean the default instead of what was written.
-    if (opt->get_name() == "--policy" || opt->get_name() == "--scheduler") {
-      opt->check(CLI::Validator(
-          [](std::string& s) {
-            return s.empty() ? std::string("an empty value names nothing") : "";
-          },
-          ""));
-    }
-    const std::string type = BaseType(opt);
-    bool number = false;
-    for (const char* t : kNumberTypes) number = number || type == t;
-    if (!number) continue;
-    const bool is_unsigned = type == "UINT";
-    opt->check(
-        CLI::Validator([is_unsigned](std::string& s) { return CheckNumber(s, is_unsigned); }, ""));
-  }
+  for (CLI::Option* opt : app->get_options()) AddOptionChecks(app, opt);
   for (CLI::App* sub : app->get_subcommands([](CLI::App*) { return true; })) AddChecks(sub);
 }
 

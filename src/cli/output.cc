@@ -53,7 +53,16 @@ void StderrLines(std::string_view level, std::string_view text) {
 
 void Print(std::string_view text) { std::fwrite(text.data(), 1, text.size(), stdout); }
 
+void WarnIfUtf8Replaced(const common::Json& j, std::string_view what) {
+  if (j.is_object()) return;
+  const std::uint64_t n = common::CountInvalidUtf8(j);
+  if (n == 0) return;
+  Warn(std::to_string(n) + " string(s) in " + std::string(what) +
+       " held bytes that are not valid UTF-8; they were replaced by U+FFFD");
+}
+
 void PrintJson(const common::Json& j) {
+  WarnIfUtf8Replaced(j, "standard output");
   Print(common::WriteJson(j, 2));
   Print("\n");
 }

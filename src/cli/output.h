@@ -37,9 +37,16 @@ void Warn(std::string_view message);
 // steps) when stdout carries no JSON. Never touches stdout.
 void StderrLines(std::string_view level, std::string_view text);
 
+// JSON documents that are arrays (compare.json, bench compare --json) have no object to carry
+// the writer's "invalid_utf8" member: for those, when strings in `j` were not valid UTF-8, a
+// warning on stderr says how many were replaced by U+FFFD in `what`. Objects: nothing (they carry
+// the member). The array stays the same shape, so readers of the file are not broken.
+void WarnIfUtf8Replaced(const common::Json& j, std::string_view what);
+
 // Writes `text` to stdout unchanged.
 void Print(std::string_view text);
-// Writes `j` (indented, invalid UTF-8 replaced rather than fatal) and a newline to stdout.
+// Writes `j` (indented, invalid UTF-8 replaced rather than fatal) and a newline to stdout; for an
+// array, WarnIfUtf8Replaced(j, "standard output").
 void PrintJson(const common::Json& j);
 
 // Verdict colours: green pass, yellow degraded or advisory, red failure.

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -115,10 +116,15 @@ common::Result<std::vector<std::int64_t>> InputShape(
 // chain so a missing or unreadable file is a usage error (exit 2) whatever the node.
 Status CheckRunInputs(const RunArgs& a) {
   TG_RETURN_IF_ERROR(common::CheckInputPath(a.model, "--model"));
+  std::set<std::string> names;
   for (const auto& spec : a.inputs) {
     const auto eq = spec.find('=');
     if (eq == std::string::npos || eq == 0) {
       return Status::InvalidArg("--input '" + spec + "' is not of the form name=file.npy|random");
+    }
+    if (!names.insert(spec.substr(0, eq)).second) {
+      return Status::InvalidArg("--input names input '" + spec.substr(0, eq) +
+                                "' twice (one --input per model input)");
     }
     const std::string src = spec.substr(eq + 1);
     if (src != "random") {

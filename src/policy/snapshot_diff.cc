@@ -162,12 +162,16 @@ std::vector<DiffEntry> DiffJson(const Json& a, const Json& b,
 common::Result<std::vector<DiffEntry>> DiffSnapshotFiles(const std::string& a_path,
                                                          const std::string& b_path,
                                                          const std::vector<std::string>& ignore) {
+  std::set<std::string> seen;
   for (const std::string& i : ignore) {
     // "" is a prefix of every path: it would silently hide every difference.
     if (i.empty() || i.front() == '.' || i.front() == '[') {
       return common::Status::InvalidArg("--ignore: '" + i +
                                         "' is not a dotted path (an empty path or a bare suffix "
                                         "would hide every difference)");
+    }
+    if (!seen.insert(i).second) {
+      return common::Status::InvalidArg("--ignore: '" + i + "' is given twice");
     }
   }
   TG_ASSIGN_OR_RETURN(probe::Snapshot a, probe::LoadSnapshotFile(a_path));

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "common/file_util.h"
+#include "common/json_limits.h"
 #include "common/json_writer.h"
 
 namespace tg::probe {
@@ -652,7 +653,10 @@ Result<Snapshot> SnapshotFromJson(const Json& j, const std::string& source) {
 }
 
 Result<Snapshot> LoadSnapshotFile(const std::string& path) {
-  TG_ASSIGN_OR_RETURN(Json j, common::LoadJsonFile(path, common::kMaxConfigBytes));
+  // The per-list cap applies while parsing too: a 16 MB list is refused at its 4097th element,
+  // before a document many times the file's size is built.
+  const common::JsonLimits limits{kMaxSnapshotArrayElements, "the limit per list in a snapshot"};
+  TG_ASSIGN_OR_RETURN(Json j, common::LoadJsonFile(path, common::kMaxConfigBytes, limits));
   return SnapshotFromJson(j, path == "-" ? "<stdin>" : path);
 }
 

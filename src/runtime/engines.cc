@@ -142,10 +142,20 @@ common::Result<std::map<std::string, std::vector<std::int64_t>>> ParseShapeList(
     std::string d;
     for (char c : item.substr(colon + 1) + "x") {
       if (c == 'x') {
-        if (d.empty() || d.size() > 12 || d.find_first_not_of("0123456789") != std::string::npos) {
+        if (d.size() > 1 && d[0] == '-' && d.find_first_not_of("0123456789", 1) == d.npos) {
+          return common::Status::InvalidArg("shape entry '" + item + "' has a negative dimension " +
+                                            d + " (dimensions are integers 1.." +
+                                            std::to_string(kMaxShapeDimension) + ")");
+        }
+        if (d.empty() || d.find_first_not_of("0123456789") != std::string::npos) {
           return common::Status::InvalidArg("shape entry '" + item +
                                             "' has an invalid dimension '" + d +
                                             "' (expected positive integers joined by x)");
+        }
+        if (d.size() > 12 || std::stoll(d) > kMaxShapeDimension) {
+          return common::Status::InvalidArg("shape entry '" + item + "' has a dimension " + d +
+                                            " above the limit of " +
+                                            std::to_string(kMaxShapeDimension));
         }
         dims.push_back(std::stoll(d));
         d.clear();
@@ -153,7 +163,10 @@ common::Result<std::map<std::string, std::vector<std::int64_t>>> ParseShapeList(
         d += c;
       }
     }
-    out[item.substr(0, colon)] = std::move(dims);
+    if (!out.emplace(item.substr(0, colon), std::move(dims)).second) {
+      return common::Status::InvalidArg("shape entry '" + item + "' names input '" +
+                                        item.substr(0, colon) + "' a second time");
+    }
   }
   return out;
 }

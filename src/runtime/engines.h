@@ -68,7 +68,12 @@ bool EngineArtifactPresent(const std::string& engine_dir, const std::string& key
 common::Status WriteEngineManifest(const std::string& engine_dir, const std::string& key,
                                    const EngineKeyInputs& inputs);
 
-// Parses "name:1x4x64x64,name2:1x77" into input -> shape ("" allowed for no shapes).
+// The largest single dimension a shape list may name (a product of several is checked, as an
+// overflow, where a tensor is made).
+inline constexpr std::int64_t kMaxShapeDimension = std::int64_t{1} << 24;
+
+// Parses "name:1x4x64x64,name2:1x77" into input -> shape ("" allowed for no shapes). Refuses,
+// naming the entry: a negative dimension, one above kMaxShapeDimension, an input named twice.
 common::Result<std::map<std::string, std::vector<std::int64_t>>> ParseShapeList(
     const std::string& text);
 // Formats input -> shape as ORT's TensorRT option value "name:1x4x64x64,name2:1x77".

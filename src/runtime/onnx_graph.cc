@@ -5,8 +5,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
+#include <filesystem>
 
 #include "common/file_util.h"
 
@@ -18,6 +21,13 @@ constexpr std::uint32_t kModelIrVersion = 1;
 constexpr std::uint32_t kModelGraph = 7;
 constexpr std::uint32_t kModelOpsetImport = 8;
 constexpr std::uint32_t kGraphNode = 1;
+constexpr std::uint32_t kGraphInitializer = 5;
+constexpr std::uint32_t kTensorName = 8;
+constexpr std::uint32_t kTensorExternalData = 13;
+constexpr std::uint32_t kTensorDataLocation = 14;
+constexpr std::uint32_t kTensorLocationExternal = 1;
+constexpr std::uint32_t kEntryKey = 1;
+constexpr std::uint32_t kEntryValue = 2;
 constexpr std::uint32_t kNodeInput = 1;
 constexpr std::uint32_t kNodeOutput = 2;
 constexpr std::uint32_t kNodeName = 3;
@@ -166,9 +176,40 @@ common::Status ParseOpset(const Field& msg, const std::uint8_t* base, const std:
   return common::Status::Ok();
 }
 
+// An initializer: only where its data lives, when that is an external file (raw data is
+// skipped by its length, never copied).
+common::Status ParseInitializer(const Field& msg, const std::uint8_t* base,
+                                const std::string& source, OnnxGraphSummary* out) {
+  OnnxExternalData ext;
+  bool external = false;
+  TG_RETURN_IF_ERROR(
+      ForEachField(msg.payload, msg.len, base, source, "initializer", [&](const Field& f) {
+        if (f.number == kTensorName && f.wire == 2) ext.tensor = f.String();
+        if (f.number == kTensorDataLocation && f.wire == 0) {
+          external = f.scalar == kTensorLocationExternal;
+        }
+        if (f.number != kTensorExternalData || f.wire != 2) return common::Status::Ok();
+        std::string key, value;
+        TG_RETURN_IF_ERROR(ForEachField(f.payload, f.len, base, source, "external data entry",
+                                        [&](const Field& e) {
+                                          if (e.wire != 2) return common::Status::Ok();
+                                          if (e.number == kEntryKey) key = e.String();
+                                          if (e.number == kEntryValue) value = e.String();
+                                          return common::Status::Ok();
+                                        }));
+        ext.entries.emplace_back(std::move(key), std::move(value));
+        return common::Status::Ok();
+      }));
+  if (external) out->external_data.push_back(std::move(ext));
+  return common::Status::Ok();
+}
+
 common::Status ParseGraph(const Field& msg, const std::uint8_t* base, const std::string& source,
                           OnnxGraphSummary* out) {
   return ForEachField(msg.payload, msg.len, base, source, "graph", [&](const Field& f) {
+    if (f.number == kGraphInitializer && f.wire == 2) {
+      return ParseInitializer(f, base, source, out);
+    }
     if (f.number != kGraphNode || f.wire != 2) return common::Status::Ok();
     OnnxNode node;
     TG_RETURN_IF_ERROR(ParseNode(f, base, source, &node));
@@ -226,6 +267,62 @@ common::Result<OnnxGraphSummary> ReadOnnxGraph(const std::string& path) {
                           static_cast<std::size_t>(st.st_size), path);
   ::munmap(map, static_cast<std::size_t>(st.st_size));
   return r;
+}
+
+namespace {
+
+// A decimal offset or length as ONNX writes them: digits only, at most 2^63-1 (ORT reads both
+// into signed 64-bit integers).
+bool ParseExternalNumber(const std::string& text, std::uint64_t* v) {
+  if (text.empty() || text.size() > 19 || text.find_first_not_of("0123456789") != text.npos) {
+    return false;
+  }
+  *v = std::stoull(text);
+  return *v <= static_cast<std::uint64_t>(INT64_MAX);
+}
+
+}  // namespace
+
+common::Status CheckExternalData(const OnnxGraphSummary& graph, const std::string& model_path) {
+  namespace fs = std::filesystem;
+  const fs::path folder = fs::path(model_path).parent_path();
+  for (const OnnxExternalData& e : graph.external_data) {
+    const std::string what = model_path + ": initializer '" + e.tensor + "': external data ";
+    std::string location;
+    std::uint64_t offset = 0, length = 0;
+    bool has_length = false;
+    for (const auto& [key, value] : e.entries) {
+      if (key == "location") location = value;
+      if (key != "offset" && key != "length") continue;
+      std::uint64_t v = 0;
+      if (!ParseExternalNumber(value, &v)) {
+        return common::Status::InvalidArg(what + key + " '" + value.substr(0, 40) +
+                                          "' is not an integer 0..9223372036854775807");
+      }
+      (key == "offset" ? offset : length) = v;
+      has_length = has_length || key == "length";
+    }
+    const fs::path rel(location);
+    if (location.empty() || rel.is_absolute() ||
+        std::any_of(rel.begin(), rel.end(), [](const fs::path& c) { return c == ".."; })) {
+      return common::Status::InvalidArg(what + "location '" + location.substr(0, 200) +
+                                        "' must be a relative path inside the model's folder");
+    }
+    std::error_code ec;
+    const auto size = fs::file_size(folder / rel, ec);
+    if (ec) {
+      return common::Status::InvalidArg(what + "file " + location.substr(0, 200) +
+                                        " cannot be read: " + ec.message());
+    }
+    // offset + length, with the sum checked: both may be up to 2^63-1.
+    if (offset > size || (has_length && length > size - offset)) {
+      return common::Status::InvalidArg(
+          what + "offset " + std::to_string(offset) + (has_length ? " + length " : "") +
+          (has_length ? std::to_string(length) : "") + " lies outside " + location.substr(0, 200) +
+          " (" + std::to_string(size) + " bytes)");
+    }
+  }
+  return common::Status::Ok();
 }
 
 }  // namespace tg::runtime

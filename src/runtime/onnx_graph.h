@@ -24,8 +24,16 @@ struct OnnxNode {
   std::vector<std::string> outputs;
 };
 
+// An initializer whose data lives in another file: its external_data entries as written
+// (location, offset, length, checksum), unchecked.
+struct OnnxExternalData {
+  std::string tensor;
+  std::vector<std::pair<std::string, std::string>> entries;
+};
+
 struct OnnxGraphSummary {
   std::vector<OnnxNode> nodes;
+  std::vector<OnnxExternalData> external_data;               // main-graph initializers only
   std::vector<std::pair<std::string, std::int64_t>> opsets;  // (domain, version)
   std::int64_t ir_version = 0;
 };
@@ -35,6 +43,11 @@ common::Result<OnnxGraphSummary> ReadOnnxGraph(const std::string& path);
 // Parses an in-memory model (`source` names it in messages).
 common::Result<OnnxGraphSummary> ParseOnnxGraph(const std::uint8_t* data, std::size_t size,
                                                 const std::string& source);
+
+// Each external initializer of `graph` (read from `model_path`) must name a relative file inside
+// the model's folder, with a decimal offset and length 0..2^63-1 whose sum lies within that file.
+// Else INVALID_ARG naming the model, the initializer, the field and the value found.
+common::Status CheckExternalData(const OnnxGraphSummary& graph, const std::string& model_path);
 
 // Static attention check over a parsed graph (see CheckAttention in session.h).
 AttentionReport AnalyzeAttention(const OnnxGraphSummary& graph);

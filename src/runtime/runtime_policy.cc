@@ -321,6 +321,32 @@ common::Result<std::string> CanonicalProviderName(const std::string& name) {
                             "it is allowed only by the dev profile)");
 }
 
+namespace {
+
+// providers: each a known GPU provider, each listed once ([CUDA, CUDAExecutionProvider] names one
+// provider twice: the order would be a lie). Errors name the list element.
+void ReadProviders(YamlMap& root, const std::string& source, RuntimePolicy* p, Errors* e) {
+  std::vector<std::string> providers;
+  Status s = root.Get("providers", &providers);
+  e->Add(s);
+  if (!s.ok()) return;
+  for (std::size_t i = 0; i < providers.size(); ++i) {
+    const std::string where = common::YamlWhere(root.node()["providers"][i], source) +
+                              ": field 'providers[" + std::to_string(i) + "]': ";
+    auto c = CanonicalProviderName(providers[i]);
+    if (!c.ok()) {
+      e->Add(Status::InvalidArg(where + c.status().message()));
+    } else if (std::find(p->providers.begin(), p->providers.end(), *c) != p->providers.end()) {
+      e->Add(Status::InvalidArg(where + "'" + providers[i] + "' names " + *c +
+                                " a second time; each provider is listed once"));
+    } else {
+      p->providers.push_back(*c);
+    }
+  }
+}
+
+}  // namespace
+
 common::Result<RuntimePolicy> ParseRuntimePolicy(const std::string& yaml_text,
                                                  const std::string& source) {
   auto doc = common::ParseYaml(yaml_text, source);
@@ -345,22 +371,7 @@ common::Result<RuntimePolicy> ParseRuntimePolicy(const std::string& yaml_text,
   }
   p.source = source;
 
-  std::vector<std::string> providers;
-  s = root.Get("providers", &providers);
-  e.Add(s);
-  if (s.ok()) {
-    for (std::size_t i = 0; i < providers.size(); ++i) {
-      auto c = CanonicalProviderName(providers[i]);
-      if (!c.ok()) {
-        // Name the list element and say what is wrong with it (not "expected <an error>").
-        const std::string field = "providers[" + std::to_string(i) + "]";
-        e.Add(Status::InvalidArg(common::YamlWhere(root.node()["providers"][i], source) +
-                                 ": field '" + field + "': " + c.status().message()));
-      } else {
-        p.providers.push_back(*c);
-      }
-    }
-  }
+  ReadProviders(root, source, &p, &e);
   std::string attach = "auto";
   s = root.Get("attach", &attach);
   e.Add(s);

@@ -436,12 +436,15 @@ void MarkDegraded(bool placement_known, const std::vector<NodePlacement>& nodes,
   }
 }
 
-// The model's graph, read only when a check needs it (attention analysis, placement from the
-// log); fills rep->attention when asked for.
+// The model's graph: its external-data references are checked before ORT reads them (ORT
+// turns an offset or length near 2^63 into an integer-overflow exception, or tries to read it);
+// it is kept when a check needs it (attention analysis, placement from the log), and then a
+// graph that cannot be read is an error; otherwise ORT's own load reports a malformed file.
 Status ReadGraphForChecks(const std::string& model_path, const OpenOptions& options,
                           std::optional<OnnxGraphSummary>* graph, SessionReport* rep) {
+  auto g = ReadOnnxGraph(model_path);
+  if (g.ok()) TG_RETURN_IF_ERROR(CheckExternalData(*g, model_path));
   if (options.attention_check || options.placement_from_log) {
-    auto g = ReadOnnxGraph(model_path);
     if (!g.ok()) return g.status();
     *graph = std::move(g).value();
     if (options.attention_check) rep->attention = AnalyzeAttention(**graph);

@@ -1,6 +1,7 @@
 #include "runtime/tensor.h"
 
 #include <algorithm>
+#include <cctype>
 
 #include <bit>
 #include <cmath>
@@ -198,11 +199,18 @@ common::Result<Tensor> Tensor::Create(DataType dtype, std::vector<std::int64_t> 
   if (DataTypeSize(dtype) == 0) return common::Status::InvalidArg("tensor of unknown data type");
   const std::int64_t n = ElementCount(shape);
   if (n < 0) {
-    const bool negative = std::any_of(shape.begin(), shape.end(), [](auto d) { return d < 0; });
+    const auto neg = std::find_if(shape.begin(), shape.end(), [](auto d) { return d < 0; });
+    // The dimensions as given: ShapeToString writes a negative (dynamic) one as "?".
+    std::string dims;
+    for (std::int64_t d : shape) {
+      if (!dims.empty()) dims += ',';
+      dims += std::to_string(d);
+    }
     return common::Status::InvalidArg(
-        "invalid tensor shape " + ShapeToString(shape) +
-        (negative ? " (dimensions must be >= 0)"
-                  : " (the product of the dimensions overflows a 64-bit element count)"));
+        "invalid tensor shape [" + dims + "]" +
+        (neg != shape.end() ? " (dimension " + std::to_string(neg - shape.begin()) + " is " +
+                                  std::to_string(*neg) + "; dimensions must be >= 0)"
+                            : " (the product of the dimensions overflows a 64-bit element count)"));
   }
   // Divided, not multiplied: n * size can itself wrap past 2^64.
   if (static_cast<std::uint64_t>(n) > kMaxTensorBytes / DataTypeSize(dtype)) {
@@ -411,6 +419,46 @@ std::string DictValue(const std::string& dict, const std::string& key) {
   return v;
 }
 
+// The header's shape, a Python tuple literal of non-negative integers: "()", "(3,)", "(1, 4)".
+// Anything else (an expression such as (1+2,), a sign, a float) is refused, not read in part.
+common::Result<std::vector<std::int64_t>> ParseNpyShape(const std::string& text) {
+  auto bad = [&](const std::string& why) {
+    return common::Status::InvalidArg("shape " + text + ": " + why);
+  };
+  if (text.size() < 2 || text.front() != '(' || text.back() != ')') {
+    return bad("not a tuple of integers such as (1, 4)");
+  }
+  std::vector<std::int64_t> shape;
+  std::size_t i = 1;
+  const std::size_t end = text.size() - 1;
+  auto skip = [&] {
+    while (i < end && text[i] == ' ') ++i;
+  };
+  for (skip(); i < end;) {
+    const std::size_t start = i;
+    if (text[i] == '-' || text[i] == '+') ++i;
+    while (i < end && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
+    const std::string dim = text.substr(start, i - start);
+    if (i < end && text[i] == 'L') ++i;  // Python 2 long literal
+    skip();
+    if (dim.empty() || !std::isdigit(static_cast<unsigned char>(dim.back())) ||
+        (i < end && text[i] != ',')) {
+      return bad("element " + std::to_string(shape.size()) + " is not an integer literal (found '" +
+                 text.substr(start, i - start + 1) + "')");
+    }
+    if (dim[0] == '-') return bad("dimension " + dim + " is negative; dimensions are >= 0");
+    const std::string digits = dim[0] == '+' ? dim.substr(1) : dim;
+    if (digits.size() > 18) {
+      return bad("dimension " + digits + " overflows a 64-bit dimension");
+    }
+    shape.push_back(std::stoll(digits));
+    if (i < end) ++i;  // the comma
+    skip();
+  }
+  if (shape.size() > 32) return bad("more than 32 dimensions");
+  return shape;
+}
+
 }  // namespace
 
 common::Result<Tensor> DecodeNpy(const std::string& bytes, const std::string& source) {
@@ -447,31 +495,17 @@ common::Result<Tensor> DecodeNpy(const std::string& bytes, const std::string& so
   if (shape_text.size() < 2 || shape_text.front() != '(' || shape_text.back() != ')') {
     return bad("malformed shape '" + shape_text + "'");
   }
-  std::vector<std::int64_t> shape;
-  std::string cur;
-  for (char c : shape_text.substr(1, shape_text.size() - 2) + ",") {
-    if (c == ',') {
-      if (!cur.empty()) {
-        try {
-          shape.push_back(std::stoll(cur));
-        } catch (...) {
-          return bad("malformed shape '" + shape_text + "'");
-        }
-      }
-      cur.clear();
-    } else if (c != ' ' && c != 'L') {
-      cur += c;
-    }
-  }
-  auto t = Tensor::Create(*dtype, shape);
+  auto shape = ParseNpyShape(shape_text);
+  if (!shape.ok()) return bad(shape.status().message());
+  auto t = Tensor::Create(*dtype, *shape);
   if (!t.ok()) return t.status().WithPrefix(source);
   const std::size_t data_off = offset + header_len;
   if (bytes.size() - data_off != t->byte_size()) {
     return bad("data has " + std::to_string(bytes.size() - data_off) + " bytes, shape " +
-               ShapeToString(shape) + " of " + std::string(DataTypeName(*dtype)) + " needs " +
+               ShapeToString(*shape) + " of " + std::string(DataTypeName(*dtype)) + " needs " +
                std::to_string(t->byte_size()));
   }
-  return Tensor::FromBytes(*dtype, shape, bytes.substr(data_off));
+  return Tensor::FromBytes(*dtype, *shape, bytes.substr(data_off));
 }
 
 common::Result<Tensor> LoadNpy(const std::string& path, std::uint64_t max_data_bytes) {

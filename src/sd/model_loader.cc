@@ -3,7 +3,9 @@
 #include "sd/model_loader.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
+#include <span>
 #include <string>
 
 #include "common/config.h"
@@ -337,8 +339,87 @@ Result<Json> ReadModelIndex(const std::string& dir, SdModel* m) {
   return index;
 }
 
-// Component config.json files are optional, but one that is present must be a JSON object:
-// a malformed file is reported, not skipped.
+// A size field of a component config (diffusers' UNet2DConditionModel and AutoencoderKL,
+// transformers' CLIPTextConfig) and the range any real export stays within. `list`: the field may
+// also be a list of such integers (attention_head_dim: 8 or [5, 10, 20]).
+struct ConfigField {
+  const char* name;
+  std::int64_t lo, hi;
+  bool list;
+};
+
+constexpr ConfigField kUnetFields[] = {
+    {"sample_size", 1, 512, false},
+    {"in_channels", 1, 16, false},
+    {"out_channels", 1, 16, false},
+    {"cross_attention_dim", 1, 8192, true},
+    {"attention_head_dim", 1, 1024, true},
+    {"num_attention_heads", 1, 1024, true},
+    {"layers_per_block", 1, 16, true},
+    {"norm_num_groups", 1, 1024, false},
+    {"block_out_channels", 1, 16384, true},
+    {"transformer_layers_per_block", 1, 64, true},
+    {"addition_time_embed_dim", 1, 8192, false},
+    {"projection_class_embeddings_input_dim", 1, 1048576, false},
+};
+constexpr ConfigField kTextEncoderFields[] = {
+    {"hidden_size", 1, 16384, false},
+    {"intermediate_size", 1, 65536, false},
+    {"num_attention_heads", 1, 1024, false},
+    {"num_hidden_layers", 1, 256, false},
+    {"max_position_embeddings", 1, 4096, false},
+    {"vocab_size", 1, 1048576, false},
+    {"projection_dim", 1, 16384, false},
+};
+constexpr ConfigField kVaeFields[] = {
+    {"sample_size", 1, 4096, false},        {"in_channels", 1, 16, false},
+    {"out_channels", 1, 16, false},         {"latent_channels", 1, 64, false},
+    {"layers_per_block", 1, 16, false},     {"norm_num_groups", 1, 1024, false},
+    {"block_out_channels", 1, 16384, true},
+};
+
+// Empty when `v` is an integer in the field's range (null: unset), else what was found.
+std::string CheckConfigValue(const Json& v, const ConfigField& f) {
+  if (v.is_null()) return "";
+  const bool integral =
+      v.is_number_integer() || (v.is_number_float() && std::isfinite(v.get<double>()) &&
+                                v.get<double>() == std::floor(v.get<double>()));
+  if (!v.is_number() || !integral) return v.is_number() ? v.dump() : std::string(v.type_name());
+  const double d = v.get<double>();
+  if (d < static_cast<double>(f.lo) || d > static_cast<double>(f.hi)) return v.dump();
+  return "";
+}
+
+Status CheckConfigFields(const std::string& file, const Json& c, std::span<const ConfigField> fs) {
+  for (const ConfigField& f : fs) {
+    auto it = c.find(f.name);
+    if (it == c.end()) continue;
+    const std::string want = "required an integer " + std::to_string(f.lo) + ".." +
+                             std::to_string(f.hi) + (f.list ? " (or a list of them)" : "");
+    auto fail = [&](const std::string& field, const std::string& found) {
+      return Status::InvalidArg(file + ": field '" + field + "': found " + found + ", " + want);
+    };
+    if (f.list && it->is_array()) {
+      if (it->empty() || it->size() > 64) {
+        return fail(f.name, "a list of " + std::to_string(it->size()) + " elements (1..64)");
+      }
+      for (std::size_t i = 0; i < it->size(); ++i) {
+        const std::string found = CheckConfigValue((*it)[i], f);
+        if (!found.empty() || (*it)[i].is_null()) {
+          return fail(std::string(f.name) + "[" + std::to_string(i) + "]",
+                      found.empty() ? "null" : found);
+        }
+      }
+      continue;
+    }
+    const std::string found = CheckConfigValue(*it, f);
+    if (!found.empty()) return fail(f.name, found);
+  }
+  return Status::Ok();
+}
+
+// Component config.json files are optional, but one that is present must be a JSON object whose
+// size fields hold up: a malformed file is reported, not skipped, before any model is opened.
 Status CheckComponentConfigs(const std::string& dir) {
   std::error_code ec;
   for (const char* part : {"unet", "text_encoder", "text_encoder_2", "vae_decoder"}) {
@@ -349,6 +430,12 @@ Status CheckComponentConfigs(const std::string& dir) {
       return Status::InvalidArg(cfg.string() + ": found " + std::string(c.type_name()) +
                                 ", required a JSON object");
     }
+    const std::string_view p = part;
+    using Fields = std::span<const ConfigField>;
+    const Fields fields = p == "unet"          ? Fields(kUnetFields)
+                          : p == "vae_decoder" ? Fields(kVaeFields)
+                                               : Fields(kTextEncoderFields);
+    TG_RETURN_IF_ERROR(CheckConfigFields(cfg.string(), c, fields));
   }
   return Status::Ok();
 }
