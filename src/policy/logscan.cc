@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <re2/re2.h>
 #include <re2/set.h>
+#include <yaml-cpp/eventhandler.h>
 
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include <filesystem>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "common/file_util.h"
 #include "policy/logscan_prefilter.h"
@@ -462,12 +464,102 @@ Status ReadUserPattern(const YAML::Node& n, const std::string& path,
 
 }  // namespace
 
+namespace {
+
+struct PatternLimit {
+  YAML::Mark mark;
+  std::string what;
+};
+
+// Counts, on the parser's events and before yaml-cpp builds a tree (a few hundred bytes per
+// node), the items of the top-level `patterns` sequence and every node of the file: a file of
+// 10^5 patterns is refused at its 1001st item in bounded memory.
+class PatternCounter : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { Node(mark, nullptr); }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { Node(mark, nullptr); }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                const std::string& value) override {
+    Node(mark, &value);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {
+    Open(mark, false);
+  }
+  void OnSequenceEnd() override { stack_.pop_back(); }
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {
+    Open(mark, true);
+  }
+  void OnMapEnd() override { stack_.pop_back(); }
+
+ private:
+  struct Frame {
+    bool is_map = false, next_is_key = true, is_patterns = false, value_is_patterns = false;
+  };
+  // A new node at the current position; `scalar` is its text when it is a scalar.
+  void Node(const YAML::Mark& mark, const std::string* scalar) {
+    if (++nodes_ > kMaxUserPatternNodes) {
+      throw PatternLimit{
+          mark, fmt::format("more than {} YAML nodes ({} patterns of five fields "
+                            "need about {})",
+                            kMaxUserPatternNodes, kMaxUserPatterns, 11 * kMaxUserPatterns)};
+    }
+    if (stack_.empty()) return;
+    Frame& f = stack_.back();
+    if (f.is_patterns && ++items_ > kMaxUserPatterns) {
+      throw PatternLimit{mark, fmt::format("patterns: more than {} patterns (the limit; this is "
+                                           "item {})",
+                                           kMaxUserPatterns, items_)};
+    }
+    if (!f.is_map) return;
+    if (f.next_is_key) {
+      f.value_is_patterns = stack_.size() == 1 && scalar != nullptr && *scalar == "patterns";
+    }
+    f.next_is_key = !f.next_is_key;
+  }
+  void Open(const YAML::Mark& mark, bool is_map) {
+    const bool patterns = !stack_.empty() && stack_.back().is_map && !stack_.back().next_is_key &&
+                          stack_.back().value_is_patterns;
+    Node(mark, nullptr);
+    Frame f;
+    f.is_map = is_map;
+    f.is_patterns = patterns && !is_map;
+    stack_.push_back(f);
+  }
+
+  std::vector<Frame> stack_;
+  std::size_t nodes_ = 0, items_ = 0;
+};
+
+// INVALID_ARG "<path>:<line>:<col>: ..." when the file holds more patterns or nodes than the
+// limits; a YAML syntax error is left to the parser that follows (it words it with the field).
+Status CheckPatternCount(const std::string& text, const std::string& path) {
+  try {
+    std::istringstream in(text);
+    YAML::Parser parser(in);
+    PatternCounter counter;
+    parser.HandleNextDocument(counter);
+  } catch (const PatternLimit& e) {
+    return Status::InvalidArg(
+        fmt::format("{}:{}:{}: {}", path, e.mark.line + 1, e.mark.column + 1, e.what));
+  } catch (const YAML::Exception&) {
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<std::unique_ptr<LogScanner>> LogScanner::WithUserPatterns(const std::string& path) {
-  TG_ASSIGN_OR_RETURN(YAML::Node root, common::LoadYamlFile(path));
+  TG_ASSIGN_OR_RETURN(std::string text, common::ReadFileLimited(path, common::kMaxConfigBytes));
+  TG_RETURN_IF_ERROR(CheckPatternCount(text, path));
+  TG_ASSIGN_OR_RETURN(YAML::Node root, common::ParseYaml(text, path));
   TG_ASSIGN_OR_RETURN(common::YamlMap top, common::YamlMap::From(root, path, ""));
   TG_ASSIGN_OR_RETURN(YAML::Node list, top.GetSequence("patterns", true));
   TG_RETURN_IF_ERROR(top.Finish());
-  if (list.size() > 1000) {
+  if (list.size() > kMaxUserPatterns) {  // CheckPatternCount already refused such a file
     return Status::InvalidArg(common::YamlWhere(list, path) + ": more than 1000 patterns");
   }
   std::unique_ptr<LogScanner> s(new LogScanner());

@@ -56,6 +56,9 @@ struct LogMatch {
 };
 
 inline constexpr std::size_t kMaxLineBytes = 64 * 1024;
+// A --patterns file: at most this many patterns and YAML nodes (counted before a tree is built).
+inline constexpr std::size_t kMaxUserPatterns = 1000;
+inline constexpr std::size_t kMaxUserPatternNodes = 16000;
 
 class LogScanner {
  public:
@@ -69,7 +72,9 @@ class LogScanner {
   //       advice: "lower the batch"   # required
   //       needle: "out of memory"     # optional lowercase key phrase (documentation)
   // INVALID_ARG "<file>:<line>:<col>: ..." naming the field for anything malformed (a regex
-  // that does not compile, a duplicate id, a needle with upper-case letters, unknown keys).
+  // that does not compile, a duplicate id, a needle with upper-case letters, unknown keys), and
+  // for more than kMaxUserPatterns patterns or kMaxUserPatternNodes nodes (found on the parser's
+  // events, before the file is held as a tree: memory stays a small multiple of the file).
   static common::Result<std::unique_ptr<LogScanner>> WithUserPatterns(const std::string& path);
 
   LogScanner(const LogScanner&) = delete;
