@@ -120,7 +120,7 @@ TEST_F(ServerGpuMetricsTest, BackgroundCanaryBelowTheFloorFlipsReadinessAndBack)
   const std::string util = dir_ / "util";
   // A huge drift tolerance: only the floor may fail the background canary of this tiny model.
   auto s = Start({"--canary-min-gpu-utilization", "0.3", "--canary-interval-s", "1",
-                  "--canary-drift-tolerance", "1e9"},
+                  "--canary-drift-tolerance", "1000000"},
                  {{"TG_FAKE_NVML_UTIL", "50"},
                   {"TG_FAKE_NVML_UTIL_FILE", util},
                   {"TG_FAKE_NVML_PROCS", "self"}});

@@ -72,7 +72,7 @@ constexpr OptionRange kRanges[] = {
     {"serve", "--canary-min-gpu-utilization", 0, 1, false, "(fraction, 0 = not gated)"},
     {"serve", "--gpu-sample-interval-ms", 50, 600000, false, "ms"},
     {"serve", "--canary-interval-s", 0, 86400, false, "seconds (0 = off)"},
-    {"serve", "--canary-drift-tolerance", 1, 1000, false, "(times the start-up P50)"},
+    {"serve", "--canary-drift-tolerance", 1, 1000000, false, "(times the start-up P50)"},
     {"bench", "--rate", 0, 1000000, false, "requests/s (0 = closed loop)"},
     {"bench", "--warmup", 0, 3600, false, "seconds"},
     {"bench", "--window", 0, 86400, true, "seconds"},
