@@ -552,7 +552,19 @@ void CheckRunCaches(const DockerfileRuleContext& c, const DockerfileStage& st,
           fmt::format("{} in the runtime {} leaves its cache in the layer", what, c.StageLabel(st)),
           std::move(fix));
   };
-  if (f.apt && !f.apt_lists_removed && !mounts.Covers("/var/lib/apt/lists")) {
+  // As hadolint: a cache (or tmpfs) mount of the lists themselves, or of both apt folders; one
+  // of /var/lib/apt alone leaves the downloaded packages (/var/cache/apt) in the layer once
+  // docker-clean is off.
+  auto mounted = [&](std::string_view dir) {
+    for (std::string t : mounts.targets) {
+      while (t.size() > 1 && t.back() == '/') t.pop_back();
+      if (t == dir || std::string_view(t).starts_with(std::string(dir) + "/")) return true;
+    }
+    return false;
+  };
+  const bool apt_mounted =
+      mounted("/var/lib/apt/lists") || (mounted("/var/lib/apt") && mounted("/var/cache/apt"));
+  if (f.apt && !f.apt_lists_removed && !apt_mounted) {
     cache("[DL3009] apt-get update/install without 'rm -rf /var/lib/apt/lists/*' in the same RUN",
           "end the same RUN with '&& rm -rf /var/lib/apt/lists/*' (a later RUN cannot "
           "shrink the earlier layer)");

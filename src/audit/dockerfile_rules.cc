@@ -88,8 +88,9 @@ Status RuleUserRoot(const DockerfileRuleContext& c) {
   }
   const DockerfileStage& final_stage = c.df.stages.back();
   if (last_user == nullptr) {
+    // truegreen's own finding: hadolint's DL3002 judges only an explicit root USER.
     c.Add("dockerfile.user-root", final_stage.line,
-          fmt::format("[DL3002] the runtime {} has no USER: the container runs as root unless "
+          fmt::format("the runtime {} has no USER: the container runs as root unless "
                       "the orchestrator overrides it",
                       c.StageLabel(final_stage)),
           "add 'USER 65532:65532' (or another unprivileged uid) at the end of the runtime stage");

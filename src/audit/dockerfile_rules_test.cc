@@ -53,7 +53,7 @@ TEST(DockerfileRules, EveryRulePositiveAndNegative) {
   std::vector<Case> cases = {
       {"clean", Good(), "", false},
       {"no USER", "FROM debian:12" + kPin + " AS b\nRUN make\nFROM scratch\nCOPY --from=b / /\n",
-       "dockerfile.user-root", true, "DL3002"},
+       "dockerfile.user-root", true},
       {"USER root last", Good() + "USER app\nUSER root\n", "dockerfile.user-root", true, "DL3002"},
       {"USER 0:0 last", Good() + "USER 0:0\n", "dockerfile.user-root", true, "DL3002"},
       {"USER root in build stage only", Good("USER root\n"), "dockerfile.user-root", false},
