@@ -189,6 +189,14 @@ std::vector<Case> Cases() {
        "resources: [../base]\nconfigMapGenerator:\n- name: gen\n  literals: [a=b]\n",
        {},
        "configMapGenerator"},
+      {"webhook configuration under a namePrefix refused",
+       "resources: [../base, hook.yaml]\nnamePrefix: p-\n",
+       {{"hook.yaml",
+         "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\n"
+         "metadata: {name: check}\nwebhooks:\n- name: check.example.org\n"
+         "  admissionReviewVersions: [v1]\n  sideEffects: None\n"
+         "  clientConfig:\n    service: {name: sd, namespace: default, path: /validate}\n"}},
+       "ValidatingWebhookConfiguration"},
       {"replacements refused",
        "resources: [../base]\nreplacements:\n- source: {kind: Service, name: sd}\n"
        "  targets:\n  - select: {kind: Deployment}\n"

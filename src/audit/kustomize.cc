@@ -505,10 +505,34 @@ Status ApplyImagesAndReplicas(const Kustomization& k, Build* b) {
   return Status::Ok();
 }
 
+// Kinds whose Service references kustomize's name-reference transformer follows and this reader
+// does not: rendering them under a new name or namespace would leave a webhook or an aggregated
+// API pointing at a Service that no longer exists under that name, so the reader refuses them.
+bool HoldsUnfollowedServiceReference(const YAML::Node& obj) {
+  std::string kind = YamlScalar(YamlChild(obj, "kind"));
+  if (kind == "MutatingWebhookConfiguration" || kind == "ValidatingWebhookConfiguration" ||
+      kind == "APIService") {
+    return true;
+  }
+  if (kind != "CustomResourceDefinition") return false;
+  YAML::Node conversion = YamlChild(YamlChild(obj, "spec"), "conversion");
+  return YamlChild(conversion, "webhook").IsDefined();
+}
+
 Status ApplyNames(const Kustomization& k, Build* b) {
   std::string prefix = YamlScalar(YamlChild(k.node, "namePrefix"));
   std::string suffix = YamlScalar(YamlChild(k.node, "nameSuffix"));
   std::string ns = YamlScalar(YamlChild(k.node, "namespace"));
+  if (!prefix.empty() || !suffix.empty() || !ns.empty()) {
+    for (const auto& o : *b->objects) {
+      if (!o.node.IsMap() || !HoldsUnfollowedServiceReference(o.node)) continue;
+      return Status::InvalidArg(fmt::format(
+          "{}: namePrefix/nameSuffix/namespace with a {} ('{}', from {}): the built-in reader "
+          "does not rewrite its Service references; {}",
+          k.file.string(), YamlScalar(YamlChild(o.node, "kind")), Meta(o.node, "name"), o.source,
+          kPipeHint));
+    }
+  }
   for (auto& o : *b->objects) {
     if (!o.node.IsMap()) continue;
     YAML::Node meta = o.node["metadata"];
