@@ -26,6 +26,7 @@
 #include <tuple>
 #include <vector>
 
+#include "tests/support/measured_run.h"
 #include "tests/support/test_util.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -69,12 +70,7 @@ struct Case {
 // gtest prints parameters on failure: the name is enough (the bytes are not readable).
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
-struct Outcome {
-  int exit_code = -1;
-  bool timed_out = false;
-  long max_rss_kb = 0;
-  std::string out, err;
-};
+using Outcome = testing::MeasuredOutcome;
 
 std::string g_dir;  // fixture folder, made once per process
 
@@ -146,26 +142,7 @@ Outcome RunCase(const Case& c) {
     ::execv(raw[0], raw.data());
     _exit(127);
   }
-  Outcome r;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kTimeoutS);
-  int status = 0;
-  rusage ru{};
-  for (;;) {
-    pid_t w = ::wait4(pid, &status, WNOHANG, &ru);
-    if (w == pid) break;
-    if (std::chrono::steady_clock::now() > deadline) {
-      ::kill(pid, SIGKILL);
-      ::wait4(pid, &status, 0, &ru);
-      r.timed_out = true;
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.max_rss_kb = ru.ru_maxrss;
-  r.out = testing::ReadFile(out_file);
-  r.err = testing::ReadFile(err_file);
-  return r;
+  return testing::WaitMeasured(pid, kTimeoutS, out_file, err_file);
 }
 
 // ---- fixtures -------------------------------------------------------------------------------

@@ -26,6 +26,31 @@ struct MeasuredOutcome {
   std::string out, err;
 };
 
+// Waits for the child `pid` (killing it after `timeout_s`), then reads what it wrote to
+// `out_file` and `err_file`. Reaps the child in every case.
+inline MeasuredOutcome WaitMeasured(pid_t pid, int timeout_s, const std::string& out_file,
+                                    const std::string& err_file) {
+  MeasuredOutcome r;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  int status = 0;
+  rusage ru{};
+  for (;;) {
+    if (::wait4(pid, &status, WNOHANG, &ru) == pid) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid, SIGKILL);
+      ::wait4(pid, &status, 0, &ru);
+      r.timed_out = true;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.max_rss_kb = ru.ru_maxrss;
+  r.out = ReadFile(out_file);
+  r.err = ReadFile(err_file);
+  return r;
+}
+
 // `env`: variables set in the child on top of the current environment.
 inline MeasuredOutcome RunMeasured(const std::vector<std::string>& args, int timeout_s,
                                    const std::map<std::string, std::string>& env = {}) {
@@ -49,25 +74,7 @@ inline MeasuredOutcome RunMeasured(const std::vector<std::string>& args, int tim
     ::execv(raw[0], raw.data());
     _exit(127);
   }
-  MeasuredOutcome r;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
-  int status = 0;
-  rusage ru{};
-  for (;;) {
-    if (::wait4(pid, &status, WNOHANG, &ru) == pid) break;
-    if (std::chrono::steady_clock::now() > deadline) {
-      ::kill(pid, SIGKILL);
-      ::wait4(pid, &status, 0, &ru);
-      r.timed_out = true;
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.max_rss_kb = ru.ru_maxrss;
-  r.out = ReadFile(out_file);
-  r.err = ReadFile(err_file);
-  return r;
+  return WaitMeasured(pid, timeout_s, out_file, err_file);
 }
 
 }  // namespace tg::testing
