@@ -436,8 +436,10 @@ void Server::HandleImages(const HttpRequest& req, std::shared_ptr<RequestCtx> ct
   }
   auto job = std::make_shared<SdJob>();
   if (auto e = ParseImagesRequest(body, config_.limits, &job->opt, &job->req)) return fail(*e);
-  if (!started_.load()) {
-    return fail(ApiError::From(Status::Unavailable("not ready: " + NotReadyReason())));
+  // /readyz answers 200 once every gate passed, a moment before started_ is set: accept work by
+  // the same rule, so a client that saw 200 is never refused with an empty reason.
+  if (std::string why = started_.load() ? "" : NotReadyReason(); !why.empty()) {
+    return fail(ApiError::From(Status::Unavailable("not ready: " + why)));
   }
   ApiError err;
   ModelRuntime* mr = models_.ImageModel(job->opt.model, config_.model_aliases, &err);

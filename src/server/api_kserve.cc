@@ -490,8 +490,9 @@ void Server::HandleKserve(const HttpRequest& req, const std::string& path,
   if (!path.starts_with(kPrefix) || !ParseModelPath(path.substr(kPrefix.size()), &mp)) {
     return fail(ApiError::From(Status::NotFound("no such endpoint: " + ctx->path)));
   }
-  if (!started_.load())
-    return fail(ApiError::From(Status::Unavailable("not ready: " + NotReadyReason())));
+  // The same rule as /readyz (see HandleImages).
+  if (std::string why = started_.load() ? "" : NotReadyReason(); !why.empty())
+    return fail(ApiError::From(Status::Unavailable("not ready: " + why)));
   ModelRuntime* mr = models_.Find(mp.name);
   if (!mr)
     return fail(ApiError::From(Status::NotFound("no model named '" + mp.name.substr(0, 64) + "'")));
