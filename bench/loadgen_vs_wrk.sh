@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# truegreen bench's generator against Debian's wrk, side by side in one run (issue 13 "Speed").
+# truegreen bench's generator against Debian's wrk, side by side in one run.
 #
 # 1. Rate: nginx answering `return 200` on 127.0.0.1 (private config, one worker, stopped at exit);
 #    ROUNDS rounds, each running wrk and `truegreen bench --api get` with the same connections,

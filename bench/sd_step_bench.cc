@@ -14,7 +14,7 @@
 // CPU time is the calling thread's: for euler_a the worker's drawing is not in it (by design it
 // is off the critical path); in BM_HostStep/<v>/1 nothing overlaps the draw, so its wall time
 // shows the full draw that BM_FullStep hides behind the UNet run.
-// Target (issue 4): host work <= 2 % of the step and <= 0.2 ms.
+// Target: host work <= 2 % of the step and <= 0.2 ms.
 #include <benchmark/benchmark.h>
 
 #include <memory>

@@ -1,4 +1,4 @@
-// Issue 11 "Speed": `truegreen serve` against in-process generation of the same SD model, side by
+// Speed targets: `truegreen serve` against in-process generation of the same SD model, side by
 // side in one run. bench/server_vs_inprocess.sh starts the server (dev policy, the tiny SD 1.5
 // pipeline) and runs this binary against it; this binary loads the same pipeline in-process
 // (same policy and session options: --policy, the server's) and, for ROUNDS rounds, measures:

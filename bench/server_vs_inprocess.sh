@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `truegreen serve` speed targets (issue 11 "Speed"), side by side in one run:
+# `truegreen serve` speed targets, side by side in one run:
 #   1. GET /v2/health/ready, keep-alive, 64 connections: >= 0.8x the request rate of Debian's
 #      nginx answering `return 200`, both driven by wrk with the same threads and connections;
 #      nginx runs as many workers as the server has I/O threads (IO_THREADS). ROUNDS rounds, the

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # make bench: every benchmark of the release build, with the targets and figures in
 # docs/PERFORMANCE.md. The Google Benchmark binaries first, then the side-by-side scripts:
-#   bench/loadgen_vs_wrk.sh       truegreen bench's generator vs wrk on nginx (issue 13)
+#   bench/loadgen_vs_wrk.sh       truegreen bench's generator vs wrk on nginx
 #   bench/server_vs_inprocess.sh  truegreen serve vs nginx under wrk, and vs in-process
-#                                 generation (issue 11; runs build/bin/server_bench)
+#                                 generation (runs build/bin/server_bench)
 # BENCH_ONLY=speed runs just the two scripts (about 3 minutes: the lead's one command for
 # re-measuring the speed targets on a quiet machine).
 set -euo pipefail

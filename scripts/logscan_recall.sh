@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Recall and false-positive rate of `truegreen logscan` on the real log excerpts quoted in public
 # issues (tests/data/logscan/real_excerpts.txt): each block is piped into logscan and its exit
-# code compared with the one the block expects (0 = a healthy excerpt). Targets (issue 23): recall
+# code compared with the one the block expects (0 = a healthy excerpt). Targets: recall
 # >= 97 % at the right exit code, no finding at a wrong exit code, no false positive.
 # Usage: bash scripts/logscan_recall.sh [build/bin/truegreen]
 set -euo pipefail

@@ -1,6 +1,6 @@
 // Hostile input, table-driven: every case runs the real binary on one bad input and states the
 // exit code, a fragment of the message, and for the memory class a peak-RSS ceiling (the child's
-// ru_maxrss from wait4). Classes (issue 10): no crash, never hang, memory bounded by the input, no
+// ru_maxrss from wait4). Classes: no crash, never hang, memory bounded by the input, no
 // silent acceptance, right exit codes and clear messages, nothing read or echoed outside its root.
 // The atomic writer's refusals (nothing destroyed) are held in src/common/file_util_test.cc and by
 // the run --save-outputs cases here.
@@ -288,7 +288,7 @@ void MakeFixtures() {
   ::mkfifo((g_dir + "/probe_root/etc/os-release").c_str(), 0600);
 }
 
-// Round two (issue 19): what the second campaign found, in cases of our own.
+// Round two: what the second campaign found, in cases of our own.
 void MakeRoundTwoFixtures() {
   // A generic model whose config asks for a [65536, 65536] warm-up input (16 GiB of float).
   ::mkdir((g_dir + "/warm").c_str(), 0755);

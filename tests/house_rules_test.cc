@@ -7,6 +7,7 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <regex>
 #include <set>
@@ -254,10 +255,17 @@ TEST(HouseRulesTest, NothingReadsOutsideTheClone) {
   EXPECT_TRUE(offenders.empty()) << ::testing::PrintToString(offenders);
 }
 
-// Comments in src/ say what the code does and why, not which issue asked for it: "issue 11" is
-// history a reader cannot act on (the tracker is not part of the clone).
+// Comments in src/ say what the code does and why, not which issue asked for it: an issue number
+// is history a reader cannot act on (the tracker is not part of the clone).
+// The word issue (or issues) followed by a number, with or without '#': a reference into this
+// project's tracker. A URL into another project's tracker (".../issues/123") does not match.
+const std::regex& IssueNumberPattern() {
+  static const std::regex kPattern(R"re(\b[Ii]ssues? *#?[0-9]+)re");
+  return kPattern;
+}
+
 TEST(HouseRulesTest, SourceCommentsCarryNoIssueHistory) {
-  const std::regex issue_re(R"re(\b[Ii]ssues? *#?[0-9]+)re");
+  const std::regex& issue_re = IssueNumberPattern();
   std::vector<std::string> offenders;
   int files = 0;
   for (const auto& f : FilesUnder(fs::path(testing::SourceDir()) / "src", {".cc", ".h"})) {
@@ -275,11 +283,47 @@ TEST(HouseRulesTest, SourceCommentsCarryNoIssueHistory) {
   }
   EXPECT_GT(files, 100) << "the scan found almost no sources";
   EXPECT_TRUE(offenders.empty()) << ::testing::PrintToString(offenders);
-  // The pattern itself: history matches, a word that merely starts the same does not.
-  EXPECT_TRUE(std::regex_search(std::string("// (issue 14 §3)"), issue_re));
-  EXPECT_TRUE(std::regex_search(std::string("// Issues 11 and 13"), issue_re));
-  EXPECT_FALSE(std::regex_search(std::string("// reissue 3 requests"), issue_re));
-  EXPECT_FALSE(std::regex_search(std::string("// the issue is 3 bytes"), issue_re));
+  // The pattern itself: history matches, a word that merely starts the same does not. The
+  // strings are built from pieces so this file passes its own rule.
+  const std::string word = "iss" + std::string("ue");
+  EXPECT_TRUE(std::regex_search("// (" + word + " 14 §3)", issue_re));
+  EXPECT_TRUE(std::regex_search("// I" + word.substr(1) + "s 11 and 13", issue_re));
+  EXPECT_TRUE(std::regex_search("see " + word + " #12", issue_re));
+  EXPECT_FALSE(std::regex_search("// re" + word + " 3 requests", issue_re));
+  EXPECT_FALSE(std::regex_search("// the " + word + " is 3 bytes", issue_re));
+  // A link to another project's tracker is a source, not history: it stays allowed.
+  EXPECT_FALSE(std::regex_search("https://github.com/o/r/" + word + "s/123", issue_re));
+}
+
+// Tests, benchmarks, scripts and docs follow the same rule as src/: they say what is checked or
+// measured, not which issue asked for it, on every line (not only comments: a doc is all text).
+// Test data (tests/data, which quotes public bug reports) is exempt; a doc that needs another
+// project's bug report links to it by URL, which the pattern allows.
+TEST(HouseRulesTest, TestsBenchScriptsAndDocsCarryNoIssueHistory) {
+  const fs::path root = testing::SourceDir();
+  std::vector<fs::path> files;
+  for (const char* dir : {"tests", "bench", "scripts", "tools"}) {
+    for (const auto& f : FilesUnder(root / dir, {".cc", ".h", ".sh", ".py", ".yaml"})) {
+      const std::string rel = f.lexically_relative(root).string();
+      if (rel.starts_with("tests/data/") || rel.starts_with("tests/fuzz_corpus/")) continue;
+      files.push_back(f);
+    }
+  }
+  for (const auto& f : FilesUnder(root / "docs", {".md"})) files.push_back(f);
+  files.push_back(root / "README.md");
+  std::vector<std::string> offenders;
+  for (const auto& f : files) {
+    std::istringstream text(testing::ReadFile(f.string()));
+    std::string line;
+    for (int n = 1; std::getline(text, line); ++n) {
+      if (std::regex_search(line, IssueNumberPattern())) {
+        offenders.push_back(f.lexically_relative(root).string() + ":" + std::to_string(n) + ": " +
+                            line);
+      }
+    }
+  }
+  EXPECT_GT(files.size(), 100u) << "the scan found almost no files";
+  EXPECT_TRUE(offenders.empty()) << ::testing::PrintToString(offenders);
 }
 
 // The CLIP merges file the tokenizer tests and the tiny pipelines are built from ships with its
@@ -413,6 +457,134 @@ TEST(HouseRulesTest, ArchitectureDocStatesTheModuleOrderTheIncludesFollow) {
   EXPECT_EQ(parsed.at("d"), (std::set<std::string>{"a", "b", "c"}));
   EXPECT_EQ(parsed.at("e"), (std::set<std::string>{"a", "b"}));
   EXPECT_TRUE(parsed.at("a").empty());
+}
+
+// docs/ARCHITECTURE.md has a paragraph per module ("**name** (depends on ...)"), one for each
+// folder under src/ and none for a module that does not exist, and every header or source file a
+// paragraph names exists: a bare name ("session.h") in that module's folder, a path with a folder
+// ("bench/sd_step_bench.cc", "tools/gen_sd.py") from the repository root or from src/.
+TEST(HouseRulesTest, ArchitectureDocHasAParagraphPerModuleNamingExistingFiles) {
+  const fs::path root = testing::SourceDir();
+  std::istringstream doc(testing::ReadFile((root / "docs/ARCHITECTURE.md").string()));
+  const std::regex head_re(R"re(^\*\*([a-z]+)\*\* \(depends on)re");
+  const std::regex file_re(R"re(([A-Za-z0-9_./]*[A-Za-z0-9_])\.(h|cc|py|sh|md)\b)re");
+  std::set<std::string> paragraphs;
+  std::vector<std::string> offenders;
+  std::string module, line;
+  int names_checked = 0;
+  for (int n = 1; std::getline(doc, line); ++n) {
+    std::smatch m;
+    if (std::regex_search(line, m, head_re)) {
+      module = m[1].str();
+      if (!paragraphs.insert(module).second) offenders.push_back("two paragraphs for " + module);
+    } else if (line.empty() || line.starts_with("#")) {
+      module.clear();
+    }
+    for (std::sregex_iterator it(line.begin(), line.end(), file_re), e; it != e; ++it) {
+      const std::string name = (*it)[0].str();
+      if ((*it).position(0) > 0 && line[(*it).position(0) - 1] == '>') continue;  // <area>_x.cc
+      ++names_checked;
+      const bool exists = name.find('/') != std::string::npos
+                              ? fs::exists(root / name) || fs::exists(root / "src" / name)
+                              : !module.empty() && fs::exists(root / "src" / module / name);
+      if (!exists && (name.find('/') != std::string::npos || !module.empty())) {
+        offenders.push_back("line " + std::to_string(n) + ": " + name + " does not exist" +
+                            (module.empty() ? "" : " (in the " + module + " paragraph)"));
+      }
+    }
+  }
+  std::set<std::string> modules;
+  for (const auto& e : fs::directory_iterator(root / "src")) {
+    if (e.is_directory()) modules.insert(e.path().filename().string());
+  }
+  EXPECT_EQ(paragraphs, modules) << "docs/ARCHITECTURE.md's module paragraphs vs src/";
+  EXPECT_GT(names_checked, 50) << "the scan found almost no file names: is the regex wrong?";
+  EXPECT_TRUE(offenders.empty()) << ::testing::PrintToString(offenders);
+}
+
+// docs/PERFORMANCE.md is where every benchmark's command and figures live: it names each
+// bench/*_bench.cc and bench/*.sh (helper libraries, *_lib.sh, aside), every BM_ benchmark it
+// quotes is one the bench sources define, and every repository path it names exists.
+TEST(HouseRulesTest, PerformanceDocCoversTheBenchmarksThatExist) {
+  const fs::path root = testing::SourceDir();
+  const std::string doc = testing::ReadFile((root / "docs/PERFORMANCE.md").string());
+  std::string sources;
+  std::vector<std::string> offenders;
+  for (const auto& f : FilesUnder(root / "bench", {".cc", ".sh"})) {
+    const std::string rel = f.lexically_relative(root).string();
+    if (f.extension() == ".cc") sources += testing::ReadFile(f.string());
+    const bool bench =
+        rel.ends_with("_bench.cc") || (rel.ends_with(".sh") && !rel.ends_with("_lib.sh"));
+    if (bench && doc.find(rel) == std::string::npos) {
+      offenders.push_back(rel + " is not in docs/PERFORMANCE.md");
+    }
+  }
+  const std::regex bm_re(R"re(\bBM_[A-Za-z0-9_]+)re");
+  std::set<std::string> quoted;
+  for (std::sregex_iterator it(doc.begin(), doc.end(), bm_re), e; it != e; ++it) {
+    quoted.insert((*it)[0].str());
+  }
+  for (const std::string& bm : quoted) {
+    if (!std::regex_search(sources, std::regex("\\b" + bm + "\\b"))) {
+      offenders.push_back(bm + " is quoted but no bench/*.cc defines it");
+    }
+  }
+  const std::regex path_re(
+      R"re(\b(bench|scripts|tools|tests|docs|deploy|src)/[A-Za-z0-9_./-]*[A-Za-z0-9_])re");
+  int paths = 0;
+  for (std::sregex_iterator it(doc.begin(), doc.end(), path_re), e; it != e; ++it) {
+    const std::string p = (*it)[0].str();
+    ++paths;
+    // A test binary is named without its .cc ("tests/sd_generator_test").
+    if (!fs::exists(root / p) && !fs::exists(root / (p + ".cc"))) {
+      offenders.push_back(p + " is named but does not exist");
+    }
+  }
+  EXPECT_GT(quoted.size(), 10u) << "almost no BM_ names found: is the regex wrong?";
+  EXPECT_GT(paths, 10) << "almost no paths found: is the regex wrong?";
+  EXPECT_TRUE(offenders.empty()) << ::testing::PrintToString(offenders);
+}
+
+// The README's command table lists every command a user can run (hidden ones aside), each group's
+// subcommands included ("`truegreen audit image\|dockerfile\|k8s`"), and nothing that is not one.
+TEST(HouseRulesTest, ReadmeCommandTableListsTheCliCommands) {
+  const std::string readme = testing::ReadFile(testing::SourceDir() + "/README.md");
+  const std::size_t from = readme.find("\n## Commands\n");
+  ASSERT_NE(from, std::string::npos) << "README no longer has its Commands section";
+  std::istringstream rows(readme.substr(from, readme.find("\n## ", from + 1) - from));
+  const std::regex code_re("`([^`]+)`");
+  std::set<std::string> listed;
+  for (std::string row; std::getline(rows, row);) {
+    if (!row.starts_with("| `truegreen ")) continue;
+    const std::string cell = row.substr(1, row.find(" | ") - 1);
+    for (std::sregex_iterator it(cell.begin(), cell.end(), code_re), e; it != e; ++it) {
+      std::vector<std::string> words = testing::CliWords((*it)[1].str());
+      if (!words.empty() && words[0] == "truegreen") words.erase(words.begin());
+      if (words.empty()) continue;
+      std::vector<std::string> subs;
+      if (words.size() > 1 && std::islower(static_cast<unsigned char>(words[1][0]))) {
+        std::stringstream alternatives(words[1]);
+        for (std::string s; std::getline(alternatives, s, '|');) {
+          if (s.ends_with("\\")) s.pop_back();
+          subs.push_back(s);
+        }
+      }
+      if (subs.empty()) listed.insert(words[0]);
+      for (const std::string& s : subs) listed.insert(words[0] + " " + s);
+    }
+  }
+  std::set<std::string> commands;
+  std::function<void(const common::Json&)> collect = [&](const common::Json& node) {
+    if (node.value("hidden", false)) return;
+    if (node["subcommands"].empty()) {
+      commands.insert(node["path"].get<std::string>());
+      return;
+    }
+    for (const auto& c : node["subcommands"]) collect(c);
+  };
+  collect(testing::CliTree());
+  EXPECT_GT(commands.size(), 10u) << "the CLI tree has almost no commands";
+  EXPECT_EQ(listed, commands) << "README's Commands table vs `truegreen __cli-tree`";
 }
 
 void CollectPolicyReaders(const common::Json& node, std::set<std::string>* out) {

@@ -368,7 +368,7 @@ TEST(RuntimeCliTest, EnginesBuildNeedsTensorRt) {
 }  // namespace
 }  // namespace tg
 
-// ---- The startup chain (issue 14 §3): snapshot -> admit -> factory, drift refused in production.
+// ---- The startup chain: snapshot -> admit -> factory, drift refused in production.
 namespace tg {
 namespace {
 

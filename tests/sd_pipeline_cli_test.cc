@@ -157,7 +157,7 @@ TEST(SdPipelineCliTest, ProductionPolicyRefusesWithoutGpuPath) {
   EXPECT_FALSE(fs::exists(tmp / "p.png"));
 }
 
-// The one startup chain (issue 14 §3): generate reports the same steps as run, in order.
+// The one startup chain: generate reports the same steps as run, in order.
 TEST(SdPipelineCliTest, StartupStepsInOrderAndProductionStopsAtFactory) {
   TempDir tmp;
   auto r = RunTruegreen(DevGenerate("sd15-legacy", tmp / "s.png", {"--json"}));
