@@ -239,6 +239,34 @@ TEST_F(ServerConformanceTest, OpenAiResponsesUrlsAliasesAndModelsMatchTheSpec) {
   Validate();
 }
 
+// An image larger than the whole store (--image-store-bytes) can never be served as a URL: the
+// answer is a 400 on response_format that names b64_json, and b64_json then works.
+TEST_F(ServerConformanceTest, ImageLargerThanTheStoreIs400OnResponseFormat) {
+  TempDir repo;
+  MakeRepo(repo / "models");
+  ServerProcess s({"--policy", "dev"}, {"--models", repo / "models", "--image-store-bytes",
+                                        "1048576", "--access-log", "off"});
+  ASSERT_GT(s.WaitPort(), 0) << s.Log();
+  ASSERT_TRUE(s.WaitReady()) << s.Log();
+  const std::string req = R"({"prompt":"a cat","size":"2048x2048","steps":1,"seed":3)";
+  HttpResult b64 = Request(s.port(), "POST", "/v1/images/generations",
+                           req + R"(,"response_format":"b64_json"})");
+  ASSERT_EQ(b64.status, 200) << b64.body.substr(0, 300);
+  // The premise: this PNG is over the 1 MiB store (else the test would prove nothing).
+  ASSERT_GT(Json::parse(b64.body)["data"][0]["b64_json"].get<std::string>().size() * 3 / 4,
+            1048576u);
+  HttpResult url = Request(s.port(), "POST", "/v1/images/generations", req + "}");
+  ExpectStatus(url, 400, "openai:ErrorResponse", "image over the store");
+  Json e = Json::parse(url.body)["error"];
+  EXPECT_EQ(e["type"], "invalid_request_error");
+  EXPECT_EQ(e["param"], "response_format");
+  EXPECT_EQ(e["code"], "invalid_value");
+  EXPECT_NE(e["message"].get<std::string>().find("--image-store-bytes 1048576"), std::string::npos)
+      << e;
+  EXPECT_NE(e["message"].get<std::string>().find("\"b64_json\""), std::string::npos) << e;
+  Validate();
+}
+
 TEST_F(ServerConformanceTest, StreamAnswersWithImageGenerationEvents) {
   HttpResult r = Images(
       R"({"prompt":"a cat","size":"256x256","steps":2,"stream":true,"n":2,"partial_images":0})");

@@ -81,6 +81,52 @@ TEST_F(ServerLifecycleTest, ExitOnFailFalseStaysUpAnswering503WithTheReason) {
   EXPECT_EQ(s.Wait(), 0) << s.Log();
 }
 
+// Each stderr line of a serve run under --log-format json is one JSON object: the server's own
+// lines {"ts","level","msg"} (every gate, ready, draining, stopped), the access log's request lines
+// {"ts","id","method","path","status",...}. Returns how many of the server's own lines there were.
+int ExpectJsonServeLog(const std::string& log) {
+  int own = 0;
+  std::size_t start = 0;
+  while (start < log.size()) {
+    std::size_t nl = log.find('\n', start);
+    if (nl == std::string::npos) nl = log.size();
+    const std::string line = log.substr(start, nl - start);
+    start = nl + 1;
+    Json j = Json::parse(line, nullptr, false);
+    EXPECT_TRUE(j.is_object()) << "not a JSON object: " << line;
+    if (!j.is_object()) continue;
+    const bool server_line = j.contains("level") && j.contains("msg");
+    EXPECT_TRUE(server_line || (j.contains("path") && j.contains("status"))) << line;
+    if (server_line && j["msg"].get<std::string>().starts_with("truegreen serve: ")) ++own;
+  }
+  return own;
+}
+
+TEST_F(ServerLifecycleTest, LogFormatJsonMakesEveryServeStderrLineJson) {
+  ServerProcess s({"--log-format", "json", "--policy", "dev"}, {"--models", Models()});
+  ASSERT_GT(s.WaitPort(), 0) << s.Log();
+  ASSERT_TRUE(s.WaitReady()) << s.Log();
+  EXPECT_EQ(Generate(s.port(), 1).status, 200);
+  s.Signal(SIGTERM);
+  EXPECT_EQ(s.Wait(), 0) << s.Log();
+  const std::string log = s.Log();
+  // listening, 4 gates running + passed, warm-up, ready, received SIGTERM, draining, stopped.
+  EXPECT_GE(ExpectJsonServeLog(log), 14) << log;
+  for (const char* msg : {"truegreen serve: gate canary: passed in ", "truegreen serve: ready",
+                          "truegreen serve: draining", "truegreen serve: stopped"}) {
+    EXPECT_NE(log.find(std::string("\"msg\":\"") + msg), std::string::npos) << msg << "\n" << log;
+  }
+  EXPECT_NE(log.find("\"path\":\"/v1/images/generations\""), std::string::npos) << log;
+  if (HasGpuDevice()) return;
+  // A failed gate's line is an error line; the run exits with the gate's code.
+  ServerProcess refused({"--log-format", "json"}, {"--models", Models()});
+  EXPECT_EQ(refused.Wait(), 3) << refused.Log();
+  EXPECT_GE(ExpectJsonServeLog(refused.Log()), 3) << refused.Log();
+  EXPECT_NE(refused.Log().find("\"level\":\"error\",\"msg\":\"truegreen serve: gate admit: FAILED"),
+            std::string::npos)
+      << refused.Log();
+}
+
 TEST_F(ServerLifecycleTest, ImpossibleCanaryWindowExits5) {
   ServerProcess s({"--policy", "dev"}, {"--models", Models(), "--canary-p95-ms", "0.001"});
   EXPECT_EQ(s.Wait(), 5) << s.Log();
@@ -262,11 +308,20 @@ TEST_F(ServerLifecycleTest, LargeJobDoesNotHoldSmallOnesBehindIt) {
   HttpResult large, small;
   std::thread t([&] {
     // The large lane, and long enough (over a second even on a fast CPU: the tiny UNet runs about
-    // 2 ms per 512² step) that the small job, sent 200 ms later, must overtake it.
+    // 2 ms per 512² step) that the small job, sent once it runs, must overtake it.
     large = Generate(s.port(), 150, "1024x1024");
     large_done = Clock::now();
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // The small job goes out only once the large one is running, as /metrics shows; otherwise it
+  // would not be behind it and the test would prove nothing.
+  bool large_running = false;
+  for (int i = 0; i < 3000 && !large_running; ++i) {
+    large_running =
+        Request(s.port(), "GET", "/metrics")
+            .body.find("truegreen_in_flight{model=\"sd15\",lane=\"large\"} 1") != std::string::npos;
+    if (!large_running) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_TRUE(large_running) << s.Log();  // not ASSERT: the client thread must be joined
   small = Generate(s.port(), 2);
   small_done = Clock::now();
   t.join();

@@ -66,12 +66,8 @@ int RunServe(const GlobalOptions& g, ServeFlags& f) {
   GlobalOptions child = g;
   child.policy = c.policy;
   c.op_canary = StartupCanaryOptions(child);
-  // Configuration and model-repository problems are the user's to fix (exit 2), whatever code
-  // the reader chose; every error leaves through the one error path.
-  auto fail = [](const common::Status& s) {
-    return ReportError(
-        s.code() == common::StatusCode::kInternal ? common::Status::InvalidArg(s.message()) : s);
-  };
+  // Every error leaves through the one error path, its code deciding the exit code.
+  auto fail = [](const common::Status& s) { return ReportError(s); };
   if (f.p50 > 0) c.canary.p50_ms = f.p50;
   if (f.p95 > 0) c.canary.p95_ms = f.p95;
   if (f.min_gpu_util != 0.0) c.canary.min_gpu_utilization = f.min_gpu_util;

@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "common/status.h"
@@ -59,6 +60,25 @@ struct ApiError {
     return e;
   }
   const std::string& message() const { return status.message(); }
+};
+
+// A value, or the ApiError that the one error path (ErrorResponse) answers: what handlers return.
+// A non-OK Status converts to ApiError::From(status); an OK one is a bug (answered INTERNAL).
+template <typename T>
+class [[nodiscard]] ApiResult {
+ public:
+  ApiResult(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  ApiResult(ApiError e) : v_(std::move(e)) {}   // NOLINT(google-explicit-constructor)
+  ApiResult(common::Status s)                   // NOLINT(google-explicit-constructor)
+      : v_(ApiError::From(s.ok() ? common::Status::Internal("ApiResult from an OK status")
+                                 : std::move(s))) {}
+
+  bool ok() const { return v_.index() == 0; }
+  T& value() { return std::get<0>(v_); }
+  const ApiError& error() const { return std::get<1>(v_); }
+
+ private:
+  std::variant<T, ApiError> v_;
 };
 
 // The one ApiError -> HTTP status mapping.

@@ -7,7 +7,8 @@
 
 #include "common/json_writer.h"
 #include "common/strings.h"
-#include "server/server_internal.h"
+#include "sd/pipeline.h"
+#include "server/api_adapters.h"
 
 namespace tg::server {
 
@@ -426,61 +427,64 @@ std::string BaseUrl(const HttpRequest& req, const std::string& host, int port) {
 
 }  // namespace
 
-void Server::HandleImages(const HttpRequest& req, std::shared_ptr<RequestCtx> ctx,
-                          Responder respond) {
-  auto done = [&](HttpResponse r) { Finish(ctx, respond, std::move(r)); };
-  auto fail = [&](const ApiError& e) { done(Error(*ctx, e)); };
-  Json body = Json::parse(req.body, nullptr, /*allow_exceptions=*/false);
-  if (body.is_discarded()) {
-    return fail(ApiError::From(Status::InvalidArg("request body is not valid JSON (UTF-8)")));
-  }
+void OpenAiApi::AddRoutes(RouteTable* table) {
+  using Access = RouteTable::Access;
+  auto bind = [this](ApiResult<Reply> (OpenAiApi::*f)(Call&)) {
+    return [this, f](Call& c) { return (this->*f)(c); };
+  };
+  table->Add("GET", "/v1/models", Access::kToken, bind(&OpenAiApi::ListModels));
+  table->Add("GET", "/v1/models/{id}", Access::kToken, bind(&OpenAiApi::GetModel));
+  table->Add("GET", std::string(kImageStorePrefix) + "{file}", Access::kToken,
+             bind(&OpenAiApi::StoredImage));
+  table->Add("POST", "/v1/images/generations", Access::kWork, bind(&OpenAiApi::Generations));
+}
+
+ApiResult<Reply> OpenAiApi::Generations(Call& c) {
+  Json body = Json::parse(c.req.body, nullptr, /*allow_exceptions=*/false);
+  if (body.is_discarded()) return Status::InvalidArg("request body is not valid JSON (UTF-8)");
   auto job = std::make_shared<SdJob>();
-  if (auto e = ParseImagesRequest(body, config_.limits, &job->opt, &job->req)) return fail(*e);
-  // /readyz answers 200 once every gate passed, a moment before started_ is set: accept work by
-  // the same rule, so a client that saw 200 is never refused with an empty reason.
-  if (std::string why = started_.load() ? "" : NotReadyReason(); !why.empty()) {
-    return fail(ApiError::From(Status::Unavailable("not ready: " + why)));
-  }
+  if (auto e = ParseImagesRequest(body, p_.config.limits, &job->opt, &job->req)) return *e;
+  TG_RETURN_IF_ERROR(p_.CheckStarted());
   ApiError err;
-  ModelRuntime* mr = models_.ImageModel(job->opt.model, config_.model_aliases, &err);
-  if (!mr) return fail(err);
-  ctx->model = mr->model->spec.name;
-  // The pipeline validates up to sd::kMaxBatch images; a larger n runs in parts (RunSdJobs), the
+  ModelRuntime* mr = p_.models.ImageModel(job->opt.model, p_.config.model_aliases, &err);
+  if (!mr) return err;
+  RequestCtx& ctx = *c.ctx;
+  ctx.model = mr->model->spec.name;
+  // The pipeline validates up to sd::kMaxBatch images; a larger n runs in parts (RunJobs), the
   // seeds going on from part to part.
   const int n = job->req.batch;
   sd::GenerateRequest& g = job->req;
   g.batch = std::min(n, sd::kMaxBatch);
   if (Status s = sd::ValidateRequest(*mr->model->sd, &g); !s.ok()) {
-    return fail(ApiError::From(s, PipelineParam(s.message()), "invalid_value"));
+    return ApiError::From(s, PipelineParam(s.message()), "invalid_value");
   }
   if (g.seeds.front() > std::numeric_limits<std::uint64_t>::max() - static_cast<std::uint64_t>(n)) {
-    return fail(
-        ApiError::From(Status::InvalidArg("seed " + std::to_string(g.seeds.front()) +
-                                          " + image index overflows for n " + std::to_string(n)),
-                       "seed", "invalid_value"));
+    return ApiError::From(Status::InvalidArg("seed " + std::to_string(g.seeds.front()) +
+                                             " + image index overflows for n " + std::to_string(n)),
+                          "seed", "invalid_value");
   }
   for (int k = g.batch; k < n; ++k) {
     g.seeds.push_back(g.seeds.front() + static_cast<std::uint64_t>(k));
   }
   g.batch = n;
-  job->base_url = BaseUrl(req, config_.host, port_);
+  job->base_url = BaseUrl(c.req, p_.config.host, p_.port);
   const double units = static_cast<double>(g.width) * g.height * g.steps / 50.0 * g.batch;
-  Lane* lane = mr->lanes[units > config_.limits.large_pixels ? 1 : 0].get();
-  job->ctx = ctx;
-  job->respond = respond;
+  Lane* lane = mr->lanes[units > p_.config.limits.large_pixels ? 1 : 0].get();
+  job->ctx = c.ctx;
+  job->respond = c.respond;
   job->enqueued = Clock::now();
-  job->deadline = job->enqueued + std::chrono::milliseconds(config_.limits.deadline_ms);
+  job->deadline = job->enqueued + std::chrono::milliseconds(p_.config.limits.deadline_ms);
   // Requests share a UNet batch only when size, steps, scheduler, guidance and rng agree; a UNet
   // exported with a fixed batch runs every request alone, and so does one above kMaxBatch images.
   const auto& ss = mr->model->sd->unet.sample_shape;
   const bool solo = (!ss.empty() && ss[0] > 0) || n > sd::kMaxBatch;
-  job->batch_key = solo ? "solo:" + ctx->id : sd::BatchKey(g);
+  job->batch_key = solo ? "solo:" + ctx.id : sd::BatchKey(g);
   job->units = g.batch;  // the lane's max_batch counts images
   if (!lane->Submit(job)) {
-    return fail(ApiError::Of(
-        ErrorKind::kQueueFull,
-        "queue of model " + ctx->model + " (" + lane->name() + " lane) is full: retry later"));
+    return ApiError::Of(ErrorKind::kQueueFull, "queue of model " + ctx.model + " (" + lane->name() +
+                                                   " lane) is full: retry later");
   }
+  return Reply::Queued();
 }
 
 namespace {
@@ -532,8 +536,20 @@ HttpResponse ImagesResponse(ImageStore& store, const SdJob& j, const sd::Generat
   std::vector<std::string> urls;
   for (const auto& im : out.images) {
     auto token = store.Put(im.png, ImageStore::Clock::now());
-    if (!token.ok()) return Server::Error(ctx, ApiError::From(token.status()));
-    urls.push_back(j.base_url + kImageStorePrefix + *token + ".png");
+    if (token.ok()) {
+      urls.push_back(j.base_url + kImageStorePrefix + *token + ".png");
+      continue;
+    }
+    // An image the store can never hold is answered as the request's choice it is: a 400 on
+    // response_format, naming the form that works.
+    if (token.status().code() == common::StatusCode::kInvalidArg) {
+      return ErrorFor(
+          ctx,
+          ApiError::From(Status::InvalidArg("response_format \"url\": " + token.status().message() +
+                                            "; ask for response_format \"b64_json\""),
+                         "response_format", "invalid_value"));
+    }
+    return ErrorFor(ctx, ApiError::From(token.status()));
   }
   r.body = ImagesBody(out, ctx.model, j.req.steps, degraded, &urls);
   return r;
@@ -541,52 +557,56 @@ HttpResponse ImagesResponse(ImageStore& store, const SdJob& j, const sd::Generat
 
 }  // namespace
 
-HttpResponse Server::StoredImage(const std::string& path, const RequestCtx& ctx) const {
-  std::string token = path.substr(std::string_view(kImageStorePrefix).size());
+ApiResult<Reply> OpenAiApi::StoredImage(Call& c) {
+  std::string token = c.Param("file");
   if (token.size() > 4 && token.ends_with(".png")) token.resize(token.size() - 4);
-  auto png = images_->Get(token, ImageStore::Clock::now());
+  auto png = p_.images.Get(token, ImageStore::Clock::now());
   if (!png) {
-    return Error(ctx, ApiError::From(
-                          Status::NotFound("no such image: unknown, or older than --image-ttl-s (" +
-                                           std::to_string(images_->ttl().count()) +
-                                           " s), or pushed out of the store by newer images")));
+    return Status::NotFound("no such image: unknown, or older than --image-ttl-s (" +
+                            std::to_string(p_.images.ttl().count()) +
+                            " s), or pushed out of the store by newer images");
   }
   HttpResponse r;
   r.content_type = "image/png";
   r.shared_body = png;
-  return r;
+  return Reply(std::move(r));
 }
 
-HttpResponse Server::ModelsList(const std::string& path, const RequestCtx& ctx) const {
+Json OpenAiApi::ImageModels() const {
   // The Model objects: the served image models, then each alias (an id a client may send).
   auto model = [this](const std::string& id) {
     return Json{
-        {"id", id}, {"object", "model"}, {"created", started_unix_}, {"owned_by", "truegreen"}};
+        {"id", id}, {"object", "model"}, {"created", p_.started_unix}, {"owned_by", "truegreen"}};
   };
   Json data = Json::array();
-  if (models_.open()) {
-    for (const auto& [name, mr] : models_.all()) {
-      if (mr->model->sd) data.push_back(model(name));
-    }
-    for (const auto& [alias, target] : config_.model_aliases) {
-      if (auto* mr = models_.Find(target); mr && mr->model->sd) data.push_back(model(alias));
-    }
+  if (!p_.models.open()) return data;
+  for (const auto& [name, mr] : p_.models.all()) {
+    if (mr->model->sd) data.push_back(model(name));
   }
-  if (path == "/v1/models") return JsonResponse(200, {{"object", "list"}, {"data", data}});
-  const std::string id = path.substr(std::string_view("/v1/models/").size());
-  for (const Json& m : data) {
-    if (m["id"] == id) return JsonResponse(200, m);
+  for (const auto& [alias, target] : p_.config.model_aliases) {
+    if (auto* mr = p_.models.Find(target); mr && mr->model->sd) data.push_back(model(alias));
   }
-  return Error(
-      ctx, ApiError::From(Status::NotFound("the model '" + id.substr(0, 64) + "' does not exist"),
-                          "model", "model_not_found"));
+  return data;
+}
+
+ApiResult<Reply> OpenAiApi::ListModels(Call&) {
+  return Reply(JsonResponse(200, {{"object", "list"}, {"data", ImageModels()}}));
+}
+
+ApiResult<Reply> OpenAiApi::GetModel(Call& c) {
+  const std::string& id = c.Param("id");
+  for (const Json& m : ImageModels()) {
+    if (m["id"] == id) return Reply(JsonResponse(200, m));
+  }
+  return ApiError::From(Status::NotFound("the model '" + id.substr(0, 64) + "' does not exist"),
+                        "model", "model_not_found");
 }
 
 // Runs the lane's batch as one generation (one UNet batch of every request's images). Each
 // request keeps its deadline: when it passes between steps the request is answered 504 at once
 // and cancelled in the pipeline (its rows finish with the others, nobody waits on it); the
 // generation stops early only when every request of the batch has been answered.
-void Server::RunSdJobs(ModelRuntime* mr, std::vector<std::shared_ptr<Job>>& jobs) {
+void OpenAiApi::RunJobs(ModelRuntime* mr, std::vector<std::shared_ptr<Job>>& jobs) {
   std::vector<SdJob*> sd_jobs;
   std::vector<sd::GenerateRequest> reqs;
   std::vector<const std::atomic<bool>*> cancels;
@@ -600,16 +620,17 @@ void Server::RunSdJobs(ModelRuntime* mr, std::vector<std::shared_ptr<Job>>& jobs
   const Labels lb = {{"model", model}};
   std::vector<bool> answered(jobs.size(), false);
   auto deadline_error = [this](const RequestCtx& ctx, int steps_done) {
-    return Error(ctx, ApiError::Of(ErrorKind::kDeadline,
-                                   "deadline of " + std::to_string(config_.limits.deadline_ms) +
-                                       " ms passed after " + std::to_string(steps_done) +
-                                       " denoising steps; the generation was cancelled"));
+    return ErrorFor(ctx,
+                    ApiError::Of(ErrorKind::kDeadline,
+                                 "deadline of " + std::to_string(p_.config.limits.deadline_ms) +
+                                     " ms passed after " + std::to_string(steps_done) +
+                                     " denoising steps; the generation was cancelled"));
   };
   const auto t0 = Clock::now();
   std::vector<std::size_t> row0(jobs.size(), 0);  // each job's first image in the batch
   for (std::size_t i = 1; i < jobs.size(); ++i) row0[i] = row0[i - 1] + reqs[i - 1].batch;
   auto progress = [&](const sd::StepProgress& p) {
-    metrics_.Observe("truegreen_denoise_step_duration_seconds", lb, p.unet_ms / 1e3);
+    p_.metrics.Observe("truegreen_denoise_step_duration_seconds", lb, p.unet_ms / 1e3);
     const auto now = Clock::now();
     bool any_left = false;
     for (std::size_t i = 0; i < sd_jobs.size(); ++i) {
@@ -619,7 +640,7 @@ void Server::RunSdJobs(ModelRuntime* mr, std::vector<std::shared_ptr<Job>>& jobs
         job->cancel.store(true);  // the pipeline drops its images from here on
         answered[i] = true;
         job->ctx->compute_ms = MsSince(t0);
-        Finish(job->ctx, job->respond, FinalPart(*job, deadline_error(*job->ctx, p.step)));
+        p_.finish(job->ctx, job->respond, FinalPart(*job, deadline_error(*job->ctx, p.step)));
         continue;
       }
       any_left = true;
@@ -630,36 +651,37 @@ void Server::RunSdJobs(ModelRuntime* mr, std::vector<std::shared_ptr<Job>>& jobs
   auto outs = GenerateInParts(*mr->model->pipeline, reqs, progress, cancels);
   const double compute_ms = MsSince(t0);
   // Triton semantics: one execution per batch; inference count = images of answered requests.
-  metrics_.Add("nv_inference_exec_count", lb);
-  metrics_.Observe("truegreen_batch_size", lb, static_cast<double>(jobs.size()));
+  p_.metrics.Add("nv_inference_exec_count", lb);
+  p_.metrics.Observe("truegreen_batch_size", lb, static_cast<double>(jobs.size()));
   for (std::size_t i = 0; i < sd_jobs.size(); ++i) {
     if (answered[i]) continue;
     SdJob* job = sd_jobs[i];
     RequestCtx& ctx = *job->ctx;
     ctx.compute_ms = compute_ms;
     if (!outs.ok()) {
-      Finish(job->ctx, job->respond, FinalPart(*job, Error(ctx, ApiError::From(outs.status()))));
+      p_.finish(job->ctx, job->respond,
+                FinalPart(*job, ErrorFor(ctx, ApiError::From(outs.status()))));
       continue;
     }
     const sd::GenerateOutput& out = (*outs)[i];
     if (out.cancelled) {
-      Finish(job->ctx, job->respond, FinalPart(*job, deadline_error(ctx, out.steps_done)));
+      p_.finish(job->ctx, job->respond, FinalPart(*job, deadline_error(ctx, out.steps_done)));
       continue;
     }
     ctx.items = static_cast<int>(out.images.size());
-    metrics_.Add("nv_inference_count", lb, ctx.items);
-    metrics_.Add("truegreen_images_generated_total", lb, ctx.items);
-    Finish(job->ctx, job->respond,
-           FinalPart(*job, ImagesResponse(*images_, *job, out, mr->model->degraded())));
+    p_.metrics.Add("nv_inference_count", lb, ctx.items);
+    p_.metrics.Add("truegreen_images_generated_total", lb, ctx.items);
+    p_.finish(job->ctx, job->respond,
+              FinalPart(*job, ImagesResponse(p_.images, *job, out, mr->model->degraded())));
   }
 }
 
-Result<double> Server::TimeSdCanaryRun(ModelRuntime* mr, int index) {
+Result<double> OpenAiApi::TimeCanaryRun(ModelRuntime* mr, int index) {
   sd::GenerateRequest r;
   r.prompt = kCanaryPrompts[index % 3];
   r.seed = static_cast<std::uint64_t>(index);
-  r.steps = config_.canary.steps;
-  r.width = r.height = config_.canary.size ? config_.canary.size : 256;
+  r.steps = p_.config.canary.steps;
+  r.width = r.height = p_.config.canary.size ? p_.config.canary.size : 256;
   r.encode_png = false;
   const auto t0 = Clock::now();
   auto out = mr->model->pipeline->Generate(r);
@@ -670,10 +692,10 @@ Result<double> Server::TimeSdCanaryRun(ModelRuntime* mr, int index) {
   return MsSince(t0);
 }
 
-Status Server::WarmupSd(ModelRuntime* mr) {
+Status OpenAiApi::Warmup(ModelRuntime* mr) {
   // One generation at the canary size pays the first-run costs (allocator, cuDNN/TensorRT
   // tactics) of every session before anything is timed.
-  auto ms = TimeSdCanaryRun(mr, 0);
+  auto ms = TimeCanaryRun(mr, 0);
   return ms.ok() ? Status::Ok() : ms.status();
 }
 

@@ -8,8 +8,8 @@
 #include <limits>
 #include <set>
 
+#include "server/api_adapters.h"
 #include "server/kserve_binary.h"
-#include "server/server_internal.h"
 
 #ifndef TG_VERSION
 #define TG_VERSION "0.0.0"
@@ -422,7 +422,9 @@ void SetBatchKey(const ModelSpec& spec, const runtime::Session& session, const s
 
 }  // namespace
 
-Json Server::ModelMetadata(const ModelRuntime& mr) const {
+namespace {
+
+Json MetadataJson(const ModelRuntime& mr) {
   auto list = [](const std::vector<runtime::TensorInfo>& v) {
     Json a = Json::array();
     for (const auto& t : v)
@@ -447,99 +449,89 @@ Json Server::ModelMetadata(const ModelRuntime& mr) const {
   return j;
 }
 
-namespace {
-
-// /v2/models/{name}[/versions/{version}][/{action}] split into its parts; false when the path
-// has another form.
-struct ModelPath {
-  std::string name, version, action;
-};
-bool ParseModelPath(std::string_view rest, ModelPath* out) {
-  auto next = [&rest]() {
-    const auto slash = rest.find('/');
-    std::string part(rest.substr(0, slash));
-    rest = slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
-    return part;
-  };
-  out->name = next();
-  if (out->name.empty()) return false;
-  if (rest.starts_with("versions/")) {
-    next();
-    out->version = next();
-    if (out->version.empty()) return false;
-  }
-  out->action = next();
-  return rest.empty();
-}
-
 }  // namespace
 
-void Server::HandleKserve(const HttpRequest& req, const std::string& path,
-                          std::shared_ptr<RequestCtx> ctx, Responder respond) {
-  auto done = [&](HttpResponse r) { Finish(ctx, respond, std::move(r)); };
-  auto fail = [&](ApiError e) { done(Error(*ctx, e)); };
-  const bool get = req.method == "GET" || req.method == "HEAD";
-  if (path == "/v2") {
-    if (!get) return fail(ApiError::MethodNotAllowed("GET"));
-    return done(JsonResponse(200, {{"name", "truegreen"},
-                                   {"version", TG_VERSION},
-                                   {"extensions", Json::array({"binary_tensor_data"})}}));
-  }
-  static const std::string kPrefix = "/v2/models/";
-  ModelPath mp;
-  if (!path.starts_with(kPrefix) || !ParseModelPath(path.substr(kPrefix.size()), &mp)) {
-    return fail(ApiError::From(Status::NotFound("no such endpoint: " + ctx->path)));
-  }
-  // The same rule as /readyz (see HandleImages).
-  if (std::string why = started_.load() ? "" : NotReadyReason(); !why.empty())
-    return fail(ApiError::From(Status::Unavailable("not ready: " + why)));
-  ModelRuntime* mr = models_.Find(mp.name);
-  if (!mr)
-    return fail(ApiError::From(Status::NotFound("no model named '" + mp.name.substr(0, 64) + "'")));
-  ctx->model = mr->model->spec.name;
-  if (!mp.version.empty() && mp.version != kModelVersion) {
-    return fail(ApiError::From(
-        Status::NotFound("model '" + ctx->model + "' has no version '" + mp.version.substr(0, 64) +
-                         "': its only version is \"" + kModelVersion + "\"")));
-  }
-  if (mp.action.empty() || mp.action == "ready") {
-    if (!get) return fail(ApiError::MethodNotAllowed("GET"));
-    if (mp.action.empty()) return done(JsonResponse(200, ModelMetadata(*mr)));
-    const bool ready = NotReadyReason().empty();
-    return done(JsonResponse(ready ? 200 : 503, {{"name", ctx->model}, {"ready", ready}}));
-  }
-  if (mp.action != "infer")
-    return fail(ApiError::From(Status::NotFound("no such endpoint: " + ctx->path)));
-  if (req.method != "POST") return fail(ApiError::MethodNotAllowed("POST"));
-  if (!mr->model->session) {
-    return fail(ApiError::From(Status::InvalidArg(
-        "model '" + ctx->model + "' is an image model: use POST /v1/images/generations")));
-  }
-  auto job = std::make_shared<InferJob>();
-  const std::string header_length = req.Header("inference-header-content-length");
-  Status st;
-  if (header_length == "0") {
-    st = ParseRawBody(req.body, *mr->model->session, job.get());
-  } else {
-    auto parts = SplitInferBody(req.body, header_length);
-    st = parts.ok()
-             ? ParseInferBody(*parts, *mr->model->session, config_.limits.max_body_bytes, job.get())
-             : parts.status();
-  }
-  if (!st.ok()) return fail(ApiError::From(st));
-  SetBatchKey(mr->model->spec, *mr->model->session, ctx->id, job.get());
-  job->ctx = ctx;
-  job->respond = respond;
-  job->enqueued = Clock::now();
-  job->deadline = job->enqueued + std::chrono::milliseconds(config_.limits.deadline_ms);
-  Lane* lane = mr->lanes.front().get();
-  if (!lane->Submit(job)) {
-    return fail(ApiError::Of(ErrorKind::kQueueFull,
-                             "queue of model " + ctx->model + " is full: retry later"));
+void KserveApi::AddRoutes(RouteTable* table) {
+  using Access = RouteTable::Access;
+  auto bind = [this](ApiResult<Reply> (KserveApi::*f)(Call&)) {
+    return [this, f](Call& c) { return (this->*f)(c); };
+  };
+  table->Add("GET", "/v2", Access::kWork, bind(&KserveApi::ServerMetadata));
+  // Every model has the one version "1": the unversioned and the versioned paths answer alike.
+  for (const std::string base : {"/v2/models/{model}", "/v2/models/{model}/versions/{version}"}) {
+    table->Add("GET", base, Access::kWork, bind(&KserveApi::ModelMetadata));
+    table->Add("GET", base + "/ready", Access::kWork, bind(&KserveApi::ModelReady));
+    table->Add("POST", base + "/infer", Access::kWork, bind(&KserveApi::Infer));
   }
 }
 
-void Server::RunInferJobs(ModelRuntime* mr, std::vector<std::shared_ptr<Job>>& jobs) {
+ApiResult<Reply> KserveApi::ServerMetadata(Call&) {
+  return Reply(JsonResponse(200, {{"name", "truegreen"},
+                                  {"version", TG_VERSION},
+                                  {"extensions", Json::array({"binary_tensor_data"})}}));
+}
+
+ApiResult<ModelRuntime*> KserveApi::PathModel(Call& c) const {
+  TG_RETURN_IF_ERROR(p_.CheckStarted());
+  const std::string& name = c.Param("model");
+  ModelRuntime* mr = p_.models.Find(name);
+  if (!mr) return Status::NotFound("no model named '" + name.substr(0, 64) + "'");
+  c.ctx->model = mr->model->spec.name;
+  const std::string& version = c.Param("version");
+  if (!version.empty() && version != kModelVersion) {
+    return Status::NotFound("model '" + c.ctx->model + "' has no version '" +
+                            version.substr(0, 64) + "': its only version is \"" + kModelVersion +
+                            "\"");
+  }
+  return mr;
+}
+
+ApiResult<Reply> KserveApi::ModelMetadata(Call& c) {
+  auto mr = PathModel(c);
+  if (!mr.ok()) return mr.error();
+  return Reply(JsonResponse(200, MetadataJson(*mr.value())));
+}
+
+ApiResult<Reply> KserveApi::ModelReady(Call& c) {
+  auto mr = PathModel(c);
+  if (!mr.ok()) return mr.error();
+  // A health answer, not an error: 503 with the body the protocol defines.
+  const bool ready = p_.readiness.NotReadyReason().empty();
+  return Reply(JsonResponse(ready ? 200 : 503, {{"name", c.ctx->model}, {"ready", ready}}));
+}
+
+ApiResult<Reply> KserveApi::Infer(Call& c) {
+  auto found = PathModel(c);
+  if (!found.ok()) return found.error();
+  ModelRuntime* mr = found.value();
+  if (!mr->model->session) {
+    return Status::InvalidArg("model '" + c.ctx->model +
+                              "' is an image model: use POST /v1/images/generations");
+  }
+  auto job = std::make_shared<InferJob>();
+  const std::string header_length = c.req.Header("inference-header-content-length");
+  if (header_length == "0") {
+    TG_RETURN_IF_ERROR(ParseRawBody(c.req.body, *mr->model->session, job.get()));
+  } else {
+    auto parts = SplitInferBody(c.req.body, header_length);
+    if (!parts.ok()) return parts.status();
+    TG_RETURN_IF_ERROR(
+        ParseInferBody(*parts, *mr->model->session, p_.config.limits.max_body_bytes, job.get()));
+  }
+  SetBatchKey(mr->model->spec, *mr->model->session, c.ctx->id, job.get());
+  job->ctx = c.ctx;
+  job->respond = c.respond;
+  job->enqueued = Clock::now();
+  job->deadline = job->enqueued + std::chrono::milliseconds(p_.config.limits.deadline_ms);
+  Lane* lane = mr->lanes.front().get();
+  if (!lane->Submit(job)) {
+    return ApiError::Of(ErrorKind::kQueueFull,
+                        "queue of model " + c.ctx->model + " is full: retry later");
+  }
+  return Reply::Queued();
+}
+
+void KserveApi::RunJobs(ModelRuntime* mr, std::vector<std::shared_ptr<Job>>& jobs) {
   const runtime::Session& session = *mr->model->session;
   auto* first = static_cast<InferJob*>(jobs.front().get());
   const Labels lb = {{"model", first->ctx->model}};
@@ -563,8 +555,8 @@ void Server::RunInferJobs(ModelRuntime* mr, std::vector<std::shared_ptr<Job>>& j
   std::vector<Tensor> outs;
   Status s = session.Run(merged, first->outputs, &outs);
   const double compute_ms = MsSince(t0);
-  metrics_.Add("nv_inference_exec_count", lb);
-  metrics_.Observe("truegreen_batch_size", lb, static_cast<double>(jobs.size()));
+  p_.metrics.Add("nv_inference_exec_count", lb);
+  p_.metrics.Observe("truegreen_batch_size", lb, static_cast<double>(jobs.size()));
   std::vector<std::string> names = first->outputs;
   if (names.empty()) {
     for (const auto& o : session.outputs()) names.push_back(o.name);
@@ -575,7 +567,7 @@ void Server::RunInferJobs(ModelRuntime* mr, std::vector<std::shared_ptr<Job>>& j
     job->ctx->queue_ms = std::chrono::duration<double, std::milli>(t0 - job->enqueued).count();
     job->ctx->compute_ms = compute_ms;
     if (!s.ok()) {
-      Finish(job->ctx, job->respond, Error(*job->ctx, ApiError::From(s)));
+      p_.finish(job->ctx, job->respond, ErrorFor(*job->ctx, ApiError::From(s)));
       continue;
     }
     Json outputs = Json::array();
@@ -602,7 +594,7 @@ void Server::RunInferJobs(ModelRuntime* mr, std::vector<std::shared_ptr<Job>>& j
     }
     row += job->rows;
     job->ctx->items = static_cast<int>(job->rows);
-    metrics_.Add("nv_inference_count", lb, static_cast<double>(job->rows));
+    p_.metrics.Add("nv_inference_count", lb, static_cast<double>(job->rows));
     Json body = {
         {"model_name", job->ctx->model}, {"model_version", kModelVersion}, {"outputs", outputs}};
     if (job->request_id) body["id"] = *job->request_id;
@@ -613,7 +605,7 @@ void Server::RunInferJobs(ModelRuntime* mr, std::vector<std::shared_ptr<Job>>& j
       resp.content_type = "application/octet-stream";
       resp.body += binary;
     }
-    Finish(job->ctx, job->respond, std::move(resp));
+    p_.finish(job->ctx, job->respond, std::move(resp));
   }
 }
 
@@ -652,7 +644,7 @@ Result<std::vector<NamedTensor>> WarmupInputs(
 
 }  // namespace
 
-Status Server::WarmupOnnx(ModelRuntime* mr) {
+Status KserveApi::Warmup(ModelRuntime* mr) {
   const runtime::Session& s = *mr->model->session;
   std::vector<std::map<std::string, std::vector<std::int64_t>>> runs = mr->model->spec.warmup;
   if (runs.empty()) runs.emplace_back();
@@ -665,7 +657,7 @@ Status Server::WarmupOnnx(ModelRuntime* mr) {
   return Status::Ok();
 }
 
-Result<double> Server::TimeOnnxCanaryRun(ModelRuntime* mr) {
+Result<double> KserveApi::TimeCanaryRun(ModelRuntime* mr) {
   const runtime::Session& s = *mr->model->session;
   const std::map<std::string, std::vector<std::int64_t>> none;
   const auto& warm = mr->model->spec.warmup;
@@ -679,7 +671,8 @@ Result<double> Server::TimeOnnxCanaryRun(ModelRuntime* mr) {
     if (t.dtype() != DataType::kFloat32) continue;
     const float* p = t.data<float>();
     for (std::int64_t i = 0; i < t.element_count(); ++i) {
-      if (!std::isfinite(p[i])) return Status::Internal("the canary output is not finite");
+      if (!std::isfinite(p[i]))
+        return Status::Unavailable("the canary output is not finite: the GPU miscomputed");
     }
   }
   return ms;

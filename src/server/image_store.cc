@@ -11,9 +11,9 @@ using common::Status;
 
 Result<std::string> ImageStore::Put(std::string png, Clock::time_point now) {
   if (png.size() > max_bytes_) {
-    return Status::Unavailable("the image (" + std::to_string(png.size()) +
-                               " bytes) is larger than the image store (--image-store-bytes " +
-                               std::to_string(max_bytes_) + "): ask for b64_json");
+    return Status::InvalidArg("the image (" + std::to_string(png.size()) +
+                              " bytes) is larger than the whole image store (--image-store-bytes " +
+                              std::to_string(max_bytes_) + ")");
   }
   unsigned char raw[16];
   if (RAND_bytes(raw, sizeof(raw)) != 1) {

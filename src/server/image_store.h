@@ -26,7 +26,8 @@ class ImageStore {
   ImageStore(std::uint64_t max_bytes, std::chrono::seconds ttl)
       : max_bytes_(max_bytes), ttl_(ttl) {}
 
-  // Keeps `png` and returns its token. UNAVAILABLE when the image alone is over max_bytes or no
+  // Keeps `png` and returns its token. INVALID_ARG when the image alone is over max_bytes (it
+  // can never be stored: the request has to ask for the image inline), UNAVAILABLE when no
   // random bytes could be drawn.
   [[nodiscard]] common::Result<std::string> Put(std::string png, Clock::time_point now);
   // The image of `token`, or null when unknown or expired.

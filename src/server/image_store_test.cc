@@ -43,6 +43,8 @@ TEST(ImageStoreTest, TheOldestImagesGoWhenTheStoreIsFull) {
   EXPECT_LE(store.bytes(), 1000u);
   auto huge = store.Put(std::string(1001, 'h'), now);
   ASSERT_FALSE(huge.ok());
+  // The request's problem (it must ask for the image inline), not the server's: 400, not 503.
+  EXPECT_EQ(huge.status().code(), common::StatusCode::kInvalidArg);
   EXPECT_NE(huge.status().message().find("--image-store-bytes"), std::string::npos);
   EXPECT_NE(store.Get(*c, now), nullptr);  // a refused image evicts nothing
 }

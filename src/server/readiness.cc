@@ -25,6 +25,29 @@ Readiness::Readiness(const std::vector<std::string>& gate_names,
   for (const std::string& g : names_) gates_.push_back({g, GateState::kPending, 0.0, ""});
 }
 
+Readiness::~Readiness() { StopBackground(); }
+
+void Readiness::StartBackground(std::chrono::seconds interval, std::function<void()> run) {
+  bg_thread_ = std::thread([this, interval, run = std::move(run)] {
+    while (true) {
+      {
+        std::unique_lock<std::mutex> l(bg_mu_);
+        if (bg_cv_.wait_for(l, interval, [this] { return bg_stop_; })) return;
+      }
+      run();
+    }
+  });
+}
+
+void Readiness::StopBackground() {
+  {
+    std::lock_guard<std::mutex> l(bg_mu_);
+    bg_stop_ = true;
+  }
+  bg_cv_.notify_all();
+  if (bg_thread_.joinable()) bg_thread_.join();
+}
+
 void Readiness::GateRunning(std::size_t i) {
   std::lock_guard<std::mutex> l(mu_);
   gates_[i].state = GateState::kRunning;

@@ -1,19 +1,24 @@
 // Readiness of the server (server/ only): the start-up gates' states, the start-up and latest
 // background canary, the background fault, the admission outcome, and the draining and degraded
 // flags; from them the one "not ready" reason and the /readyz answer, whose rendered body is
-// reused while nothing it shows changed (a health probe costs no JSON).
+// reused while nothing it shows changed (a health probe costs no JSON). It also owns the thread
+// that runs the background canary every interval.
 //
 // Thread safety: every method may be called from any thread (one mutex guards the state, another
-// the rendered /readyz body). Gate names are fixed at construction.
+// the rendered /readyz body, a third the background thread). Gate names are fixed at
+// construction.
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/config.h"
@@ -54,6 +59,15 @@ class Readiness {
   // `liveness_fault` returns the GPU liveness fault ("" = holding); called under no lock of ours.
   Readiness(const std::vector<std::string>& gate_names,
             std::function<std::string()> liveness_fault);
+  ~Readiness();  // StopBackground()
+  Readiness(const Readiness&) = delete;
+  Readiness& operator=(const Readiness&) = delete;
+
+  // Runs `run` every `interval` on a thread of its own (the background canary; `run` reports
+  // through SetBackgroundCanary) until StopBackground. Called at most once.
+  void StartBackground(std::chrono::seconds interval, std::function<void()> run);
+  // Wakes and joins the background thread (a run in progress finishes first); idempotent.
+  void StopBackground();
 
   std::size_t gate_count() const { return gates_.size(); }
   const std::string& gate_name(std::size_t i) const { return names_[i]; }
@@ -107,6 +121,11 @@ class Readiness {
   };
   mutable std::mutex ready_mu_;
   mutable ReadyCache ready_cache_;
+
+  std::mutex bg_mu_;
+  std::condition_variable bg_cv_;
+  bool bg_stop_ = false;
+  std::thread bg_thread_;
 };
 
 }  // namespace tg::server

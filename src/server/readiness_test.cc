@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
+
 namespace tg::server {
 namespace {
 
@@ -46,6 +49,30 @@ TEST(ReadinessTest, AFailedGateNamesItselfAndReadyzSharesItsBodyWhileNothingChan
   EXPECT_NE(c.shared_body, a.shared_body);
   EXPECT_NE(c.shared_body->find("\"degraded\":true"), std::string::npos);
   EXPECT_EQ(r.GatesJson()[0]["status"], "failed");
+}
+
+TEST(ReadinessTest, BackgroundRunsRepeatAndStopJoinsAtOnce) {
+  Readiness r({"admit"}, nullptr);
+  std::atomic<int> runs{0};
+  r.StartBackground(std::chrono::seconds(0), [&runs] { ++runs; });
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (runs.load() < 2 && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+  r.StopBackground();
+  const int stopped_at = runs.load();
+  EXPECT_GE(stopped_at, 2);
+  std::this_thread::yield();
+  EXPECT_EQ(runs.load(), stopped_at);  // joined: no run after StopBackground returned
+  r.StopBackground();                  // idempotent
+}
+
+TEST(ReadinessTest, StopBackgroundDoesNotWaitForTheInterval) {
+  Readiness r({"admit"}, nullptr);
+  std::atomic<int> runs{0};
+  r.StartBackground(std::chrono::hours(1), [&runs] { ++runs; });
+  const auto t0 = std::chrono::steady_clock::now();
+  r.StopBackground();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30));
+  EXPECT_EQ(runs.load(), 0);
 }
 
 }  // namespace

@@ -5,13 +5,15 @@
 namespace tg::server {
 
 Lane::Lane(std::string name, int capacity, int concurrency, int max_batch,
-           std::chrono::milliseconds batch_delay, BatchFn run, ExpireFn expire)
+           std::chrono::milliseconds batch_delay, BatchFn run, ExpireFn expire,
+           common::Clock* clock)
     : name_(std::move(name)),
       capacity_(capacity),
       max_batch_(max_batch < 1 ? 1 : max_batch),
       batch_delay_(batch_delay),
       run_(std::move(run)),
-      expire_(std::move(expire)) {
+      expire_(std::move(expire)),
+      clock_(clock) {
   for (int i = 0; i < concurrency; ++i) workers_.emplace_back([this] { Worker(); });
   reaper_ = std::thread([this] { Reaper(); });
 }
@@ -47,7 +49,7 @@ void Lane::Reaper() {
   while (!stopping_) {
     auto next = Clock::time_point::max();
     std::vector<std::shared_ptr<Job>> expired;
-    const auto now = Clock::now();
+    const auto now = clock_->Now();
     for (auto it = queue_.begin(); it != queue_.end();) {
       if ((*it)->deadline <= now) {
         expired.push_back(*it);
@@ -66,7 +68,8 @@ void Lane::Reaper() {
     if (next == Clock::time_point::max()) {
       cv_.wait(lock);
     } else {
-      cv_.wait_until(lock, next);
+      // Bounded by the time left on the lane's clock (a fake one does not move by itself).
+      cv_.wait_for(lock, next - now);
     }
   }
 }
@@ -90,7 +93,7 @@ std::vector<std::shared_ptr<Job>> Lane::TakeBatch(std::unique_lock<std::mutex>& 
   int units = std::max(1, batch.front()->units);
   if (max_batch_ == 1 || units >= max_batch_) return batch;
   const std::string key = batch.front()->batch_key;
-  const auto until = Clock::now() + batch_delay_;
+  const auto until = clock_->Now() + batch_delay_;
   // Moves queued jobs with the same batch key into the batch while their units fit in
   // max_batch_; one that does not fit is left in place for a later batch.
   auto sweep = [&] {
@@ -108,10 +111,11 @@ std::vector<std::shared_ptr<Job>> Lane::TakeBatch(std::unique_lock<std::mutex>& 
   while (true) {
     sweep();
     if (units >= max_batch_ || stopping_) break;
-    if (cv_.wait_until(lock, until) == std::cv_status::timeout) {
-      sweep();  // one last sweep for jobs that arrived with the timeout
-      break;
-    }
+    // The sweep above ran after the last wake-up, so jobs that arrived as the window closed
+    // are in.
+    const auto left = until - clock_->Now();
+    if (left <= Clock::duration::zero()) break;
+    cv_.wait_for(lock, left);
   }
   return batch;
 }
@@ -126,7 +130,7 @@ void Lane::Worker() {
     lock.unlock();
     // Jobs that waited past their deadline are answered without running.
     std::vector<std::shared_ptr<Job>> live;
-    const auto now = Clock::now();
+    const auto now = clock_->Now();
     for (auto& j : batch) {
       if (now >= j->deadline) {
         expire_(j);

@@ -10,6 +10,10 @@
 // answered 504) instead of being run. Drain() stops accepting, lets the workers finish every
 // queued job, and joins them.
 //
+// Time (the batching window, deadlines) is read from a common::Clock, the real one unless a test
+// passes a FakeClock; waits still block on the lane's condition variable, each bounded by the
+// time left on that clock, so a submitted job, Drain, or the real time passing rechecks it.
+//
 // Thread safety: every method may be called from any thread. The BatchFn runs on worker threads
 // and must complete every job it is given (exactly once).
 #pragma once
@@ -24,6 +28,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "common/clock.h"
 
 namespace tg::server {
 
@@ -43,8 +49,11 @@ class Lane {
   using BatchFn = std::function<void(std::vector<std::shared_ptr<Job>>&)>;
   using ExpireFn = std::function<void(const std::shared_ptr<Job>&)>;
 
+  // `clock` is not owned and must outlive the lane (default: the process's real clock). Job
+  // enqueued/deadline times are points of that clock.
   Lane(std::string name, int capacity, int concurrency, int max_batch,
-       std::chrono::milliseconds batch_delay, BatchFn run, ExpireFn expire);
+       std::chrono::milliseconds batch_delay, BatchFn run, ExpireFn expire,
+       common::Clock* clock = common::RealClock());
   ~Lane();  // Drain()
   Lane(const Lane&) = delete;
   Lane& operator=(const Lane&) = delete;
@@ -67,6 +76,7 @@ class Lane {
   std::chrono::milliseconds batch_delay_;
   BatchFn run_;
   ExpireFn expire_;
+  common::Clock* const clock_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::shared_ptr<Job>> queue_;

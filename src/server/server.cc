@@ -16,6 +16,7 @@
 
 #include "common/file_util.h"
 #include "common/json_writer.h"
+#include "common/log.h"
 #include "server/server_internal.h"
 
 namespace tg::server {
@@ -54,6 +55,9 @@ Server::Server(ServeConfig config, std::vector<ModelSpec> specs, common::Library
   images_ = std::make_unique<ImageStore>(config_.image_store_bytes,
                                          std::chrono::seconds(config_.image_ttl_s));
   started_unix_ = static_cast<std::int64_t>(std::time(nullptr));
+  openai_ = std::make_unique<OpenAiApi>(Parts());
+  kserve_ = std::make_unique<KserveApi>(Parts());
+  AddRoutes();
   DeclareMetrics();
   if (config_.access_log == "-") {
     access_log_ = stderr;
@@ -77,26 +81,37 @@ Server::~Server() {
   if (own_access_log_) std::fclose(access_log_);
 }
 
-void Server::Log(const std::string& line) const {
-  // Operational log lines go to stderr whatever the --log-level: tests and operators read them.
-  std::fprintf(stderr, "truegreen serve: %s\n", line.c_str());
-  std::fflush(stderr);
+void Server::Log(const std::string& line, std::string_view level) const {
+  // Operational log lines go to stderr whatever the --log-level (tests and operators read them),
+  // through the shared writer so --log-format json makes each one a JSON object.
+  common::WriteStderrLine(level, "truegreen serve: " + line);
 }
 
-HttpResponse Server::JsonResponse(int status, const Json& body) {
-  HttpResponse r;
-  r.status = status;
-  r.body = common::WriteJson(body);
-  return r;
+Status ServerParts::CheckStarted() const {
+  // /readyz answers 200 once every gate passed, a moment before `started` is set: accept work by
+  // the same rule, so a client that saw 200 is never refused with an empty reason.
+  if (started.load()) return Status::Ok();
+  std::string why = readiness.NotReadyReason();
+  if (why.empty()) return Status::Ok();
+  return Status::Unavailable("not ready: " + why);
 }
 
-HttpResponse Server::Error(const RequestCtx& ctx, const ApiError& e) {
-  return ErrorResponse(ApiForPath(ctx.path), e);
+ServerParts Server::Parts() {
+  return ServerParts{config_,
+                     models_,
+                     readiness_,
+                     metrics_,
+                     *images_,
+                     started_,
+                     port_,
+                     started_unix_,
+                     [this](const std::shared_ptr<RequestCtx>& ctx, const Responder& respond,
+                            HttpResponse r) { Finish(ctx, respond, std::move(r)); }};
 }
 
 // ---- start-up gates -------------------------------------------------------------------------
 
-bool Server::RunGate(std::size_t index, const std::function<Status()>& step, int* exit_code) {
+Status Server::RunGate(std::size_t index, const std::function<Status()>& step) {
   const std::string& name = readiness_.gate_name(index);
   readiness_.GateRunning(index);
   Log("gate " + name + ": running");
@@ -111,33 +126,34 @@ bool Server::RunGate(std::size_t index, const std::function<Status()>& step, int
     Log("gate " + name + ": passed in " + buf +
         (s.message().empty() ? "" : " (" + s.message() + ")"));
   } else {
-    Log("gate " + name + ": FAILED in " + buf + " (exit " + std::to_string(*exit_code) +
-        "): " + s.message());
+    Log("gate " + name + ": FAILED in " + buf + " (exit " + std::to_string(ExitCode(s)) +
+            "): " + s.message(),
+        "error");
   }
-  return s.ok();
+  return s;
 }
 
-Status Server::GateAdmit(int* exit_code) {
+Status Server::GateAdmit() {
   AdmitOutcome a = startup_->SnapshotAndAdmit();
   readiness_.SetAdmit(a);
-  if (a.ok) return Status(common::StatusCode::kOk, "");
-  *exit_code = a.exit_code == 0 ? common::kExitIntegrity : a.exit_code;
-  return Status::Unavailable(a.verdict + ": " + a.message);
+  if (a.ok) return Status::Ok();
+  // The refusing step's code: no GPU path 3, drift 4, configuration 2.
+  const common::StatusCode code =
+      a.code == common::StatusCode::kOk ? common::StatusCode::kUnavailable : a.code;
+  return Status(code, a.verdict + ": " + a.message);
 }
 
-Status Server::GateSessions(int* exit_code) {
+Status Server::GateSessions() {
   for (const ModelSpec& spec : specs_) {
+    // Library failures arrive as UNAVAILABLE (runtime::FromOrtCode), model files as NOT_FOUND or
+    // INVALID_ARG, drift as FAILED_PRECONDITION: each keeps its code and so its exit code.
     auto m = startup_->OpenModel(spec);
-    if (!m.ok()) {
-      *exit_code = common::ExitCodeFromStatus(m.status());
-      if (*exit_code == common::kExitInternal) *exit_code = common::kExitIntegrity;
-      return m.status().WithPrefix("model " + spec.name);
-    }
+    if (!m.ok()) return m.status().WithPrefix("model " + spec.name);
     auto mr = std::make_unique<ModelRuntime>();
     mr->model = std::move(m).value();
     if (mr->model->degraded()) {
       readiness_.SetDegraded();
-      Log("model " + spec.name + " DEGRADED: " + mr->model->degraded_reason());
+      Log("model " + spec.name + " DEGRADED: " + mr->model->degraded_reason(), "warning");
     }
     const Json placement = mr->model->Placement();
     for (const auto& [part, p] : placement.items()) {
@@ -152,10 +168,7 @@ Status Server::GateSessions(int* exit_code) {
   }
   // The shared chain's op canary over every opened model: a GPU that crashes or miscomputes one
   // of their ops never serves (a CPU-only dev run skips it, saying so).
-  if (Status c = startup_->OpCanary(specs_); !c.ok()) {
-    *exit_code = common::kExitIntegrity;
-    return c;
-  }
+  TG_RETURN_IF_ERROR(startup_->OpCanary(specs_));
   metrics_.Set("truegreen_degraded", {}, readiness_.degraded() ? 1 : 0);
   models_.Open();
   return Status::Ok();
@@ -164,7 +177,9 @@ Status Server::GateSessions(int* exit_code) {
 Status Server::GateWarmup() {
   for (auto& [name, mr] : models_.all()) {
     const auto t0 = Clock::now();
-    Status s = mr->model->sd ? WarmupSd(mr.get()) : WarmupOnnx(mr.get());
+    Status s = mr->model->sd ? openai_->Warmup(mr.get()) : kserve_->Warmup(mr.get());
+    // The step's own code decides: a failed run is UNAVAILABLE (3), a warm-up shape of the
+    // model's config.yaml that the model refuses INVALID_ARG (2).
     if (!s.ok()) return s.WithPrefix("warm-up of model " + name);
     Log("warm-up " + name + ": " + std::to_string(static_cast<int>(MsSince(t0))) + " ms");
   }
@@ -185,7 +200,7 @@ CanaryResult Server::RunTimedCanary(const CanaryResult* baseline) {
     ModelCanary& mc = c.models[name];
     const bool sd = mr->model->sd != nullptr;
     for (int i = 0; i < (sd ? 3 : 5); ++i) {
-      auto ms = sd ? TimeSdCanaryRun(mr.get(), i) : TimeOnnxCanaryRun(mr.get());
+      auto ms = sd ? openai_->TimeCanaryRun(mr.get(), i) : kserve_->TimeCanaryRun(mr.get());
       if (!ms.ok()) {
         c.message = "model " + name + ": " + ms.status().message();
         return c;
@@ -242,7 +257,7 @@ void Server::RecordCanary(const CanaryResult& c) {
   metrics_.Add("truegreen_canary_runs_total", {{"outcome", c.ok ? "pass" : "fail"}});
 }
 
-Status Server::GateCanary(int* exit_code) {
+Status Server::GateCanary() {
   CanaryResult c = RunCanary(nullptr);
   RecordCanary(c);
   readiness_.SetStartupCanary(c);
@@ -252,54 +267,52 @@ Status Server::GateCanary(int* exit_code) {
         common::StatusCode::kOk,
         c.message + (gated ? "" : "; no ceiling set for image models, latency not gated"));
   }
-  // A run that failed is a broken fast path (3); runs that completed too slowly are 5.
-  *exit_code = c.slow ? common::kExitPerformance : common::kExitIntegrity;
+  // A run that failed is a broken fast path (3); runs that completed too slowly are 5
+  // (ExitCode, from the canary result Readiness holds).
   return Status::Unavailable("canary: " + c.message);
 }
 
+int Server::ExitCode(const Status& s) const {
+  // The shared Status code set has no code for "completed, but slower than required": the one
+  // exception to the shared mapping is the performance gate, read from the start-up canary that
+  // readiness recorded (it ran only when every gate before it passed).
+  if (!s.ok() && readiness_.StartupCanary().slow) return common::kExitPerformance;
+  return common::ExitCodeFromStatus(s);
+}
+
 void Server::RunGates() {
-  int exit_code = common::kExitIntegrity;
-  bool ok = RunGate(
-                0, [&] { return GateAdmit(&exit_code); }, &exit_code) &&
-            RunGate(
-                1, [&] { return GateSessions(&exit_code); }, &exit_code) &&
-            RunGate(
-                2, [&] { return GateWarmup(); }, &exit_code) &&
-            RunGate(
-                3, [&] { return GateCanary(&exit_code); }, &exit_code);
-  if (ok) {
+  const std::function<Status()> gates[] = {
+      [this] { return GateAdmit(); }, [this] { return GateSessions(); },
+      [this] { return GateWarmup(); }, [this] { return GateCanary(); }};
+  Status failed = Status::Ok();
+  for (std::size_t i = 0; i < std::size(gates) && failed.ok(); ++i) failed = RunGate(i, gates[i]);
+  if (failed.ok()) {
     started_.store(true);
     metrics_.Set("truegreen_ready", {}, 1);
     Log(std::string("ready") + (readiness_.degraded() ? " (DEGRADED: CPU, dev policy)" : ""));
-    if (config_.canary.interval_s > 0) bg_thread_ = std::thread([this] { BackgroundCanary(); });
+    if (config_.canary.interval_s > 0) {
+      readiness_.StartBackground(std::chrono::seconds(config_.canary.interval_s),
+                                 [this] { BackgroundCanary(); });
+    }
     return;
   }
   if (config_.exit_on_fail) {
-    exit_code_.store(exit_code);
-    std::lock_guard<std::mutex> l(stop_mu_);
-    stop_ = true;
-    stop_cv_.notify_all();
+    std::lock_guard<std::mutex> l(failure_mu_);
+    gate_failure_ = failed;
   } else {
     Log("--exit-on-fail=false: staying up, /readyz answers 503 with the reason");
   }
 }
 
 void Server::BackgroundCanary() {
-  while (true) {
-    {
-      std::unique_lock<std::mutex> l(stop_mu_);
-      if (stop_cv_.wait_for(l, std::chrono::seconds(config_.canary.interval_s),
-                            [this] { return stop_; })) {
-        return;
-      }
-    }
-    const CanaryResult baseline = readiness_.StartupCanary();
-    CanaryResult c = RunCanary(&baseline);
-    RecordCanary(c);
-    const std::string was = readiness_.SetBackgroundCanary(c);
-    metrics_.Set("truegreen_ready", {}, c.ok ? 1 : 0);
-    if (c.ok && !was.empty()) Log("background canary recovered: ready again");
-    if (!c.ok && was.empty()) Log("background canary FAILED, /readyz now 503: " + c.message);
+  const CanaryResult baseline = readiness_.StartupCanary();
+  CanaryResult c = RunCanary(&baseline);
+  RecordCanary(c);
+  const std::string was = readiness_.SetBackgroundCanary(c);
+  metrics_.Set("truegreen_ready", {}, c.ok ? 1 : 0);
+  if (c.ok && !was.empty()) Log("background canary recovered: ready again");
+  if (!c.ok && was.empty()) {
+    Log("background canary FAILED, /readyz now 503: " + c.message, "error");
   }
 }
 
@@ -459,6 +472,46 @@ void Server::Finish(const std::shared_ptr<RequestCtx>& ctx, const Responder& res
   in_flight_.fetch_sub(1);
 }
 
+void Server::AddRoutes() {
+  using Access = RouteTable::Access;
+  auto live = [](Call&) -> ApiResult<Reply> {
+    static const auto kLive = std::make_shared<const std::string>(R"({"live":true})");
+    HttpResponse r;
+    r.shared_body = kLive;
+    return Reply(std::move(r));
+  };
+  auto ready = [this](Call&) -> ApiResult<Reply> { return Reply(readiness_.Readyz()); };
+  for (const char* path : {"/healthz", "/v2/health/live"}) {
+    routes_.Add("GET", path, Access::kPublic, live);
+  }
+  for (const char* path : {"/readyz", "/v2/health/ready"}) {
+    routes_.Add("GET", path, Access::kPublic, ready);
+  }
+  routes_.Add("GET", "/metrics", Access::kToken,
+              [this](Call&) -> ApiResult<Reply> { return Reply(MetricsText()); });
+  routes_.Add("GET", "/v1/capabilities", Access::kToken,
+              [this](Call&) -> ApiResult<Reply> { return Reply(Capabilities()); });
+  openai_->AddRoutes(&routes_);
+  kserve_->AddRoutes(&routes_);
+}
+
+ApiResult<Reply> Server::Dispatch(Call& call) {
+  RouteTable::Match m = routes_.Find(call.req.method, call.path);
+  if (m.access != RouteTable::Access::kPublic && !Authorized(call.req)) {
+    return ApiError::Of(ErrorKind::kUnauthenticated,
+                        "missing or wrong bearer token (Authorization: Bearer <token>)");
+  }
+  if (!m.route) {
+    if (!m.allow.empty()) return ApiError::MethodNotAllowed(m.allow);
+    return Status::NotFound("no such endpoint: " + call.ctx->path);
+  }
+  if (m.access == RouteTable::Access::kWork && readiness_.draining()) {
+    return Status::Unavailable("server is draining (SIGTERM): not accepting work");
+  }
+  call.params = std::move(m.params);
+  return m.route->handler(call);
+}
+
 void Server::Handle(HttpRequest req, Responder respond) {
   in_flight_.fetch_add(1);
   auto ctx = std::make_shared<RequestCtx>();
@@ -468,46 +521,12 @@ void Server::Handle(HttpRequest req, Responder respond) {
   ctx->method = req.method;
   std::string path = req.target.substr(0, req.target.find('?'));
   ctx->path = path.size() > 256 ? path.substr(0, 256) : path;
-  const bool get = req.method == "GET" || req.method == "HEAD";
-  auto done = [&](HttpResponse r) { Finish(ctx, respond, std::move(r)); };
-  auto fail = [&](ApiError e) { done(Error(*ctx, e)); };
   if (path == "/v2/") path = "/v2";  // the spelling of open_inference_rest.yaml
-
-  if (path == "/healthz" || path == "/v2/health/live") {
-    if (!get) return fail(ApiError::MethodNotAllowed("GET"));
-    static const auto kLive = std::make_shared<const std::string>(R"({"live":true})");
-    HttpResponse r;
-    r.shared_body = kLive;
-    return done(std::move(r));
-  }
-  if (path == "/readyz" || path == "/v2/health/ready") {
-    return get ? done(readiness_.Readyz()) : fail(ApiError::MethodNotAllowed("GET"));
-  }
-  if (!Authorized(req)) {
-    return fail(ApiError::Of(ErrorKind::kUnauthenticated,
-                             "missing or wrong bearer token (Authorization: Bearer <token>)"));
-  }
-  if (path == "/metrics")
-    return get ? done(MetricsText()) : fail(ApiError::MethodNotAllowed("GET"));
-  if (path == "/v1/capabilities") {
-    return get ? done(Capabilities()) : fail(ApiError::MethodNotAllowed("GET"));
-  }
-  if (path == "/v1/models" || path.starts_with("/v1/models/")) {
-    return get ? done(ModelsList(path, *ctx)) : fail(ApiError::MethodNotAllowed("GET"));
-  }
-  if (path.starts_with(kImageStorePrefix)) {
-    return get ? done(StoredImage(path, *ctx)) : fail(ApiError::MethodNotAllowed("GET"));
-  }
-  if (readiness_.draining()) {
-    return fail(
-        ApiError::From(Status::Unavailable("server is draining (SIGTERM): not accepting work")));
-  }
-  if (path == "/v1/images/generations") {
-    if (req.method != "POST") return fail(ApiError::MethodNotAllowed("POST"));
-    return HandleImages(req, ctx, respond);
-  }
-  if (path == "/v2" || path.starts_with("/v2/")) return HandleKserve(req, path, ctx, respond);
-  fail(ApiError::From(Status::NotFound("no such endpoint: " + ctx->path)));
+  Call call{req, std::move(path), ctx, respond, {}};
+  ApiResult<Reply> r = Dispatch(call);
+  // The one place a handler's error becomes its API's error answer.
+  if (!r.ok()) return Finish(ctx, respond, ErrorFor(*ctx, r.error()));
+  if (!r.value().queued()) Finish(ctx, respond, std::move(r.value().response()));
 }
 
 void Server::StartLanes(ModelRuntime* mr) {
@@ -516,11 +535,11 @@ void Server::StartLanes(ModelRuntime* mr) {
   auto expire = [this](const std::shared_ptr<Job>& j) {
     auto* job = static_cast<ServerJob*>(j.get());
     job->ctx->queue_ms = MsSince(job->enqueued);
-    Finish(
-        job->ctx, job->respond,
-        Error(*job->ctx, ApiError::Of(ErrorKind::kDeadline,
-                                      "deadline of " + std::to_string(config_.limits.deadline_ms) +
-                                          " ms passed while the request was queued")));
+    Finish(job->ctx, job->respond,
+           ErrorFor(*job->ctx,
+                    ApiError::Of(ErrorKind::kDeadline,
+                                 "deadline of " + std::to_string(config_.limits.deadline_ms) +
+                                     " ms passed while the request was queued")));
   };
   if (mr->model->sd) {
     // Two lanes so one large job (big image or many steps) never holds small ones behind it.
@@ -529,13 +548,15 @@ void Server::StartLanes(ModelRuntime* mr) {
       mr->lanes.push_back(std::make_unique<Lane>(
           lane, l.queue_size, l.concurrency, spec.max_batch,
           std::chrono::milliseconds(spec.batch_delay_ms),
-          [this, mr](std::vector<std::shared_ptr<Job>>& jobs) { RunSdJobs(mr, jobs); }, expire));
+          [this, mr](std::vector<std::shared_ptr<Job>>& jobs) { openai_->RunJobs(mr, jobs); },
+          expire));
     }
   } else {
     mr->lanes.push_back(std::make_unique<Lane>(
         "default", l.queue_size, l.concurrency, spec.max_batch,
         std::chrono::milliseconds(spec.batch_delay_ms),
-        [this, mr](std::vector<std::shared_ptr<Job>>& jobs) { RunInferJobs(mr, jobs); }, expire));
+        [this, mr](std::vector<std::shared_ptr<Job>>& jobs) { kserve_->RunJobs(mr, jobs); },
+        expire));
   }
 }
 
@@ -553,13 +574,8 @@ void Server::Shutdown(bool drain) {
     // Give the I/O threads a moment to write the last responses before they stop.
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  {
-    std::lock_guard<std::mutex> l(stop_mu_);
-    stop_ = true;
-  }
-  stop_cv_.notify_all();
   if (gate_thread_.joinable()) gate_thread_.join();
-  if (bg_thread_.joinable()) bg_thread_.join();
+  readiness_.StopBackground();
   gpu_->Stop();
   for (auto& [name, mr] : models_.all()) {
     for (auto& lane : mr->lanes) lane->Drain();
@@ -567,7 +583,7 @@ void Server::Shutdown(bool drain) {
   http_->Stop();
 }
 
-int Server::Run() {
+Status Server::Run() {
   // SIGTERM/SIGINT are taken synchronously by this thread; every thread started from here on
   // (I/O, lanes, ORT's pools) inherits the blocked mask.
   sigset_t set;
@@ -584,7 +600,7 @@ int Server::Run() {
   auto port = http_->Listen(config_.host, config_.port);
   if (!port.ok()) {
     Log(port.status().message());
-    return common::kExitUsage;
+    return port.status();
   }
   port_ = *port;
   http_->Start(config_.io_threads);
@@ -605,12 +621,16 @@ int Server::Run() {
       Log(std::string("received ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT"));
       Shutdown(/*drain=*/true);
       Log("stopped");
-      return common::kExitOk;
+      return Status::Ok();
     }
-    if (exit_code_.load() >= 0) {
-      const int code = exit_code_.load();
+    std::optional<Status> failed;
+    {
+      std::lock_guard<std::mutex> l(failure_mu_);
+      failed = gate_failure_;
+    }
+    if (failed) {
       Shutdown(/*drain=*/false);
-      return code;
+      return *failed;
     }
   }
 }
@@ -618,7 +638,8 @@ int Server::Run() {
 int RunServer(const ServeConfig& config, const std::vector<ModelSpec>& models,
               const common::LibraryLoader& loader) {
   Server s(config, models, loader);
-  const int code = s.Run();
+  // The one place serve turns its outcome into the process exit code.
+  const int code = s.ExitCode(s.Run());
   if (config.json) std::printf("%s\n", common::WriteJson(s.Summary(code), 2).c_str());
   return code;
 }

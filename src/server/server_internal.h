@@ -1,5 +1,8 @@
-// Internals of the server (server/ only): the Server object shared by server.cc (start-up gates,
-// routing, health, metrics), api_images.cc (OpenAI images) and api_kserve.cc (KServe v2).
+// Internals of the server (server/ only): the Server object (server.cc) composes the parts:
+// the transport (http.h), the route table (router.h), the OpenAI and KServe adapters
+// (api_adapters.h), readiness with the background canary (readiness.h), the model registry
+// (model_registry.h), metrics, the image store and the GPU monitor. It runs the start-up gates
+// and answers health, /metrics and /v1/capabilities itself.
 #pragma once
 
 #include <array>
@@ -9,11 +12,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "common/config.h"
+#include "server/api_adapters.h"
 #include "server/api_errors.h"
 #include "server/config.h"
 #include "server/gpu_monitor.h"
@@ -22,57 +27,47 @@
 #include "server/metrics.h"
 #include "server/model_registry.h"
 #include "server/readiness.h"
+#include "server/router.h"
 #include "server/scheduler.h"
 #include "server/startup.h"
 
 namespace tg::server {
 
-// Per-request bookkeeping for metrics and the access log.
-struct RequestCtx {
-  std::string id;
-  std::string method;
-  std::string path;
-  std::string model;
-  Clock::time_point start;
-  double queue_ms = 0.0;
-  double compute_ms = 0.0;
-  int items = 0;  // images or batch rows produced
-};
-
-// A queued request: its bookkeeping and how to answer it.
-struct ServerJob : Job {
-  std::shared_ptr<RequestCtx> ctx;
-  Responder respond;
-};
-
 class Server {
  public:
   Server(ServeConfig config, std::vector<ModelSpec> specs, common::LibraryLoader loader);
   ~Server();
-  int Run();
+  // Serves until SIGTERM/SIGINT (OK after the drain) or a failed gate with exit_on_fail (that
+  // gate's Status); INVALID_ARG when the port cannot be bound.
+  common::Status Run();
+  // serve's exit code for Run's outcome: common::ExitCodeFromStatus, except 5 (the performance
+  // gate) when the start-up canary completed above a ceiling or below the GPU floor.
+  int ExitCode(const common::Status& s) const;
   // What `serve --json` prints at exit: ok, exit_code, port, degraded, gates.
   common::Json Summary(int exit_code) const;
 
-  // Routing entry (HTTP handler).
+  // The HTTP handler: routes the request and answers it, an error in its API's shape.
   void Handle(HttpRequest req, Responder respond);
-
-  // The error answer of `e` in the shape of the API `ctx.path` addresses (server/api_errors.h).
-  static HttpResponse Error(const RequestCtx& ctx, const ApiError& e);
-  static HttpResponse JsonResponse(int status, const common::Json& body);
 
  private:
   // server.cc
   void RunGates();
-  bool RunGate(std::size_t index, const std::function<common::Status()>& step, int* exit_code);
-  common::Status GateAdmit(int* exit_code);
-  common::Status GateSessions(int* exit_code);
+  // Each gate returns OK or why it failed; the code alone decides serve's exit code
+  // (common::ExitCodeFromStatus).
+  common::Status RunGate(std::size_t index, const std::function<common::Status()>& step);
+  common::Status GateAdmit();
+  common::Status GateSessions();
   common::Status GateWarmup();
-  common::Status GateCanary(int* exit_code);
+  common::Status GateCanary();
   // `baseline`: the start-up result, for the drift check (nullptr at start-up).
   CanaryResult RunTimedCanary(const CanaryResult* baseline);
   void RecordCanary(const CanaryResult& c);
+  // One background canary run (Readiness runs it every --canary-interval-s).
   void BackgroundCanary();
   void StartLanes(ModelRuntime* mr);
+  void AddRoutes();
+  // Access (token, draining), then the route's handler; a path no route takes is 404 or 405.
+  ApiResult<Reply> Dispatch(Call& call);
   std::string NotReadyReason() const { return readiness_.NotReadyReason(); }
   HttpResponse Capabilities() const;
   HttpResponse MetricsText();
@@ -80,27 +75,14 @@ class Server {
   bool Authorized(const HttpRequest& req) const;
   void Finish(const std::shared_ptr<RequestCtx>& ctx, const Responder& respond, HttpResponse r);
   void Shutdown(bool drain);
-  void Log(const std::string& line) const;
+  // One operational line on stderr ("truegreen serve: <line>"), JSON under --log-format json.
+  void Log(const std::string& line, std::string_view level = "info") const;
 
   // server_gpu.cc: the timed canary inside an NVML window, judged by EvaluateGpuUse.
   CanaryResult RunCanary(const CanaryResult* baseline);
   bool AnyGpuSession() const;
 
-  // api_images.cc
-  HttpResponse ModelsList(const std::string& path, const RequestCtx& ctx) const;
-  HttpResponse StoredImage(const std::string& path, const RequestCtx& ctx) const;
-  void HandleImages(const HttpRequest& req, std::shared_ptr<RequestCtx> ctx, Responder respond);
-  void RunSdJobs(ModelRuntime* mr, std::vector<std::shared_ptr<Job>>& jobs);
-  common::Result<double> TimeSdCanaryRun(ModelRuntime* mr, int index);
-  common::Status WarmupSd(ModelRuntime* mr);
-
-  // api_kserve.cc
-  void HandleKserve(const HttpRequest& req, const std::string& path,
-                    std::shared_ptr<RequestCtx> ctx, Responder respond);
-  void RunInferJobs(ModelRuntime* mr, std::vector<std::shared_ptr<Job>>& jobs);
-  common::Status WarmupOnnx(ModelRuntime* mr);
-  common::Result<double> TimeOnnxCanaryRun(ModelRuntime* mr);
-  common::Json ModelMetadata(const ModelRuntime& mr) const;
+  ServerParts Parts();
 
   ServeConfig config_;
   std::vector<ModelSpec> specs_;
@@ -114,14 +96,15 @@ class Server {
   Readiness readiness_;   // gates, canaries, faults, draining/degraded, /readyz (after gpu_)
   ModelRegistry models_;  // filled by the sessions gate, then opened
   std::atomic<bool> started_{false};  // every gate passed
-  std::atomic<int> exit_code_{-1};    // set by a failed gate with exit_on_fail
-  std::atomic<int> in_flight_{0};     // requests accepted and not yet answered
+  RouteTable routes_;
+  std::unique_ptr<OpenAiApi> openai_;
+  std::unique_ptr<KserveApi> kserve_;
+  std::atomic<int> in_flight_{0};  // requests accepted and not yet answered
   std::atomic<std::uint64_t> next_id_{1};
   int port_ = 0;
 
-  std::mutex stop_mu_;
-  std::condition_variable stop_cv_;
-  bool stop_ = false;
+  std::mutex failure_mu_;
+  std::optional<common::Status> gate_failure_;  // a failed gate with exit_on_fail (failure_mu_)
 
   // Responses per HTTP status code, lock-free on the request path; folded into
   // truegreen_http_requests_total when /metrics renders.
@@ -134,11 +117,6 @@ class Server {
 
   std::unique_ptr<HttpServer> http_;
   std::thread gate_thread_;
-  std::thread bg_thread_;
 };
-
-inline double MsSince(Clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-}
 
 }  // namespace tg::server

@@ -40,7 +40,7 @@ class ChainStartup : public Startup {
     AdmitOutcome out;
     auto p = runtime::LoadRuntimePolicy(config_.policy);
     if (!p.ok()) {
-      out.exit_code = common::kExitUsage;
+      out.code = p.status().code();
       out.message = p.status().WithPrefix("--policy").message();
       return out;
     }
@@ -53,7 +53,7 @@ class ChainStartup : public Startup {
     if (auto v = report_.Verdict()) out.verdict = std::string(policy::VerdictName(v->verdict));
     if (!chain.ok()) {
       // The step that refused says why (drift at admit: 4; no GPU path at factory: 3).
-      out.exit_code = common::ExitCodeFromStatus(chain.status());
+      out.code = chain.status().code();
       out.message = chain.status().message();
       // The admission's own integrity finding names the node-level cause (device nodes, driver)
       // beside the step's exact error (e.g. the provider's loader text).

@@ -29,7 +29,9 @@ namespace tg::server {
 
 struct AdmitOutcome {
   bool ok = false;
-  int exit_code = 0;      // the shared exit code when !ok (3 no GPU path, 4 drift, 2 config)
+  // Why !ok: the refusing step's code (UNAVAILABLE no GPU path, FAILED_PRECONDITION drift,
+  // INVALID_ARG/NOT_FOUND configuration); its exit code follows from common::ExitCodeFromStatus.
+  common::StatusCode code = common::StatusCode::kOk;
   std::string verdict;    // "ACCELERATED", "DEGRADED (...)", "NOT ACCELERATED", ...
   std::string message;    // the root cause when !ok ("[check] found; required; fix")
   common::Json snapshot;  // probe::ToJson of the node
