@@ -4,6 +4,7 @@
 // or the tests use lives outside the clone.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
@@ -623,6 +624,71 @@ TEST(HouseRulesTest, ReadmeListsTheCommandsThatReadPolicy) {
     for (const std::string& r : readers) reads = reads || r == l || r.starts_with(l + " ");
     EXPECT_TRUE(reads) << "the README says `" << l << "` reads --policy; it does not";
   }
+}
+
+}  // namespace
+}  // namespace tg
+
+namespace tg {
+namespace {
+
+// The non-zero exit codes named in `source`'s code (comments and strings ignored): every
+// `kExit<Name>` other than kExitOk, as "line N: kExitName".
+std::vector<std::string> ExitCodeNames(const std::string& source) {
+  const std::string code = CodeOnly(source);
+  static const std::regex name(R"(\bkExit([A-Z]\w*))");
+  std::vector<std::string> out;
+  for (auto it = std::sregex_iterator(code.begin(), code.end(), name); it != std::sregex_iterator();
+       ++it) {
+    if ((*it)[1] == "Ok") continue;
+    const auto line = std::count(code.begin(), code.begin() + it->position(), '\n') + 1;
+    out.push_back("line " + std::to_string(line) + ": " + it->str());
+  }
+  return out;
+}
+
+TEST(HouseRulesTest, TheExitCodeCheckerFindsNamedCodes) {
+  const std::string sample =
+      "// kExitUsage in a comment\n"
+      "int A() { return kExitOk; }\n"
+      "int B(bool f) { return f ? common::kExitPerformance : kExitOk; }\n"
+      "constexpr int kExitInterrupted = 130;  // kExitDrift\n"
+      "const char* s = \"kExitAudit\";\n";
+  EXPECT_EQ(ExitCodeNames(sample),
+            (std::vector<std::string>{"line 3: kExitPerformance", "line 4: kExitInterrupted"}));
+}
+
+// One Status->exit mapping (common::ExitCodeFromStatus) and one result->exit mapping
+// (common::ExitCodeFromOutcome): no other code picks a non-zero exit code by name, so a new
+// result or a changed code is decided in one place. Tests are exempt (they state expectations).
+TEST(HouseRulesTest, OnlyTheMappingsNameANonZeroExitCode) {
+  const fs::path root(testing::SourceDir());
+  const std::set<std::string> mappings = {"src/common/status.h", "src/common/status.cc",
+                                          "src/common/outcome.cc"};
+  // Serve's gates and summaries still pick their exit codes by name; the server's owner moves
+  // them onto the mappings and removes this entry.
+  const std::vector<std::string> allowed_dirs = {"src/server/"};
+  std::vector<std::string> offenders;
+  int mapping_hits = 0;
+  for (const auto& f : FilesUnder(root / "src", {".cc", ".h"})) {
+    const std::string rel = fs::relative(f, root).string();
+    if (f.filename().string().ends_with("_test.cc")) continue;
+    const std::vector<std::string> names = ExitCodeNames(testing::ReadFile(f.string()));
+    if (mappings.count(rel)) {
+      mapping_hits += static_cast<int>(names.size());
+      continue;
+    }
+    bool allowed = false;
+    for (const auto& d : allowed_dirs) allowed = allowed || rel.starts_with(d);
+    if (allowed) continue;
+    for (const auto& n : names) offenders.push_back(rel + " " + n);
+  }
+  // The mappings themselves name every code: a scan that finds none there found nothing.
+  EXPECT_GE(mapping_hits, 6) << "the scan did not see the mappings' exit codes";
+  EXPECT_TRUE(offenders.empty())
+      << "return common::ExitCodeFromOutcome(common::Outcome::k...) for a result (common/"
+         "outcome.h), ReportError(status) for an error: "
+      << ::testing::PrintToString(offenders);
 }
 
 }  // namespace

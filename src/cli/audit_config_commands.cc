@@ -1,8 +1,8 @@
 // `truegreen audit dockerfile`, `truegreen audit k8s` and `truegreen k8s render`.
 //
-// Exit codes: 0 clean, 6 (kExitAudit) when a rule fails, 2 (kExitUsage) for unreadable or
-// malformed input (the message names the file and line). Results go to stdout (text or --json),
-// verdict first; errors through cli::ReportError.
+// Exit codes: 0 clean, 6 (Outcome::kAuditFailed) when a rule fails, 2 (INVALID_ARG) for
+// unreadable or malformed input (the message names the file and line). Results go to stdout (text
+// or --json), verdict first; errors through cli::ReportError.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -27,6 +27,7 @@
 #include "cli/policy_option.h"
 #include "common/file_util.h"
 #include "common/json_writer.h"
+#include "common/outcome.h"
 #include "common/strings.h"
 #include "policy/matrix.h"
 
@@ -34,7 +35,6 @@ namespace tg::cli {
 namespace {
 
 namespace fs = std::filesystem;
-using common::kExitAudit;
 using common::kExitOk;
 using common::Status;
 
@@ -113,7 +113,7 @@ int RunAuditDockerfile(const DockerfileArgs& a, const GlobalOptions& g) {
                       rep->dockerignore.empty() ? "none" : rep->dockerignore));
     Print(audit::RenderFindingsText(rep->findings));
   }
-  return fail ? kExitAudit : kExitOk;
+  return common::ExitCodeFromOutcome(fail ? common::Outcome::kAuditFailed : common::Outcome::kOk);
 }
 
 struct K8sArgs {
@@ -179,7 +179,7 @@ int RunAuditK8s(const K8sArgs& a, const GlobalOptions& g) {
     }
     Print(audit::K8sReportToText(rep));
   }
-  return fail ? kExitAudit : kExitOk;
+  return common::ExitCodeFromOutcome(fail ? common::Outcome::kAuditFailed : common::Outcome::kOk);
 }
 
 // Kubernetes quantities as `k8s render` accepts them: CPU "2", "0.5", "500m"; memory "8Gi",

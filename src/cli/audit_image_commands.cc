@@ -24,6 +24,7 @@
 #include "common/config.h"
 #include "common/json_writer.h"
 #include "common/log.h"
+#include "common/outcome.h"
 #include "common/process.h"
 #include "common/status.h"
 #include "policy/matrix.h"
@@ -152,7 +153,8 @@ int RunAuditImage(const AuditImageFlags& f, const GlobalOptions& g) {
       // Reader errors are always bad input: the file is unreadable, corrupt or inconsistent.
       common::Status s = r.status();
       if (s.code() != common::StatusCode::kInternal &&
-          common::ExitCodeFromStatus(s) != common::kExitUsage) {
+          s.code() != common::StatusCode::kInvalidArg &&
+          s.code() != common::StatusCode::kNotFound) {
         s = common::Status::InvalidArg(s.message());
       }
       return Fail(s);
@@ -188,7 +190,8 @@ int RunAuditImage(const AuditImageFlags& f, const GlobalOptions& g) {
               << r.findings.size() << " finding(s)\n\n"
               << audit::ReportToText(r);
   }
-  return r.failed ? common::kExitAudit : common::kExitOk;
+  return common::ExitCodeFromOutcome(r.failed ? common::Outcome::kAuditFailed
+                                              : common::Outcome::kOk);
 }
 
 }  // namespace

@@ -36,6 +36,7 @@
 #include "common/json_limits.h"
 #include "common/json_writer.h"
 #include "common/log.h"
+#include "common/outcome.h"
 #include "common/process.h"
 
 #ifndef TG_VERSION
@@ -49,8 +50,6 @@ using bench::PointConfig;
 using bench::RunResult;
 using common::Json;
 using common::Status;
-
-constexpr int kExitInterrupted = 130;
 
 struct BenchOptions {
   std::string url, api, model, prompts, bench_file;  // api: "" until resolved (openai)
@@ -401,10 +400,11 @@ int RunAb(const BenchOptions& o, const GlobalOptions& g, const Prepared& p) {
   }
   if (g.json) WarnIfUtf8Replaced(cj, "standard output");
   std::fputs(g.json ? (common::WriteJson(cj, 2) + "\n").c_str() : md.c_str(), stdout);
-  if (!complete) return kExitInterrupted;
+  if (!complete) return common::ExitCodeFromOutcome(common::Outcome::kInterrupted);
   if (!none.ok()) return ReportError(none);
   bool failed = runs[0].SlosFailed() || runs[1].SlosFailed() || !cs[0].gate_failures.empty();
-  return failed ? common::kExitPerformance : common::kExitOk;
+  return common::ExitCodeFromOutcome(failed ? common::Outcome::kPerformanceFailed
+                                            : common::Outcome::kOk);
 }
 
 int RunBench(const BenchOptions& given, const GlobalOptions& g) {
@@ -423,8 +423,9 @@ int RunBench(const BenchOptions& given, const GlobalOptions& g) {
   }
   int rc = WriteRunOutputs(o, g, run, NothingSucceeded(run));
   if (rc >= 0) return rc;
-  if (run.interrupted) return kExitInterrupted;
-  return run.SlosFailed() ? common::kExitPerformance : common::kExitOk;
+  if (run.interrupted) return common::ExitCodeFromOutcome(common::Outcome::kInterrupted);
+  return common::ExitCodeFromOutcome(run.SlosFailed() ? common::Outcome::kPerformanceFailed
+                                                      : common::Outcome::kOk);
 }
 
 // A run file of the largest sweep is a few MB; this bounds the document built from one.
@@ -461,10 +462,11 @@ int RunCompare(const CompareOptions& o, const GlobalOptions& g) {
   std::fputs(
       g.json ? (common::WriteJson(j, 2) + "\n").c_str() : bench::ComparisonsToMarkdown(cs).c_str(),
       stdout);
+  common::Outcome outcome = common::Outcome::kOk;
   for (const auto& c : cs) {
-    if (!c.gate_failures.empty()) return common::kExitPerformance;
+    if (!c.gate_failures.empty()) outcome = common::Outcome::kPerformanceFailed;
   }
-  return common::kExitOk;
+  return common::ExitCodeFromOutcome(outcome);
 }
 
 void AddBenchFlags(CLI::App* c, BenchOptions& o) {

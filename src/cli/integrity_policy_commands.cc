@@ -14,6 +14,7 @@
 #include "cli/integrity_canary.h"
 #include "cli/output.h"
 #include "cli/policy_option.h"
+#include "common/outcome.h"
 #include "common/status.h"
 #include "policy/admission.h"
 #include "policy/logscan.h"
@@ -191,28 +192,30 @@ int RunDiff(const DiffFlags& f, const GlobalOptions& g) {
           " difference(s)\n--- " + f.a + "\n+++ " + f.b + "\n" + policy::DiffToText(*d));
   }
   // Two nodes whose capabilities differ have drifted apart: exit 4, as admit does for drift.
-  return d->empty() ? common::kExitOk : common::kExitDrift;
+  return common::ExitCodeFromOutcome(d->empty() ? common::Outcome::kOk : common::Outcome::kDrift);
 }
 
-// The verdict of a log scan, named after its exit code (policy::LogScanExitCode).
-std::string_view LogVerdict(int exit_code) {
-  switch (exit_code) {
-    case common::kExitOk:
+// The verdict of a log scan, named after its result (policy::LogScanOutcome).
+std::string_view LogVerdict(common::Outcome o) {
+  switch (o) {
+    case common::Outcome::kOk:
       return "CLEAN";
-    case common::kExitIntegrity:
+    case common::Outcome::kNotAccelerated:
       return "NOT ACCELERATED";
-    case common::kExitDrift:
+    case common::Outcome::kDrift:
       return "VERSION DRIFT";
-    case common::kExitPerformance:
+    case common::Outcome::kPerformanceFailed:
       return "SLOW PATH";
-    default:
-      return "INTERNAL ERROR";
+    case common::Outcome::kAuditFailed:
+    case common::Outcome::kInterrupted:
+      break;
   }
+  return "INTERNAL ERROR";  // a scan has no such result
 }
 
 // The reporting half of logscan: gate (--fail-on, --suppressions), verdict first, then the
 // findings in the asked format. Every match fails unless suppressed; matches past the listed ones
-// cannot be suppressed. The exit code is the most severe category's (policy::LogScanExitCode).
+// cannot be suppressed. The exit code is the most severe category's (policy::LogScanOutcome).
 int ReportLogscan(const std::string& path, const policy::LogScanSummary& r, const AuditOutput& out,
                   std::vector<audit::Finding>* findings, Json* matches, const std::string& text,
                   const GlobalOptions& g) {
@@ -226,8 +229,9 @@ int ReportLogscan(const std::string& path, const policy::LogScanSummary& r, cons
   for (std::size_t i = 0; i < findings->size() && i < matches->size(); ++i) {
     if ((*findings)[i].suppressed) (*matches)[i]["suppressed"] = (*findings)[i].suppression;
   }
-  const int rc = fail ? policy::LogScanExitCode(r) : common::kExitOk;
-  const std::string_view verdict = LogVerdict(rc);
+  const common::Outcome outcome = fail ? policy::LogScanOutcome(r) : common::Outcome::kOk;
+  const int rc = common::ExitCodeFromOutcome(outcome);
+  const std::string_view verdict = LogVerdict(outcome);
   if (printed) return rc;  // SARIF or JUnit went to stdout
   if (out.format == audit::OutputFormat::kJson) {
     Json cats = Json::object();

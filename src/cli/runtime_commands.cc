@@ -22,6 +22,7 @@
 #include "common/file_util.h"
 #include "common/json_writer.h"
 #include "common/log.h"
+#include "common/outcome.h"
 #include "runtime/engines.h"
 #include "runtime/session.h"
 #include "runtime/startup.h"
@@ -348,7 +349,8 @@ int MeasureAndReport(const GlobalOptions& g, const RunArgs& a, runtime::Session&
   // The performance gate (README exit 5): judged after the results are printed, never instead.
   const double p99 = latency["p99_ms"].get<double>();
   const bool gate_failed = a.max_p99_ms > 0 && p99 > a.max_p99_ms;
-  const int rc = gate_failed ? common::kExitPerformance : common::kExitOk;
+  const int rc = common::ExitCodeFromOutcome(gate_failed ? common::Outcome::kPerformanceFailed
+                                                         : common::Outcome::kOk);
   if (g.json) {
     Json j = {{"ok", !gate_failed},         {"command", "run"},
               {"degraded", rep.degraded},   {"session", runtime::SessionReportToJson(rep)},
@@ -631,7 +633,9 @@ int EnginesVerify(const GlobalOptions& g, const EngineArgs& a) {
                           : "all artifacts present in " + ctx.dir)
               << "\n";
   }
-  return missing ? common::kExitIntegrity : common::kExitOk;
+  // A verified engine missing from the cache: the node would build it at startup, not serve.
+  return common::ExitCodeFromOutcome(missing ? common::Outcome::kNotAccelerated
+                                             : common::Outcome::kOk);
 }
 
 }  // namespace

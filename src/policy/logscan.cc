@@ -873,48 +873,45 @@ Result<LogScanSummary> ScanLogFile(const std::string& path,
   return s;
 }
 
-int LogCategoryExitCode(std::string_view category) {
-  // The README's exit codes: what a finding of each category says about the replica.
-  static constexpr std::pair<std::string_view, int> kCodes[] = {
-      {"provider-load-failure", common::kExitIntegrity},
-      {"cpu-fallback", common::kExitIntegrity},
-      {"node-assignment", common::kExitIntegrity},
-      {"no-device", common::kExitIntegrity},
-      {"library-missing", common::kExitIntegrity},
-      {"device-lost", common::kExitIntegrity},
-      {"driver-too-old", common::kExitDrift},
-      {"driver-library-mismatch", common::kExitDrift},
-      {"tensorrt-version-mismatch", common::kExitDrift},
-      {"cudnn-version-mismatch", common::kExitDrift},
-      {"tensorrt-library-mismatch", common::kExitDrift},
-      {"memcpy", common::kExitPerformance},
-      {"tensorrt-engine", common::kExitPerformance},
-      {"tensorrt-engine-rebuild", common::kExitPerformance},
+std::optional<common::Outcome> LogCategoryOutcome(std::string_view category) {
+  using common::Outcome;
+  // What a finding of each category says about the replica.
+  static constexpr std::pair<std::string_view, Outcome> kOutcomes[] = {
+      {"provider-load-failure", Outcome::kNotAccelerated},
+      {"cpu-fallback", Outcome::kNotAccelerated},
+      {"node-assignment", Outcome::kNotAccelerated},
+      {"no-device", Outcome::kNotAccelerated},
+      {"library-missing", Outcome::kNotAccelerated},
+      {"device-lost", Outcome::kNotAccelerated},
+      {"driver-too-old", Outcome::kDrift},
+      {"driver-library-mismatch", Outcome::kDrift},
+      {"tensorrt-version-mismatch", Outcome::kDrift},
+      {"cudnn-version-mismatch", Outcome::kDrift},
+      {"tensorrt-library-mismatch", Outcome::kDrift},
+      {"memcpy", Outcome::kPerformanceFailed},
+      {"tensorrt-engine", Outcome::kPerformanceFailed},
+      {"tensorrt-engine-rebuild", Outcome::kPerformanceFailed},
   };
-  for (const auto& [name, code] : kCodes) {
-    if (name == category) return code;
+  for (const auto& [name, outcome] : kOutcomes) {
+    if (name == category) return outcome;
   }
-  return common::kExitInternal;  // a pattern whose category has no code: a table bug
+  return std::nullopt;
+}
+
+common::Outcome LogScanOutcome(const LogScanSummary& summary) {
+  common::Outcome worst = common::Outcome::kOk;
+  for (const auto& [category, count] : summary.per_category) {
+    if (count <= 0) continue;
+    // A user pattern's own category (--patterns) has no result of its own: any finding of it
+    // fails the replica's proof like a built-in integrity finding (the built-ins all have one).
+    worst = common::WorseOutcome(
+        worst, LogCategoryOutcome(category).value_or(common::Outcome::kNotAccelerated));
+  }
+  return worst;
 }
 
 int LogScanExitCode(const LogScanSummary& summary) {
-  // The most severe finding decides: no GPU path (3) before drift (4) before performance (5).
-  int worst = common::kExitOk;
-  auto rank = [](int code) {
-    return code == common::kExitInternal      ? 4
-           : code == common::kExitIntegrity   ? 3
-           : code == common::kExitDrift       ? 2
-           : code == common::kExitPerformance ? 1
-                                              : 0;
-  };
-  for (const auto& [category, count] : summary.per_category) {
-    int code = count > 0 ? LogCategoryExitCode(category) : common::kExitOk;
-    // A user pattern's own category (--patterns) has no code of its own: any finding of it
-    // fails the replica's proof like a built-in integrity finding (the built-ins all have one).
-    if (code == common::kExitInternal) code = common::kExitIntegrity;
-    if (rank(code) > rank(worst)) worst = code;
-  }
-  return worst;
+  return common::ExitCodeFromOutcome(LogScanOutcome(summary));
 }
 
 }  // namespace tg::policy

@@ -26,12 +26,14 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "common/config.h"
+#include "common/outcome.h"
 #include "common/status.h"
 
 namespace tg::policy {
@@ -116,14 +118,16 @@ struct LogScanSummary {
   std::vector<std::pair<std::string, std::int64_t>> per_category;  // in table order, non-zero
 };
 
-// The exit code (README) a finding of `category` calls for: 3 no usable GPU path (provider load
-// failure, CPU fallback, node assignment, no device, missing library), 4 version drift (driver,
-// library, TensorRT or cuDNN mismatch), 5 performance (Memcpy nodes, TensorRT engine rebuilt or
-// not loadable). 1 for a category without a code: a table bug for a built-in pattern (a test
-// covers every one); a user pattern's category (--patterns) counts as 3 in LogScanExitCode.
-int LogCategoryExitCode(std::string_view category);
-// The exit code of a whole scan: 0 without findings, else the most severe category's code
-// (3 before 4 before 5).
+// The result a finding of `category` calls for: kNotAccelerated (provider load failure, CPU
+// fallback, node assignment, no device, missing library), kDrift (driver, library, TensorRT or
+// cuDNN mismatch), kPerformanceFailed (Memcpy nodes, TensorRT engine rebuilt or not loadable).
+// nullopt for a category without one: a user pattern's category (--patterns), which
+// LogScanOutcome counts as kNotAccelerated. Every built-in category has one (a test checks).
+std::optional<common::Outcome> LogCategoryOutcome(std::string_view category);
+// The result of a whole scan: kOk without findings, else the most severe category's, by
+// common::WorseOutcome (no GPU path before drift before performance).
+common::Outcome LogScanOutcome(const LogScanSummary& summary);
+// The scan's exit code: common::ExitCodeFromOutcome(LogScanOutcome(summary)).
 int LogScanExitCode(const LogScanSummary& summary);
 
 // Scans `path` ("-" = stdin) line by line, calling `on_match` on the calling thread for every

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <set>
 
 namespace tg::policy {
@@ -75,12 +76,13 @@ TEST(LogScanTest, StreamCountsLinesAndHandlesHugeLines) {
 
 TEST(LogScanTest, EveryCategoryMapsToADocumentedExitCode) {
   for (const LogPattern& p : LogPatterns()) {
-    const int code = LogCategoryExitCode(p.category);
-    EXPECT_TRUE(code == common::kExitIntegrity || code == common::kExitDrift ||
-                code == common::kExitPerformance)
+    const std::optional<common::Outcome> o = LogCategoryOutcome(p.category);
+    ASSERT_TRUE(o.has_value()) << p.id << " (" << p.category << ") has no result";
+    const int code = common::ExitCodeFromOutcome(*o);
+    EXPECT_TRUE(code == 3 || code == 4 || code == 5)
         << p.id << " (" << p.category << ") -> " << code;
   }
-  EXPECT_EQ(LogCategoryExitCode("no-such-category"), common::kExitInternal);
+  EXPECT_FALSE(LogCategoryOutcome("no-such-category").has_value());
 }
 
 TEST(LogScanTest, ScanExitCodeIsTheMostSevereFinding) {
@@ -92,6 +94,13 @@ TEST(LogScanTest, ScanExitCodeIsTheMostSevereFinding) {
   EXPECT_EQ(LogScanExitCode(s), common::kExitDrift);
   s.per_category.emplace_back("cpu-fallback", 1);
   EXPECT_EQ(LogScanExitCode(s), common::kExitIntegrity);
+  // A user pattern's category (no result of its own) fails like an integrity finding.
+  s.per_category = {{"memcpy", 3}, {"my-own-category", 1}};
+  EXPECT_EQ(LogScanOutcome(s), common::Outcome::kNotAccelerated);
+  EXPECT_EQ(LogScanExitCode(s), 3);
+  // A category counted zero times decides nothing.
+  s.per_category = {{"cpu-fallback", 0}, {"memcpy", 1}};
+  EXPECT_EQ(LogScanExitCode(s), 5);
 }
 
 }  // namespace

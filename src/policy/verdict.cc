@@ -1,5 +1,7 @@
 #include "policy/verdict.h"
 
+#include "common/outcome.h"
+
 namespace tg::policy {
 
 std::string_view StepOutcomeName(StepOutcome o) {
@@ -38,14 +40,14 @@ std::optional<CanaryOutcome> ParseCanaryOutcome(std::string_view name) {
 int ExitCodeForVerdict(Verdict v) {
   switch (v) {
     case Verdict::kNotAccelerated:
-      return common::kExitIntegrity;
+      return common::ExitCodeFromOutcome(common::Outcome::kNotAccelerated);
     case Verdict::kDrift:
-      return common::kExitDrift;
+      return common::ExitCodeFromOutcome(common::Outcome::kDrift);
     case Verdict::kAccelerated:
     case Verdict::kDegraded:
       break;
   }
-  return common::kExitOk;
+  return common::ExitCodeFromOutcome(common::Outcome::kOk);
 }
 
 NodeVerdict JudgeNode(const AdmissionReport& admission, const std::vector<StepResult>& steps,
@@ -75,7 +77,7 @@ NodeVerdict JudgeNode(const AdmissionReport& admission, const std::vector<StepRe
   }
   if (canary && canary->outcome != CanaryOutcome::kPass) {
     v.verdict = Verdict::kNotAccelerated;
-    v.exit_code = common::kExitIntegrity;
+    v.exit_code = ExitCodeForVerdict(Verdict::kNotAccelerated);
     v.overturned = "the op canary did not pass: " + canary->reason;
     v.causes.push_back(
         {"canary", std::string(CanaryOutcomeName(canary->outcome)) + ": " + canary->reason, "PASS",
