@@ -204,6 +204,26 @@ std::string ManySuppressions(int n) {
 constexpr const char* kPod =
     "kind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: i}]}\n";
 
+// `n` Deployments of about 580 bytes each, ten findings apiece (5008 of them: the 2.8 MB case).
+std::string ManyDeployments(int n) {
+  std::string s;
+  for (int i = 0; i < n; ++i) {
+    const std::string k = std::to_string(i);
+    s += "---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app-" + k +
+         "\n  namespace: prod\n  labels: {app: app-" + k +
+         ", tier: backend}\nspec:\n  replicas: 2\n  selector:\n    matchLabels: {app: app-" + k +
+         "}\n  template:\n    metadata:\n      labels: {app: app-" + k +
+         "}\n    spec:\n      containers:\n        - name: main\n          image: "
+         "example.org/app:1." +
+         k +
+         "\n          ports: [{containerPort: 8080}]\n          env:\n            - {name: A, "
+         "value: \"1\"}\n            - {name: B, value: \"2\"}\n          resources:\n         "
+         "   limits: {cpu: \"1\", memory: 1Gi}\n            requests: {cpu: \"500m\", memory: "
+         "512Mi}\n";
+  }
+  return s;
+}
+
 struct Case {
   const char* name;
   std::function<void(const TempDir&)> setup;  // writes the inputs
@@ -472,6 +492,13 @@ const std::vector<Case>& Cases() {
        "more than 10000 YAML documents in one file",
        nullptr,
        100},
+      {"k8s_three_megabytes_within_twenty_times",
+       [](const TempDir& d) { WriteFile(d / "m.yaml", ManyDeployments(5008)); },  // 2.9 MB
+       {"audit", "k8s", "{dir}/m.yaml"},
+       6,
+       "[doc 5008] Deployment/app-5007",  // the last document was audited
+       nullptr,
+       70},  // 20 x 2.9 MB + the binary's own ~12 MB (LoadAll of every document: 204 MB)
       {"render_negative_cpu",
        [](const TempDir&) {},
        {"k8s", "render", "--matrix", SourceDir() + "/deploy/matrix.example.yaml", "--cpu", "-5"},

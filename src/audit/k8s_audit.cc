@@ -22,6 +22,7 @@
 #include "audit/secret_shape.h"
 #include "common/file_util.h"
 #include "common/strings.h"
+#include "common/yaml_stream.h"
 
 namespace tg::audit {
 namespace {
@@ -710,6 +711,27 @@ Status AuditKustomization(const std::string& dir, const K8sAuditOptions& options
   return Status::Ok();
 }
 
+// An empty manifest audits nothing; a PASS here would vouch for objects that were never read.
+Status NoObjects(const std::string& source, bool empty_file) {
+  return Status::InvalidArg(fmt::format(
+      "{}: no Kubernetes objects ({}): nothing to audit; give the manifest files, or pipe "
+      "`kubectl kustomize DIR` into `truegreen audit k8s -`",
+      source, empty_file ? "the file is empty" : "only empty documents"));
+}
+
+// Audits one non-empty document (index `index` of `source`).
+Status AuditDocument(const YAML::Node& d, const std::string& source, int index,
+                     const K8sAuditOptions& options, const std::vector<KustomizeImage>& images,
+                     K8sAuditReport* report) {
+  report->documents++;
+  try {
+    return AuditObject(d, source, index, options, images, report, "");
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArg(
+        fmt::format("{}:{}: document {}: {}", source, e.mark.line + 1, index, e.msg));
+  }
+}
+
 }  // namespace
 
 GpuNodeRequirements NodeRequirementsFromMatrix(const policy::Matrix& m) {
@@ -761,8 +783,24 @@ std::string ApplyKustomizeImages(const std::string& image, const std::vector<Kus
 Status AuditK8sText(const std::string& text, const std::string& source,
                     const K8sAuditOptions& options, K8sAuditReport* report,
                     const std::vector<KustomizeImage>& images) {
-  TG_ASSIGN_OR_RETURN(std::vector<YAML::Node> docs, common::ParseYamlDocuments(text, source));
-  return AuditK8sDocuments(docs, source, BoundsForText(text.size()), options, report, images);
+  // One batch of documents is parsed at a time (common/yaml_stream.h). The outcome is that of
+  // AuditK8sDocuments over the whole list: a bounds error anywhere comes before "no objects",
+  // which comes before the first rule error, so after a rule error only the bounds are checked.
+  const YamlBounds bounds = BoundsForText(text.size());
+  std::size_t visited = 0;
+  int documents = 0, objects = 0;
+  Status audit = Status::Ok();
+  TG_RETURN_IF_ERROR(
+      common::ForEachYamlDocument(text, source, [&](const YAML::Node& d, int index) -> Status {
+        ++documents;
+        TG_RETURN_IF_ERROR(CheckYamlBounds(d, source, bounds, &visited));
+        if (!d.IsDefined() || d.IsNull()) return Status::Ok();
+        ++objects;
+        if (audit.ok()) audit = AuditDocument(d, source, index, options, images, report);
+        return Status::Ok();
+      }));
+  if (objects == 0) return NoObjects(source, documents == 0);
+  return audit;
 }
 
 Status AuditK8sDocuments(const std::vector<YAML::Node>& docs, const std::string& source,
@@ -776,24 +814,12 @@ Status AuditK8sDocuments(const std::vector<YAML::Node>& docs, const std::string&
     TG_RETURN_IF_ERROR(CheckYamlBounds(d, source, bounds, &visited));
     if (d.IsDefined() && !d.IsNull()) ++objects;
   }
-  if (objects == 0) {
-    // An empty manifest audits nothing; a PASS here would vouch for objects that were never read.
-    return Status::InvalidArg(fmt::format(
-        "{}: no Kubernetes objects ({}): nothing to audit; give the manifest files, or pipe "
-        "`kubectl kustomize DIR` into `truegreen audit k8s -`",
-        source, docs.empty() ? "the file is empty" : "only empty documents"));
-  }
+  if (objects == 0) return NoObjects(source, docs.empty());
   int index = 0;
   for (const YAML::Node& d : docs) {
     ++index;
     if (!d.IsDefined() || d.IsNull()) continue;  // empty document ("---" twice, trailing "---")
-    report->documents++;
-    try {
-      TG_RETURN_IF_ERROR(AuditObject(d, source, index, options, images, report, ""));
-    } catch (const YAML::Exception& e) {
-      return Status::InvalidArg(
-          fmt::format("{}:{}: document {}: {}", source, e.mark.line + 1, index, e.msg));
-    }
+    TG_RETURN_IF_ERROR(AuditDocument(d, source, index, options, images, report));
   }
   return Status::Ok();
 }
