@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <string>
+
 namespace tg::common {
 namespace {
 
@@ -39,12 +42,27 @@ TEST(CpuFeaturesTest, VexFeaturesNeedAvxXsaveAndTheOsSavingYmm) {
   EXPECT_FALSE(CpuFeaturesFrom(CpuidRegisters{}).avx2);
 }
 
-TEST(CpuFeaturesTest, ThisCpuAgreesWithTheCompilersOwnProbe) {
+// The flags the kernel lists for the first CPU in /proc/cpuinfo ("" when it cannot be read).
+std::string KernelCpuFlags() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("flags", 0) == 0) return line.substr(line.find(':') + 1) + " ";
+  }
+  return "";
+}
+
+// Each feature agrees with two sources that do not go through this code: the compiler's own
+// probe (libgcc's __builtin_cpu_supports, which also checks the OS's XSAVE state) and the flags
+// the kernel lists (it clears AVX-family flags when it does not save the YMM state).
+TEST(CpuFeaturesTest, ThisCpuAgreesWithTheCompilerAndTheKernel) {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
-  EXPECT_EQ(ThisCpu().avx2, __builtin_cpu_supports("avx2") != 0);
-  EXPECT_EQ(CpuHasAvx2(), ThisCpu().avx2);
-  EXPECT_EQ(CpuHasF16c(), ThisCpu().f16c);
+  EXPECT_EQ(CpuHasAvx2(), __builtin_cpu_supports("avx2") != 0);
+  EXPECT_EQ(CpuHasF16c(), __builtin_cpu_supports("f16c") != 0);
+  const std::string flags = KernelCpuFlags();
+  ASSERT_FALSE(flags.empty()) << "/proc/cpuinfo has no flags line";
+  EXPECT_EQ(ThisCpu().avx2, flags.find(" avx2 ") != std::string::npos) << flags;
+  EXPECT_EQ(ThisCpu().f16c, flags.find(" f16c ") != std::string::npos) << flags;
 #else
   EXPECT_FALSE(CpuHasAvx2());
   EXPECT_FALSE(CpuHasF16c());
