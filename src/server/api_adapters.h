@@ -12,7 +12,6 @@
 // share is itself thread-safe.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -41,13 +40,13 @@ struct ServerParts {
   Readiness& readiness;
   Metrics& metrics;
   ImageStore& images;
-  const std::atomic<bool>& started;  // every gate passed
-  const int& port;                   // the bound port (set before the first request)
-  std::int64_t started_unix = 0;     // process start (Model.created of /v1/models)
+  const int& port;                // the bound port (set before the first request)
+  std::int64_t started_unix = 0;  // process start (Model.created of /v1/models)
   // Sends the answer of a request: metrics, access log, X-Request-Id, then the responder.
   std::function<void(const std::shared_ptr<RequestCtx>&, const Responder&, HttpResponse)> finish;
 
-  // UNAVAILABLE "not ready: <reason>" until every gate passed, else OK.
+  // UNAVAILABLE "not ready: <reason>" until every gate passed, else OK (Readiness::GatesPassed:
+  // the rule /readyz answers by, so a client that saw 200 is never refused).
   common::Status CheckStarted() const;
 };
 

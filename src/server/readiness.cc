@@ -98,6 +98,14 @@ std::string Readiness::ReasonLocked(std::uint64_t* version) const {
   return "";
 }
 
+bool Readiness::GatesPassed() const {
+  std::lock_guard<std::mutex> l(mu_);
+  for (const Gate& g : gates_) {
+    if (g.state != GateState::kPassed) return false;
+  }
+  return true;
+}
+
 std::string Readiness::NotReadyReason() const {
   {
     std::lock_guard<std::mutex> l(mu_);

@@ -86,6 +86,8 @@ class Readiness {
   void SetDegraded() { degraded_.store(true); }
   bool degraded() const { return degraded_.load(); }
 
+  // True once every gate passed; it stays true (a later fault or drain does not undo it).
+  bool GatesPassed() const;
   // "" when ready: draining, else the first gate not passed, else the liveness fault, else the
   // background fault.
   std::string NotReadyReason() const;

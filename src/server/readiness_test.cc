@@ -35,6 +35,27 @@ TEST(ReadinessTest, ReasonFollowsGatesFaultsAndDraining) {
   EXPECT_EQ(r.NotReadyReason(), "draining: shutting down");
 }
 
+// Work is accepted by GatesPassed: true exactly when /readyz first could say 200 (every gate
+// passed), and not undone by a later fault or the drain (those only turn /readyz to 503).
+TEST(ReadinessTest, GatesPassedFlipsWithTheLastGateAndStays) {
+  std::string live;
+  Readiness r({"admit", "canary"}, [&live] { return live; });
+  EXPECT_FALSE(r.GatesPassed());
+  r.GateDone(0, Status::Ok(), 1.0);
+  EXPECT_FALSE(r.GatesPassed());
+  r.GateRunning(1);
+  EXPECT_FALSE(r.GatesPassed());
+  r.GateDone(1, Status::Ok(), 1.0);
+  EXPECT_TRUE(r.GatesPassed());
+  EXPECT_EQ(r.NotReadyReason(), "");
+  live = "GPU 0 lost";
+  r.SetDraining();
+  EXPECT_TRUE(r.GatesPassed());
+  Readiness failed({"admit"}, nullptr);
+  failed.GateDone(0, Status::Unavailable("no GPU"), 1.0);
+  EXPECT_FALSE(failed.GatesPassed());
+}
+
 TEST(ReadinessTest, AFailedGateNamesItselfAndReadyzSharesItsBodyWhileNothingChanges) {
   Readiness r({"admit"}, nullptr);
   r.GateDone(0, Status::Unavailable("no GPU"), 3.0);

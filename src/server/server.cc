@@ -88,12 +88,8 @@ void Server::Log(const std::string& line, std::string_view level) const {
 }
 
 Status ServerParts::CheckStarted() const {
-  // /readyz answers 200 once every gate passed, a moment before `started` is set: accept work by
-  // the same rule, so a client that saw 200 is never refused with an empty reason.
-  if (started.load()) return Status::Ok();
-  std::string why = readiness.NotReadyReason();
-  if (why.empty()) return Status::Ok();
-  return Status::Unavailable("not ready: " + why);
+  if (readiness.GatesPassed()) return Status::Ok();
+  return Status::Unavailable("not ready: " + readiness.NotReadyReason());
 }
 
 ServerParts Server::Parts() {
@@ -102,7 +98,6 @@ ServerParts Server::Parts() {
                      readiness_,
                      metrics_,
                      *images_,
-                     started_,
                      port_,
                      started_unix_,
                      [this](const std::shared_ptr<RequestCtx>& ctx, const Responder& respond,
@@ -287,7 +282,6 @@ void Server::RunGates() {
   Status failed = Status::Ok();
   for (std::size_t i = 0; i < std::size(gates) && failed.ok(); ++i) failed = RunGate(i, gates[i]);
   if (failed.ok()) {
-    started_.store(true);
     metrics_.Set("truegreen_ready", {}, 1);
     Log(std::string("ready") + (readiness_.degraded() ? " (DEGRADED: CPU, dev policy)" : ""));
     if (config_.canary.interval_s > 0) {
@@ -365,7 +359,7 @@ HttpResponse Server::MetricsText() {
     }
   }
   // Readiness also falls with the GPU liveness check, which has its own thread.
-  metrics_.Set("truegreen_ready", {}, started_.load() && NotReadyReason().empty() ? 1 : 0);
+  metrics_.Set("truegreen_ready", {}, NotReadyReason().empty() ? 1 : 0);
   HttpResponse r;
   r.content_type = "text/plain; version=0.0.4; charset=utf-8";
   r.body = metrics_.Render();

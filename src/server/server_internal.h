@@ -95,7 +95,6 @@ class Server {
 
   Readiness readiness_;   // gates, canaries, faults, draining/degraded, /readyz (after gpu_)
   ModelRegistry models_;  // filled by the sessions gate, then opened
-  std::atomic<bool> started_{false};  // every gate passed
   RouteTable routes_;
   std::unique_ptr<OpenAiApi> openai_;
   std::unique_ptr<KserveApi> kserve_;
