@@ -17,10 +17,7 @@ Api ApiForPath(std::string_view path) {
 int HttpStatusOf(const ApiError& e) {
   switch (e.kind) {
     case ErrorKind::kStatus:
-      // The OpenAI and OIP clients treat 501 as a server fault; a value this server does not
-      // offer is the request's problem, so UNSUPPORTED is answered 400 like INVALID_ARG.
-      return e.status.code() == StatusCode::kUnsupported ? 400
-                                                         : common::HttpStatusFromStatus(e.status);
+      return common::HttpStatusFromStatus(e.status);
     case ErrorKind::kUnauthenticated:
       return 401;
     case ErrorKind::kMethodNotAllowed:
@@ -39,6 +36,13 @@ int HttpStatusOf(const ApiError& e) {
       return 408;
   }
   return 500;
+}
+
+common::Status RequestFault(common::Status s) {
+  // UNSUPPORTED answers 501, a server fault clients may retry elsewhere; a request asking for
+  // what this server does not implement is the request's fault, answered 400 with the same text.
+  if (s.code() == StatusCode::kUnsupported) return common::Status::InvalidArg(s.message());
+  return s;
 }
 
 namespace {

@@ -1,6 +1,7 @@
 // The server's one error path: an ApiError says what went wrong (a Status, or one of the few
 // transport and flow-control outcomes a Status has no code for), HttpStatusOf maps it to the HTTP
-// status (Status codes through common::HttpStatusFromStatus), and ErrorResponse shapes the body
+// status (a Status through common::HttpStatusFromStatus, the one Status -> HTTP mapping, with
+// nothing changed), and ErrorResponse shapes the body
 // for the API the request addressed:
 //   /v1/...  OpenAI   {"error":{"message","type","param","code"}} (openai-openapi `Error`)
 //   /v2...   OIP      {"error":"<message>"} (open_inference_rest.yaml `*_error_response`)
@@ -28,7 +29,7 @@ enum class Api { kOpenAi, kOip, kPlain };
 Api ApiForPath(std::string_view path);
 
 enum class ErrorKind {
-  kStatus,            // `status` decides (400, 404, 500, 501, 503)
+  kStatus,            // `status` decides (common::HttpStatusFromStatus)
   kUnauthenticated,   // 401, WWW-Authenticate: Bearer
   kMethodNotAllowed,  // 405, Allow: `allow`
   kPayloadTooLarge,   // 413
@@ -81,8 +82,15 @@ class [[nodiscard]] ApiResult {
   std::variant<T, ApiError> v_;
 };
 
-// The one ApiError -> HTTP status mapping.
+// The one ApiError -> HTTP status mapping: kStatus through common::HttpStatusFromStatus, the
+// other kinds their fixed codes.
 int HttpStatusOf(const ApiError& e);
+
+// What a check of a request's own fields returns, as the request's fault: UNSUPPORTED (a dtype,
+// form or option this server does not implement) becomes INVALID_ARG with the same message (so
+// it is 400, not 501); any other Status is returned unchanged. Failures after the request was
+// accepted keep their code.
+common::Status RequestFault(common::Status s);
 
 // The error response of `api` for `e`: status, body and the kind's headers.
 HttpResponse ErrorResponse(Api api, const ApiError& e);

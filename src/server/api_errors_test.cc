@@ -25,7 +25,7 @@ TEST(ApiErrorsTest, OneMappingToHttp) {
   EXPECT_EQ(HttpStatusOf(ApiError::From(Status::InvalidArg("x"))), 400);
   EXPECT_EQ(HttpStatusOf(ApiError::From(Status::NotFound("x"))), 404);
   EXPECT_EQ(HttpStatusOf(ApiError::From(Status::Unavailable("x"))), 503);
-  EXPECT_EQ(HttpStatusOf(ApiError::From(Status::Unsupported("x"))), 400);
+  EXPECT_EQ(HttpStatusOf(ApiError::From(Status::Unsupported("x"))), 501);
   EXPECT_EQ(HttpStatusOf(ApiError::From(Status::Internal("x"))), 500);
   EXPECT_EQ(HttpStatusOf(ApiError::Of(ErrorKind::kUnauthenticated, "x")), 401);
   EXPECT_EQ(HttpStatusOf(ApiError::MethodNotAllowed("GET")), 405);
@@ -33,6 +33,27 @@ TEST(ApiErrorsTest, OneMappingToHttp) {
   EXPECT_EQ(HttpStatusOf(ApiError::Of(ErrorKind::kQueueFull, "x")), 429);
   EXPECT_EQ(HttpStatusOf(ApiError::Of(ErrorKind::kHeaderTooLarge, "x")), 431);
   EXPECT_EQ(HttpStatusOf(ApiError::Of(ErrorKind::kDeadline, "x")), 504);
+}
+
+TEST(ApiErrorsTest, AStatusIsAnsweredByTheSharedMappingUnchanged) {
+  for (const Status& s :
+       {Status::InvalidArg("x"), Status::NotFound("x"), Status::Unavailable("x"),
+        Status::Unsupported("x"), Status::FailedPrecondition("x"), Status::Internal("x")}) {
+    EXPECT_EQ(HttpStatusOf(ApiError::From(s)), common::HttpStatusFromStatus(s))
+        << common::StatusCodeName(s.code());
+    EXPECT_EQ(ErrorResponse(Api::kOip, ApiError::From(s)).status, common::HttpStatusFromStatus(s));
+  }
+}
+
+TEST(ApiErrorsTest, ARequestAskingForWhatIsNotImplementedIsTheRequestsFault) {
+  const Status refused = RequestFault(Status::Unsupported("scheduler 'x': not implemented"));
+  EXPECT_EQ(refused.code(), common::StatusCode::kInvalidArg);
+  EXPECT_EQ(refused.message(), "scheduler 'x': not implemented");
+  EXPECT_EQ(HttpStatusOf(ApiError::From(refused)), 400);
+  for (const Status& s : {Status::Ok(), Status::NotFound("x"), Status::Unavailable("x"),
+                          Status::FailedPrecondition("x"), Status::Internal("x")}) {
+    EXPECT_EQ(RequestFault(s).code(), s.code()) << common::StatusCodeName(s.code());
+  }
 }
 
 TEST(ApiErrorsTest, EachApiHasItsShape) {

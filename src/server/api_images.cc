@@ -262,7 +262,7 @@ ParseError ParseImagesRequest(const Json& body, const Limits& limits, ImagesOpti
   sd::GenerateRequest check = *r;
   check.batch = std::min(check.batch, sd::kMaxBatch);
   if (Status st = sd::ValidateRequestBasics(check); !st.ok()) {
-    return ApiError::From(st, PipelineParam(st.message()), "invalid_value");
+    return ApiError::From(RequestFault(st), PipelineParam(st.message()), "invalid_value");
   }
   return std::nullopt;
 }
@@ -456,7 +456,7 @@ ApiResult<Reply> OpenAiApi::Generations(Call& c) {
   sd::GenerateRequest& g = job->req;
   g.batch = std::min(n, sd::kMaxBatch);
   if (Status s = sd::ValidateRequest(*mr->model->sd, &g); !s.ok()) {
-    return ApiError::From(s, PipelineParam(s.message()), "invalid_value");
+    return ApiError::From(RequestFault(s), PipelineParam(s.message()), "invalid_value");
   }
   if (g.seeds.front() > std::numeric_limits<std::uint64_t>::max() - static_cast<std::uint64_t>(n)) {
     return ApiError::From(Status::InvalidArg("seed " + std::to_string(g.seeds.front()) +

@@ -511,12 +511,12 @@ ApiResult<Reply> KserveApi::Infer(Call& c) {
   auto job = std::make_shared<InferJob>();
   const std::string header_length = c.req.Header("inference-header-content-length");
   if (header_length == "0") {
-    TG_RETURN_IF_ERROR(ParseRawBody(c.req.body, *mr->model->session, job.get()));
+    TG_RETURN_IF_ERROR(RequestFault(ParseRawBody(c.req.body, *mr->model->session, job.get())));
   } else {
     auto parts = SplitInferBody(c.req.body, header_length);
-    if (!parts.ok()) return parts.status();
-    TG_RETURN_IF_ERROR(
-        ParseInferBody(*parts, *mr->model->session, p_.config.limits.max_body_bytes, job.get()));
+    if (!parts.ok()) return RequestFault(parts.status());
+    TG_RETURN_IF_ERROR(RequestFault(
+        ParseInferBody(*parts, *mr->model->session, p_.config.limits.max_body_bytes, job.get())));
   }
   SetBatchKey(mr->model->spec, *mr->model->session, c.ctx->id, job.get());
   job->ctx = c.ctx;
