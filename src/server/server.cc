@@ -17,6 +17,7 @@
 #include "common/file_util.h"
 #include "common/json_writer.h"
 #include "common/log.h"
+#include "common/outcome.h"
 #include "server/server_internal.h"
 
 namespace tg::server {
@@ -268,10 +269,12 @@ Status Server::GateCanary() {
 }
 
 int Server::ExitCode(const Status& s) const {
-  // The shared Status code set has no code for "completed, but slower than required": the one
-  // exception to the shared mapping is the performance gate, read from the start-up canary that
-  // readiness recorded (it ran only when every gate before it passed).
-  if (!s.ok() && readiness_.StartupCanary().slow) return common::kExitPerformance;
+  // A start-up canary that completed too slowly is a result, not an error: it leaves through the
+  // result mapping. Readiness holds that canary only when every gate before it passed, so a slow
+  // one means the canary gate is the one that failed.
+  if (!s.ok() && readiness_.StartupCanary().slow) {
+    return common::ExitCodeFromOutcome(common::Outcome::kPerformanceFailed);
+  }
   return common::ExitCodeFromStatus(s);
 }
 

@@ -40,8 +40,9 @@ class Server {
   // Serves until SIGTERM/SIGINT (OK after the drain) or a failed gate with exit_on_fail (that
   // gate's Status); INVALID_ARG when the port cannot be bound.
   common::Status Run();
-  // serve's exit code for Run's outcome: common::ExitCodeFromStatus, except 5 (the performance
-  // gate) when the start-up canary completed above a ceiling or below the GPU floor.
+  // serve's exit code for Run's outcome: common::ExitCodeFromStatus, except a start-up canary
+  // that completed above a ceiling or below the GPU floor, a result that leaves through
+  // common::ExitCodeFromOutcome (performance failed, 5).
   int ExitCode(const common::Status& s) const;
   // What `serve --json` prints at exit: ok, exit_code, port, degraded, gates.
   common::Json Summary(int exit_code) const;
@@ -52,8 +53,7 @@ class Server {
  private:
   // server.cc
   void RunGates();
-  // Each gate returns OK or why it failed; the code alone decides serve's exit code
-  // (common::ExitCodeFromStatus).
+  // Each gate returns OK or why it failed; ExitCode turns that into serve's exit code.
   common::Status RunGate(std::size_t index, const std::function<common::Status()>& step);
   common::Status GateAdmit();
   common::Status GateSessions();
