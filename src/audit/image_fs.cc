@@ -3,7 +3,8 @@
 
 #include <algorithm>
 #include <deque>
-#include <unordered_map>
+#include <string_view>
+#include <vector>
 
 namespace tg::audit {
 
@@ -65,20 +66,22 @@ Efficiency ComputeEfficiency(const Image& image) {
 }
 
 Efficiency MergeWithEfficiency(const Image& image, FileSystem* merged) {
-  struct Data {
-    int copies = 0;
-    std::uint64_t cumulative = 0;
-    std::uint64_t min = 0;
+  // One record per leaf entry (32 bytes, the path viewed in the layer's entry), sorted by path
+  // below so each path's copies are one run: no per-path map of copied strings.
+  struct Leaf {
+    std::string_view path;
+    std::uint64_t size = 0;
+    std::size_t layer = 0;
   };
-  std::unordered_map<std::string, Data> paths;
+  std::vector<Leaf> leaves;
+  std::size_t total = 0;
+  for (const auto& l : image.layers) total += l.scan.entries.size();
+  leaves.reserve(total);
   Efficiency eff;
   // The filesystem as stacked so far is exactly what a whiteout measures, so the merge and the
   // metric share one pass (the merge is the largest cost of the audit after reading).
   FileSystem& stacked = *merged;
   stacked.clear();
-  // Each leaf entry's counted size, per layer, for the per-layer share of the waste below.
-  std::vector<std::vector<std::pair<const std::string*, std::uint64_t>>> counted(
-      image.layers.size());
   for (std::size_t li = 0; li < image.layers.size(); ++li) {
     const auto& l = image.layers[li];
     std::uint64_t layer_bytes = 0;
@@ -89,33 +92,35 @@ Efficiency MergeWithEfficiency(const Image& image, FileSystem* merged) {
       if (e.type == EntryType::kWhiteout || e.type == EntryType::kOpaque) {
         size = SizeUnder(stacked, e.path);
       }
-      counted[li].push_back({&e.path, size});
+      leaves.push_back({e.path, size, li});
       layer_bytes += e.size;
-      Data& d = paths[e.path];
-      if (d.copies == 0 || size < d.min) d.min = size;
-      d.cumulative += size;
-      ++d.copies;
     }
     if (l.index > 0) eff.user_bytes += layer_bytes;
     ApplyLayer(&stacked, l);
   }
+  std::sort(leaves.begin(), leaves.end(),
+            [](const Leaf& a, const Leaf& b) { return a.path < b.path; });
   std::uint64_t min_sum = 0;
   std::uint64_t all_sum = 0;
-  for (const auto& [p, d] : paths) {
-    min_sum += d.min;
-    all_sum += d.cumulative;
-    if (d.copies >= 2) {
-      eff.wasted_bytes += d.cumulative;
-      eff.inefficient.push_back({p, d.copies, d.cumulative});
+  eff.layer_wasted_bytes.assign(image.layers.size(), 0);
+  for (std::size_t i = 0; i < leaves.size();) {
+    std::size_t j = i;
+    std::uint64_t min = leaves[i].size, cumulative = 0;
+    for (; j < leaves.size() && leaves[j].path == leaves[i].path; ++j) {
+      min = std::min(min, leaves[j].size);
+      cumulative += leaves[j].size;
     }
+    min_sum += min;
+    all_sum += cumulative;
+    const int copies = static_cast<int>(j - i);
+    if (copies >= 2) {
+      eff.wasted_bytes += cumulative;
+      eff.inefficient.push_back({std::string(leaves[i].path), copies, cumulative});
+      for (std::size_t k = i; k < j; ++k) eff.layer_wasted_bytes[leaves[k].layer] += leaves[k].size;
+    }
+    i = j;
   }
   eff.score = all_sum == 0 ? 1.0 : static_cast<double>(min_sum) / static_cast<double>(all_sum);
-  eff.layer_wasted_bytes.assign(image.layers.size(), 0);
-  for (std::size_t li = 0; li < counted.size(); ++li) {
-    for (const auto& [path, size] : counted[li]) {
-      if (paths[*path].copies >= 2) eff.layer_wasted_bytes[li] += size;
-    }
-  }
   eff.user_wasted_percent = eff.user_bytes == 0 ? 0.0
                                                 : static_cast<double>(eff.wasted_bytes) /
                                                       static_cast<double>(eff.user_bytes);
