@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <set>
 
+#include "audit/byte_size.h"
 #include "audit/image_audit.h"
 #include "policy/matrix.h"
 #include "tests/fixtures/make_images.h"
@@ -332,6 +333,29 @@ TEST(AuditImageRules, ByteSizes) {
   EXPECT_EQ(ParseByteSize("12 parsecs"), std::nullopt);
   EXPECT_EQ(ParseByteSize("-1"), std::nullopt);
   EXPECT_EQ(HumanBytes(1536), "1.5 KiB");
+}
+
+// Sizes of 2^63 bytes and more used to reach llround (undefined past long long); the value is now
+// checked against 2^64 before any conversion, and the refusal names it and the limit.
+TEST(AuditImageRules, ByteSizesPastSixtyFourBitsAreRefusedByName) {
+  EXPECT_EQ(ParseByteSizeOrError("8EiB").status().code(), common::StatusCode::kInvalidArg);
+  EXPECT_EQ(*ParseByteSizeOrError("9223372036854775808"), 9223372036854775808ull);  // 2^63
+  EXPECT_EQ(*ParseByteSizeOrError("15 TiB"), 15ull << 40);
+  EXPECT_EQ(*ParseByteSizeOrError("18446744073709549568"), 18446744073709549568ull);
+  for (const char* past : {"18446744073709551616", "16777216TiB", "1e30", "99999999999999999999"}) {
+    auto r = ParseByteSizeOrError(past);
+    ASSERT_FALSE(r.ok()) << past;
+    EXPECT_NE(r.status().message().find(std::string("'") + past + "'"), std::string::npos)
+        << r.status().message();
+    if (std::string(past) != "1e30") {
+      EXPECT_NE(r.status().message().find("more than the largest size, 18446744073709551615 bytes"),
+                std::string::npos)
+          << r.status().message();
+    }
+    EXPECT_EQ(ParseByteSize(past), std::nullopt) << past;
+  }
+  EXPECT_NE(ParseByteSizeOrError("12 parsecs").status().message().find("is not a size"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -449,6 +449,26 @@ const std::vector<Case>& Cases() {
        {"audit", "dockerfile", "{dir}/Dockerfile", "--suppressions", "{dir}/s.yaml", "--json"},
        6,
        "\"warnings\": [\n    \""},
+      {"image_policy_unknown_disabled_rule_warns",
+       [](const TempDir& d) {
+         WriteOddImage(d / "img", "good");
+         WriteFile(d / "p.yaml",
+                   "image:\n  disable: [image.efficency, image.gpu.*]\n"
+                   "  severity: {image.budgett: warning, image.layer-media-type: off}\n");
+       },
+       {"audit", "image", "{dir}/img", "--rules", "{dir}/p.yaml"},
+       0,
+       "p.yaml: image.disable (or severity: off): unknown rule id 'image.efficency': no audit "
+       "reports it, so this entry changes nothing (did you mean 'image.efficiency'?)",
+       "'image.gpu.*'"},  // a family that exists is not warned about
+      {"image_policy_unknown_severity_rule_warns",
+       [](const TempDir& d) {
+         WriteOddImage(d / "img", "good");
+         WriteFile(d / "p.yaml", "image:\n  severity: {image.budgett: warning}\n");
+       },
+       {"audit", "image", "{dir}/img", "--rules", "{dir}/p.yaml"},
+       0,
+       "image.severity: unknown rule id 'image.budgett'"},
       {"suppressions_over_cap_refused_before_parsing",
        [](const TempDir& d) {
          WriteFile(d / "m.yaml", kPod);

@@ -2,6 +2,8 @@
 // later deletions are the efficiency rules' business (image_audit.cc).
 #include "audit/image_rules.h"
 
+#include "audit/byte_size.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -26,8 +28,8 @@ Status GetSize(YamlMap& m, std::string_view key, std::optional<std::uint64_t>* o
   std::optional<std::string> text;
   TG_RETURN_IF_ERROR(m.Get(key, &text));
   if (!text) return Status::Ok();
-  auto v = ParseByteSize(*text);
-  if (!v) return m.FieldError(key, "a size such as 2GiB, 500MB or 1048576");
+  auto v = ParseByteSizeOrError(*text);
+  if (!v.ok()) return m.FieldError(key, "a size of at most 16 EiB, such as 2GiB, 500MB or 1048576");
   *out = *v;
   return Status::Ok();
 }

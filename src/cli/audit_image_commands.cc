@@ -15,8 +15,10 @@
 
 #include <fmt/format.h>
 
+#include "audit/byte_size.h"
 #include "audit/image_audit.h"
 #include "audit/image_ref.h"
+#include "audit/rule_ids.h"
 #include "cli/audit_output.h"
 #include "cli/command_areas.h"
 #include "cli/output.h"
@@ -115,6 +117,31 @@ int RunOrtCoreInfo(const std::string& dir) {
   return common::kExitOk;
 }
 
+// A rule id in the policy's `disable:` list or `severity:` map that no audit reports changes
+// nothing; it is most likely a typo, so it is pointed out (as unknown suppression ids are).
+// "family.*" entries are known when some id starts with "family.".
+void WarnUnknownPolicyRuleIds(const audit::ImagePolicy& p) {
+  auto known = [](const std::string& id) {
+    if (!id.ends_with(".*")) return audit::IsAuditRuleId(id);
+    const std::string_view family = std::string_view(id).substr(0, id.size() - 1);
+    for (std::string_view k : audit::AuditRuleIds()) {
+      if (k.starts_with(family)) return true;
+    }
+    return false;
+  };
+  auto warn = [&](const std::string& id, const char* field) {
+    if (known(id)) return;
+    const std::string near = audit::ClosestAuditRuleId(id);
+    const std::string shown = id.size() > 80 ? id.substr(0, 80) + "..." : id;
+    Warn(fmt::format(
+        "{}: image.{}: unknown rule id '{}': no audit reports it, so this entry "
+        "changes nothing{}",
+        p.source, field, shown, near.empty() ? "" : fmt::format(" (did you mean '{}'?)", near)));
+  };
+  for (const auto& [rule, level] : p.severity) warn(rule, "severity");
+  for (const std::string& rule : p.disabled) warn(rule, "disable (or severity: off)");
+}
+
 int RunAuditImage(const AuditImageFlags& f, const GlobalOptions& g) {
   audit::ImageAuditOptions opts;
   if (!f.rules.empty()) {
@@ -122,13 +149,11 @@ int RunAuditImage(const AuditImageFlags& f, const GlobalOptions& g) {
     if (!lp.ok()) return Fail(lp.status().WithPrefix("--rules"));
     opts.policy = lp->image;
     if (lp->matrix) opts.matrix = lp->matrix;
+    WarnUnknownPolicyRuleIds(opts.policy);
   }
   if (!f.budget.empty()) {
-    auto b = audit::ParseByteSize(f.budget);
-    if (!b) {
-      return Fail(common::Status::InvalidArg("--budget '" + f.budget +
-                                             "': expected a size such as 2GiB, 500MB or 1048576"));
-    }
+    auto b = audit::ParseByteSizeOrError(f.budget);
+    if (!b.ok()) return Fail(b.status().WithPrefix("--budget"));
     opts.budget = *b;
   }
   auto m = RequestedMatrix(f.matrix, g);

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 
+#include "audit/byte_size.h"
 #include "audit/finding.h"
 
 namespace tg::cli {
@@ -123,8 +124,8 @@ std::string CheckText(const std::string& text, const OptionRange& r, bool is_siz
   const std::string range = "; allowed: " + RangeText(r);
   long double v = 0;
   if (is_size) {
-    auto b = audit::ParseByteSize(text);
-    if (!b) return given + " is not a size such as 2GiB, 500MB or 1048576" + range;
+    auto b = audit::ParseByteSizeOrError(text);
+    if (!b.ok()) return b.status().message() + range;  // names the text as given
     v = static_cast<long double>(*b);
   } else {
     char* end = nullptr;
