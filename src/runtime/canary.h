@@ -91,7 +91,7 @@ int RunCanaryChild(const SessionFactory& factory, const std::vector<std::string>
 
 // The cache key (lowercase hex sha256) for `key` and the op set; file hashes are read here.
 std::string CanaryCacheKey(const CanaryKeyInputs& key);
-
+// The report as JSON and as text (verdict line first, then the cases that did not pass). Pure.
 common::Json CanaryReportToJson(const CanaryReport& r);
 std::string FormatCanaryReport(const CanaryReport& r);
 

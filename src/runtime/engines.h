@@ -33,7 +33,7 @@ struct EngineKeyInputs {
   std::string precision;  // "fp32" | "fp16" | "int8"
   // input name -> (min, opt, max) shapes; empty for static-shape models.
   std::map<std::string, std::vector<std::vector<std::int64_t>>> profile_shapes;
-
+  // Every field plus "schema": 1 (GPU as gpu_name and compute_capability). Pure.
   common::Json ToJson() const;
 };
 

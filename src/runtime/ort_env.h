@@ -34,7 +34,7 @@ class OrtEnvironment {
                                                                 bool allow_unhostable_core);
   OrtEnvironment(const OrtEnvironment&) = delete;
   OrtEnvironment& operator=(const OrtEnvironment&) = delete;
-
+  // The environment and the loaded core (owned by this object, valid for the process's life).
   Ort::Env& env() { return *env_; }
   const OrtLoad& load() const { return load_; }
 

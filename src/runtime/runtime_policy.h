@@ -21,7 +21,7 @@ enum class Profile { kProduction, kDev };
 // How GPU providers are attached: kAuto tries the classic V2 options API when the core library
 // lists the provider, otherwise registers the provider library as a plugin EP.
 enum class AttachMode { kAuto, kClassic, kPlugin };
-
+// As policy files spell them: "production"/"dev", "auto"/"classic"/"plugin". Pure.
 std::string_view ProfileName(Profile p);
 std::string_view AttachModeName(AttachMode m);
 
@@ -122,7 +122,7 @@ struct RuntimePolicy {
   // "rocm" etc. are not supported; providers are validated at load time.
 };
 
-// Built-in profiles.
+// Built-in profiles (a fresh value per call; pure, thread-safe).
 RuntimePolicy ProductionPolicy();
 RuntimePolicy DevPolicy();
 // The default op types that must run on a GPU provider.

@@ -120,21 +120,21 @@ struct OpenOptions {
 
 class Session {
  public:
-  Session();
+  Session();  // empty: Run() is INTERNAL; real sessions come from SessionFactory::Open
   ~Session();
   Session(Session&&) noexcept;
   Session& operator=(Session&&) noexcept;
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
-
+  // Immutable after Open; the references stay valid while the Session lives. io_stats() is a copy.
   const std::vector<TensorInfo>& inputs() const;
   const std::vector<TensorInfo>& outputs() const;
   const SessionReport& report() const;
   IoStats io_stats() const;
 
   // Runs the model. `out` receives one Tensor per name in `output_names` (all outputs when
-  // empty, in model order). Errors: INVALID_ARG for unknown names or dtype/shape mismatches,
-  // INTERNAL for ORT failures (with ORT's message).
+  // empty, in model order). Errors: INVALID_ARG for unknown names or dtype/shape mismatches, ORT's
+  // failures as FromOrtCode maps them (a library failure is UNAVAILABLE); INTERNAL on an empty one.
   common::Status Run(const std::vector<NamedTensor>& inputs,
                      const std::vector<std::string>& output_names, std::vector<Tensor>* out,
                      RunMode mode = RunMode::kDefault) const;
@@ -153,8 +153,8 @@ class SessionFactory {
   // device missing, with the exact cause), INVALID_ARG (policy), NOT_FOUND (matrix file).
   static common::Result<SessionFactory> Create(const RuntimePolicy& policy, OrtRuntime& runtime);
 
-  // Opens `model_path`. Errors: NOT_FOUND/INVALID_ARG for the model, UNAVAILABLE for a provider
-  // attach failure or a placement violation (report attached to the message), INTERNAL otherwise.
+  // Opens `model_path`. Errors: NOT_FOUND/INVALID_ARG for the model; UNAVAILABLE for a provider
+  // attach failure, a placement violation (report in the message) or an ORT failure (FromOrtCode).
   common::Result<Session> Open(const std::string& model_path,
                                const OpenOptions& options = {}) const;
   // Like Open, but returns the session's report even when placement is violated (for `run
@@ -162,11 +162,11 @@ class SessionFactory {
   common::Result<Session> OpenForDiagnosis(const std::string& model_path,
                                            const OpenOptions& options,
                                            common::Status* violation) const;
-
+  // The policy given to Create (immutable; valid while the factory or a copy of it lives).
   const RuntimePolicy& policy() const;
   // Providers prepared at Create (attach path, library, device, dev-profile errors).
   const std::vector<ProviderAttachment>& prepared_providers() const;
-  std::string ort_version() const;
+  std::string ort_version() const;  // the loaded core's version, e.g. "1.29.0"
   // True when sessions from this factory will be degraded (dev profile without a GPU provider).
   bool degraded() const;
 

@@ -83,7 +83,7 @@ struct TensorInfo {
 
 class Tensor {
  public:
-  Tensor() = default;
+  Tensor() = default;  // empty(): dtype kUnknown, no shape, no bytes
   // Zero-filled tensor. Invalid shapes (negative dims) give an empty tensor of that dtype; use
   // Create() to get an error instead.
   Tensor(DataType dtype, std::vector<std::int64_t> shape);
@@ -114,13 +114,13 @@ class Tensor {
   // fp16 tensor from float values (converted with FloatToHalf).
   static common::Result<Tensor> Float16FromFloats(std::vector<std::int64_t> shape,
                                                   const std::vector<float>& values);
-
+  // Accessors; element_count() is ElementCount(shape()), byte_size() the buffer's length.
   DataType dtype() const { return dtype_; }
   const std::vector<std::int64_t>& shape() const { return shape_; }
   std::int64_t element_count() const { return ElementCount(shape_); }
   std::size_t byte_size() const { return bytes_.size(); }
   bool empty() const { return dtype_ == DataType::kUnknown; }
-
+  // The buffer, owned by the tensor: valid until the tensor is assigned to, moved or destroyed.
   void* raw_data() { return bytes_.data(); }
   const void* raw_data() const { return bytes_.data(); }
   const std::string& bytes() const { return bytes_; }

@@ -104,8 +104,8 @@ struct StageTimings {
   double decode_ms = 0.0;            // VAE runs + pixel conversion
   double png_ms = 0.0;
   double total_ms = 0.0;
-  double UnetTotal() const;
-  double SchedulerTotal() const;
+  double UnetTotal() const;       // sum of unet_ms
+  double SchedulerTotal() const;  // sum of scheduler_ms
 };
 
 struct GeneratedImage {
@@ -168,7 +168,7 @@ RgbImage DecodedToRgb(const float* chw, int width, int height);
 // generators in the same order as Step would, so results are bit-identical to serial drawing
 // (`prefetch_noise` false draws serially, for comparison). The Rngs must outlive the workspace and
 // must not be touched by the caller between Prepare and Finish.
-//
+// `unet` is borrowed as well and must outlive the workspace.
 // Not thread-safe (one per generation); the internal worker is synchronised by the workspace.
 class StepWorkspace {
  public:
@@ -222,7 +222,7 @@ class Pipeline {
   [[nodiscard]] common::Result<std::vector<GenerateOutput>> GenerateBatch(
       std::vector<GenerateRequest> requests, const ProgressCallback& progress = nullptr,
       std::span<const std::atomic<bool>* const> cancels = {}) const;
-
+  // The model given to the constructor (borrowed, not owned).
   const SdModel& model() const { return model_; }
 
  private:

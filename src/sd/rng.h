@@ -33,13 +33,13 @@ enum class RngMode { kNumpy, kPhilox };
 
 // "numpy" | "philox" → mode; anything else is INVALID_ARG listing the valid names.
 [[nodiscard]] common::Result<RngMode> ParseRngMode(std::string_view name);
-std::string_view RngModeName(RngMode mode);
+std::string_view RngModeName(RngMode mode);  // "numpy" | "philox"; pure
 
 class Rng {
  public:
   // kNumpy requires seed <= 4294967295 (numpy raises for larger seeds): INVALID_ARG otherwise.
   [[nodiscard]] static common::Result<Rng> Create(RngMode mode, std::uint64_t seed);
-
+  // What Create was given.
   RngMode mode() const { return mode_; }
   std::uint64_t seed() const { return seed_; }
 

@@ -49,7 +49,7 @@ namespace tg::sd {
 enum class BetaSchedule { kLinear, kScaledLinear, kSquaredCosCapV2 };
 enum class TimestepSpacing { kLeading, kTrailing, kLinspace };
 enum class PredictionType { kEpsilon, kVPrediction, kSample };
-
+// The enums as scheduler_config.json spells them ("scaled_linear", "leading", "epsilon"). Pure.
 std::string_view BetaScheduleName(BetaSchedule b);
 std::string_view TimestepSpacingName(TimestepSpacing t);
 std::string_view PredictionTypeName(PredictionType p);
@@ -116,8 +116,8 @@ class Scheduler {
   // Euler family / DPM / LMS: the sigmas, num_steps()+1 values ending with the final sigma (0).
   // DDIM / PNDM: sqrt((1-ᾱ_t)/ᾱ_t) of each timestep (informational, size num_steps()).
   const std::vector<double>& sigmas() const { return sigmas_; }
-  int num_steps() const { return static_cast<int>(timesteps_.size()); }
-  int num_inference_steps() const { return num_inference_steps_; }
+  int num_steps() const { return static_cast<int>(timesteps_.size()); }  // UNet calls
+  int num_inference_steps() const { return num_inference_steps_; }       // as given to SetTimesteps
   // Factor applied to the initial N(0, 1) latents.
   double init_noise_sigma() const { return init_noise_sigma_; }
   // Factor scale_model_input multiplies the sample by at `step_index` (1 for DDIM/PNDM).
@@ -154,7 +154,7 @@ class Scheduler {
   [[nodiscard]] common::Status Step(const float* model_output, int step_index, float* sample,
                                     std::size_t n, std::span<Rng> noise = {},
                                     const float* drawn_noise = nullptr);
-
+  // The config it was created with and the spacing in effect (the config's, else the default).
   const SchedulerConfig& config() const { return config_; }
   TimestepSpacing timestep_spacing() const { return spacing_; }
   PredictionType prediction_type() const { return config_.prediction_type; }

@@ -70,7 +70,7 @@ class ClipTokenizer {
   static std::string Normalize(std::string_view text);
   // The pre-tokenised words of normalised `text` (before byte mapping and BPE) — for diagnostics.
   static std::vector<std::string> PreTokenize(std::string_view normalized_text);
-
+  // Special-token ids and table sizes of the loaded files (immutable; safe from any thread).
   std::int64_t bos_id() const;
   std::int64_t eos_id() const;
   std::int64_t pad_id() const;
