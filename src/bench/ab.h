@@ -43,7 +43,7 @@ class ServerProcess {
   ~ServerProcess() = default;  // the child's owner stops it (10 s grace) and reaps it
   ServerProcess(const ServerProcess&) = delete;
   ServerProcess& operator=(const ServerProcess&) = delete;
-
+  // "http://127.0.0.1:<port>" of the running server (the port Start picked).
   const std::string& url() const { return url_; }
   // SIGTERM, wait up to `grace_s`, then SIGKILL; returns the exit status (128+signal if killed).
   int Stop(double grace_s = 10);

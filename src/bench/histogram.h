@@ -23,15 +23,15 @@ class Histogram {
   static constexpr std::int64_t kHighestUs = 3'600'000'000LL;  // one hour
   static constexpr int kSignificantDigits = 3;
 
-  Histogram();
+  Histogram();  // empty, over the fixed range above
 
   // Records `count` samples of `value_us`. Values below 1 µs count as 1 µs; values above one hour
   // are clamped to one hour and counted in saturated().
   void Record(std::int64_t value_us, std::uint64_t count = 1);
   // Adds every count of `other` (same fixed range, so the merge is exact).
   void Merge(const Histogram& other);
-  void Reset();
-
+  void Reset();  // back to empty
+  // Samples recorded, and how many of them were clamped to one hour.
   std::uint64_t count() const { return total_; }
   std::uint64_t saturated() const { return saturated_; }
   std::int64_t min() const;  // lowest equivalent value of the smallest sample; 0 when empty
@@ -46,7 +46,7 @@ class Histogram {
   std::size_t bucket_count() const { return counts_.size(); }
   std::uint64_t count_at_index(std::size_t i) const { return counts_[i]; }
   std::int64_t ValueAtIndex(std::size_t i) const;  // lowest equivalent value of bucket i
-
+  // The lowest / highest value the histogram cannot tell apart from `v` (its bucket's bounds).
   std::int64_t LowestEquivalent(std::int64_t v) const;
   std::int64_t HighestEquivalent(std::int64_t v) const;
 
@@ -71,7 +71,7 @@ struct Percentiles {
   double mean = 0;
   std::uint64_t count = 0;
 };
-Percentiles Summarize(const Histogram& h);
-common::Json PercentilesToJson(const Percentiles& p);
+Percentiles Summarize(const Histogram& h);             // all 0 for an empty histogram; pure
+common::Json PercentilesToJson(const Percentiles& p);  // count, mean_us, p50_us .. max_us
 
 }  // namespace tg::bench

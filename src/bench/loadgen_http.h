@@ -31,8 +31,8 @@ class ResponseReader {
   State Feed(const char* data, std::size_t n, std::size_t* consumed);
   // The peer closed the connection: completes a close-delimited body, otherwise an error.
   State Eof();
-  void Reset();
-
+  void Reset();  // ready for the next response on the same connection
+  // The current response's status code, keep-alive decision and, after kError, the reason.
   int status() const { return status_; }
   bool keep_alive() const { return keep_alive_; }
   // True once some byte of the current response arrived (an idle connection closed by the peer

@@ -37,11 +37,11 @@ class NvmlSampler {
   ~NvmlSampler();
   NvmlSampler(const NvmlSampler&) = delete;
   NvmlSampler& operator=(const NvmlSampler&) = delete;
-
+  // One reading now; never fails (what NVML cannot say is absent, see utilization_error()).
   NvmlSample SampleOnce() const;
-  void Start(double interval_s);
-  void Stop();
-  const std::vector<NvmlSample>& Samples() const { return samples_; }
+  void Start(double interval_s);  // once: a thread samples every interval_s until Stop()
+  void Stop();                    // joins that thread; idempotent (the destructor calls it)
+  const std::vector<NvmlSample>& Samples() const { return samples_; }  // after Stop()
   // Why utilisation is absent in the latest SampleOnce ("" when it was read), e.g. the NVML error
   // or the missing symbol.
   std::string utilization_error() const;

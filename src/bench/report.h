@@ -16,8 +16,8 @@ namespace tg::bench {
 // Scheduler,Mode,Images/Min,Errors,Stable,Trials,GPU Util,SLO. Cells that were not measured are
 // empty, never 0.
 std::string RunToCsv(const RunResult& r);
-std::string RunToText(const RunResult& r);
-std::string RunToHtml(const RunResult& r);
+std::string RunToText(const RunResult& r);  // a header, then a row per point
+std::string RunToHtml(const RunResult& r);  // the whole page, self-contained
 // The server capability snapshot (GET /v1/capabilities) as HTML: verdict, causes and a table of
 // the admission checks; "not available" for null.
 std::string CapabilitiesHtml(const common::Json& caps);

@@ -63,10 +63,10 @@ struct PointResult {
   GpuSide gpu;
   std::vector<std::string> slo_failures;  // filled by EvaluateSlos
 
-  std::uint64_t ErrorCount() const;
-  double Throughput() const;    // successful requests per second
-  double ImagesPerMin() const;  // successful requests x batch per minute
-  double ErrorRate() const;     // errors / (ok + errors), 0 when nothing was sent
+  std::uint64_t ErrorCount() const;  // sum over `errors`
+  double Throughput() const;         // successful requests per second
+  double ImagesPerMin() const;       // successful requests x batch per minute
+  double ErrorRate() const;          // errors / (ok + errors), 0 when nothing was sent
 };
 
 struct RunResult {

@@ -39,7 +39,7 @@ struct MetricValues {
   std::map<std::string, double> min;
   std::map<std::string, int> series;
 };
-MetricValues ParsePrometheus(const std::string& text);
+MetricValues ParsePrometheus(const std::string& text);  // malformed lines skipped; pure
 
 struct MetricsSample {
   std::chrono::steady_clock::time_point t;
@@ -47,12 +47,12 @@ struct MetricsSample {
 };
 
 // Aggregates the samples taken within [begin, end] (plus the last sample before begin as the
-// counter baseline). `origin` is the run's start, for the utilisation time series.
+// counter baseline). `origin` is the run's start, for the utilisation time series. Pure.
 GpuSide AggregateGpu(const std::vector<MetricsSample>& samples,
                      std::chrono::steady_clock::time_point begin,
                      std::chrono::steady_clock::time_point end,
                      std::chrono::steady_clock::time_point origin);
-
+// Scrapes `target`'s /metrics on its own thread (owned); Start/Stop/Samples from one thread.
 class MetricsScraper {
  public:
   MetricsScraper(Target target, double interval_s)

@@ -43,6 +43,6 @@ struct Gate {
   std::string metric;     // same metric names as thresholds
   double max_change = 0;  // signed fraction: +0.10 means "fail above +10 %"
 };
-common::Result<Gate> ParseGate(const std::string& text);
+common::Result<Gate> ParseGate(const std::string& text);  // "p95 +10%"; INVALID_ARG says why
 
 }  // namespace tg::bench

@@ -14,7 +14,7 @@ struct MannWhitney {
   double z = 0;        // normal approximation with tie and continuity correction
   double p_value = 1;  // two-sided; 1 when either side is empty
 };
-MannWhitney MannWhitneyU(const Histogram& a, const Histogram& b);
+MannWhitney MannWhitneyU(const Histogram& a, const Histogram& b);  // a's U; never fails
 
 // Kolmogorov-Smirnov distance: max |F_a - F_b| over bucket boundaries (exact for the histograms).
 double KsDistance(const Histogram& a, const Histogram& b);
