@@ -25,7 +25,7 @@ class DockerIgnore {
 
   // True when `path` (relative to the context, '/'-separated) is excluded from the context.
   bool Excludes(std::string_view path) const;
-  std::size_t size() const { return patterns_.size(); }
+  std::size_t size() const { return patterns_.size(); }  // patterns parsed
 
  private:
   struct Pattern {

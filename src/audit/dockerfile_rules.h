@@ -24,7 +24,7 @@ struct DockerfileRuleContext {
   std::string file;       // path used in findings
   std::set<int> runtime;  // stages that ship (final stage and the stages it is FROM)
   DockerfileAuditReport* report;
-
+  // Add appends a finding at `line` of `file`; StageLabel is "stage 2" or "stage 'build'".
   void Add(std::string rule, int line, std::string message, std::string fix,
            Severity severity = Severity::kError) const;
   std::string StageLabel(const DockerfileStage& st) const;
@@ -39,7 +39,7 @@ struct DockerfileRule {
   const char* hadolint;  // "DL3002", or "" when hadolint has no equivalent
   DockerfileRuleFn run;
 };
-
+// Every rule, in report order (static). Each appends its findings to c.report and returns OK.
 const std::vector<DockerfileRule>& DockerfileRuleTable();
 
 // The hadolint-style rules (dockerfile_rules.cc).

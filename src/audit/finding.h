@@ -47,7 +47,7 @@ bool AnyAtLeast(const std::vector<Finding>& findings, Severity fail_at);
 // {"rule","severity","path","layer","line","bytes","message","fix","suppressed","suppression"};
 // path/layer/line/bytes/fix/suppression are omitted when empty/-1/0, suppressed when false.
 nlohmann::json FindingToJson(const Finding& f);
-nlohmann::json FindingsToJson(const std::vector<Finding>& findings);
+nlohmann::json FindingsToJson(const std::vector<Finding>& findings);  // array of the above
 
 // Human-readable rendering, one finding per block:
 //   error   image.build-tools  usr/bin/gcc-12 (layer 2, 1.2 MiB)

@@ -97,7 +97,7 @@ struct ImageDiff {
   std::vector<ComponentChange> components;  // differing snapshot components and env
   std::int64_t total_delta = 0;             // b.total_bytes - a.total_bytes
 };
-ImageDiff DiffImages(const ImageAuditReport& a, const ImageAuditReport& b);
+ImageDiff DiffImages(const ImageAuditReport& a, const ImageAuditReport& b);  // all three pure
 common::Json DiffToJson(const ImageAuditReport& a, const ImageAuditReport& b, const ImageDiff& d);
 std::string DiffToText(const ImageAuditReport& a, const ImageAuditReport& b, const ImageDiff& d);
 

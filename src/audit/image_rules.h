@@ -71,8 +71,8 @@ struct CapabilitySnapshot {
   std::map<std::string, std::string> env;
   bool gpu_image = false;  // ships GPU libraries or sets CUDA_VERSION
 };
-CapabilitySnapshot BuildSnapshot(const Image& image, const FileSystem& fs);
-common::Json SnapshotToJson(const CapabilitySnapshot& snap);
+CapabilitySnapshot BuildSnapshot(const Image& image, const FileSystem& fs);  // pure
+common::Json SnapshotToJson(const CapabilitySnapshot& snap);                 // pure
 
 // Paths whose contents the rules need (dpkg status databases).
 bool CaptureForRules(std::string_view path);

@@ -40,7 +40,7 @@ struct K8sApiOverrides {
   std::string namespace_name;
   std::string secrets_dir = "/var/run/secrets/kubernetes.io/serviceaccount";
 };
-
+// The in-cluster defaults with `overrides` applied; errors as the file comment says.
 common::Result<K8sApiConfig> ResolveK8sApiConfig(const K8sApiOverrides& overrides);
 
 // Is `name` a DNS-1123 label/subdomain usable in an API path (lower case, digits, '-', '.')?

@@ -56,7 +56,7 @@ enum class WorkloadRole { kInferenceServer, kBatch, kSystem };
 
 // "inference-server" | "batch" | "system".
 std::string_view WorkloadRoleName(WorkloadRole r);
-std::optional<WorkloadRole> ParseWorkloadRole(std::string_view s);
+std::optional<WorkloadRole> ParseWorkloadRole(std::string_view s);  // nullopt for another
 
 struct PodTemplate {
   YAML::Node spec;      // the pod spec mapping

@@ -40,13 +40,13 @@ struct ArchiveReadDeleter {
 using ArchiveReadPtr = std::unique_ptr<struct archive, ArchiveReadDeleter>;
 
 enum class Compression { kNone, kGzip, kZstd };
-std::string_view CompressionName(Compression c);
+std::string_view CompressionName(Compression c);  // "none" | "gzip" | "zstd"; pure
 // Compression from the first bytes of a blob; nullopt when it is neither gzip, zstd nor a tar
 // (an unknown magic is reported rather than guessed). `prefix` may be shorter than 4 bytes.
 std::optional<Compression> SniffCompression(std::string_view prefix);
 
-// A pull source of bytes. Next() returns the next block (empty span = end of data); the block
-// stays valid until the following call.
+// A pull source of bytes, used from one thread. Next() returns the next block (empty span = end
+// of data; an error names the source); the block stays valid until the following call.
 class ByteSource {
  public:
   virtual ~ByteSource() = default;
@@ -87,8 +87,8 @@ class FileSource : public ByteSource {
 };
 
 // Passes another source through while hashing every byte with OpenSSL's EVP digest named by
-// `algorithm` ("sha256" or "sha512"); Skip() is refused so every byte is read and hashed.
-// Does not own `inner`. HexDigest() finalises once (later calls return the same value).
+// `algorithm` ("sha256" or "sha512"; Create refuses another with INVALID_ARG); Skip() is refused
+// so every byte is hashed. Does not own `inner`. HexDigest() finalises once (then stays the same).
 class HashingSource : public ByteSource {
  public:
   static common::Result<std::unique_ptr<HashingSource>> Create(ByteSource& inner,
@@ -97,7 +97,7 @@ class HashingSource : public ByteSource {
   HashingSource(const HashingSource&) = delete;
   HashingSource& operator=(const HashingSource&) = delete;
   common::Result<std::span<const char>> Next() override;
-  std::uint64_t bytes() const { return bytes_; }
+  std::uint64_t bytes() const { return bytes_; }  // read (and hashed) so far
   // "<algorithm>:<hex>" of everything read so far.
   std::string HexDigest();
 

@@ -16,7 +16,7 @@ namespace tg::audit {
 
 // Every rule id of the three audits, sorted.
 const std::vector<std::string_view>& AuditRuleIds();
-
+// Whether `id` is one of them (exact match). Pure, like the rest of this header.
 bool IsAuditRuleId(std::string_view id);
 
 // The known id nearest to `id` by edit distance (at most 3 edits), or "" when none is that close
