@@ -5,11 +5,13 @@
 #include <cmath>
 #include <cstdlib>
 #include <iomanip>
+#include <optional>
 #include <sstream>
 #include <string>
 
 #include "audit/byte_size.h"
 #include "audit/finding.h"
+#include "server/config.h"
 
 namespace tg::cli {
 namespace {
@@ -26,9 +28,10 @@ struct OptionRange {
 
 constexpr long double kU64Max = 18446744073709551615.0L;
 
-// Every number option of every command. A command adds its own checks after these (the holes
-// inside a range, such as --canary-size 1..255); tests/hostile_cli_test.cc holds that every
-// number option in the CLI tree has an entry here.
+// Every number option of every command but serve, whose ranges live with the server
+// (server::ServeOptionRanges, which ValidateServeConfig checks again). A command adds its own
+// checks after these (the holes inside a range, such as --canary-size 1..255);
+// tests/hostile_cli_test.cc holds that every number option in the CLI tree has a range.
 constexpr OptionRange kRanges[] = {
     {"doctor", "--canary-timeout-ms", 100, 3600000, false, "ms"},
     {"run", "--runs", 1, 1000000, false, "runs"},
@@ -51,29 +54,6 @@ constexpr OptionRange kRanges[] = {
     {"k8s wait-ready", "--timeout-s", 0, 86400, false, "seconds"},
     {"k8s wait-ready", "--interval-s", 0.05L, 600, false, "seconds"},
     {"k8s wait-ready", "--request-timeout", 0.1L, 600, false, "seconds"},
-    {"serve", "--port", 0, 65535, false, "(TCP port, 0 = ephemeral)"},
-    {"serve", "--io-threads", 1, 64, false, "threads"},
-    {"serve", "--max-body-bytes", 1024, 1073741824, false, "bytes"},
-    {"serve", "--queue-size", 1, 100000, false, "requests"},
-    {"serve", "--deadline-ms", 1, 86400000, false, "ms"},
-    {"serve", "--concurrency", 1, 256, false, "executions"},
-    {"serve", "--max-connections", 1, 100000, false, "connections"},
-    {"serve", "--header-timeout-ms", 1, 3600000, false, "ms"},
-    {"serve", "--body-timeout-ms", 1, 3600000, false, "ms"},
-    {"serve", "--idle-timeout-ms", 1, 3600000, false, "ms"},
-    {"serve", "--max-n", 1, 10, false, "images"},
-    {"serve", "--image-store-bytes", 1048576, 17179869184.0L, false, "bytes"},
-    {"serve", "--image-ttl-s", 1, 86400, false, "seconds"},
-    {"serve", "--max-steps", 1, 1000, false, "steps"},
-    {"serve", "--large-pixels", 1, 2147483647, false, "pixels"},
-    {"serve", "--canary-steps", 1, 1000, false, "steps"},
-    {"serve", "--canary-size", 0, 1024, false, "pixels (0 = 256, else 256..1024)"},
-    {"serve", "--canary-p50-ms", 0, 3600000, false, "ms (0 = not gated)"},
-    {"serve", "--canary-p95-ms", 0, 3600000, false, "ms (0 = not gated)"},
-    {"serve", "--canary-min-gpu-utilization", 0, 1, false, "(fraction, 0 = not gated)"},
-    {"serve", "--gpu-sample-interval-ms", 50, 600000, false, "ms"},
-    {"serve", "--canary-interval-s", 0, 86400, false, "seconds (0 = off)"},
-    {"serve", "--canary-drift-tolerance", 1, 1000000, false, "(times the start-up P50)"},
     {"bench", "--rate", 0, 1000000, false, "requests/s (0 = closed loop)"},
     {"bench", "--warmup", 0, 3600, false, "seconds"},
     {"bench", "--window", 0, 86400, true, "seconds"},
@@ -108,12 +88,17 @@ std::string CommandPath(const CLI::App* app) {
   return path;
 }
 
-const OptionRange* FindRange(const CLI::App* app, const CLI::Option* opt) {
+std::optional<OptionRange> FindRange(const CLI::App* app, const CLI::Option* opt) {
   const std::string path = CommandPath(app);
-  for (const OptionRange& r : kRanges) {
-    if (path == r.command && opt->get_name() == r.flag) return &r;
+  if (path == "serve") {
+    const server::ServeOptionRange* s = server::FindServeOptionRange(opt->get_name());
+    if (s == nullptr) return std::nullopt;
+    return OptionRange{"serve", s->flag, s->lo, s->hi, false, s->unit};
   }
-  return nullptr;
+  for (const OptionRange& r : kRanges) {
+    if (path == r.command && opt->get_name() == r.flag) return r;
+  }
+  return std::nullopt;
 }
 
 // " is not ..." reasons, all naming the value as given and the option's range, so the first
@@ -194,7 +179,7 @@ void AddOptionChecks(CLI::App* app, CLI::Option* opt) {
     opt->transform(CLI::Validator([](std::string& s) { return CheckPathLength(s); }, ""));
   }
   if (!IsNumberType(type)) return;
-  const OptionRange* range = FindRange(app, opt);
+  const std::optional<OptionRange> range = FindRange(app, opt);
   // An option missing from kRanges keeps the generic bound; the CLI-tree test names it.
   static constexpr OptionRange kGeneric{
       "", "", -kMaxOptionMagnitude, kMaxOptionMagnitude, false, "(the bound of any number option)"};

@@ -1,8 +1,12 @@
 #include "server/config.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
+#include <iomanip>
+#include <sstream>
 #include <system_error>
+#include <utility>
 
 #include "common/config.h"
 #include "common/file_util.h"
@@ -203,43 +207,106 @@ Result<std::vector<ModelSpec>> LoadModelRepository(const std::string& dir) {
   return specs;
 }
 
-Status ValidateServeConfig(const ServeConfig& c) {
-  auto range = [](const char* flag, std::int64_t v, std::int64_t lo, std::int64_t hi) {
-    if (v >= lo && v <= hi) return Status::Ok();
-    return Status::InvalidArg(std::string(flag) + " " + std::to_string(v) + " is outside " +
-                              std::to_string(lo) + ".." + std::to_string(hi));
-  };
-  const Limits& l = c.limits;
-  TG_RETURN_IF_ERROR(range("--port", c.port, 0, 65535));
-  TG_RETURN_IF_ERROR(range("--io-threads", c.io_threads, 1, 64));
-  TG_RETURN_IF_ERROR(range("--max-body-bytes", static_cast<std::int64_t>(l.max_body_bytes), 1024,
-                           std::int64_t{1} << 30));
-  TG_RETURN_IF_ERROR(range("--queue-size", l.queue_size, 1, 100000));
-  TG_RETURN_IF_ERROR(range("--deadline-ms", l.deadline_ms, 1, 86400000));
-  TG_RETURN_IF_ERROR(range("--concurrency", l.concurrency, 1, 256));
-  TG_RETURN_IF_ERROR(range("--max-connections", l.max_connections, 1, 100000));
-  TG_RETURN_IF_ERROR(range("--header-timeout-ms", l.header_timeout_ms, 1, 3600000));
-  TG_RETURN_IF_ERROR(range("--body-timeout-ms", l.body_timeout_ms, 1, 3600000));
-  TG_RETURN_IF_ERROR(range("--idle-timeout-ms", l.idle_timeout_ms, 1, 3600000));
-  TG_RETURN_IF_ERROR(range("--max-n", l.max_n, 1, 10));
-  TG_RETURN_IF_ERROR(range("--image-store-bytes", static_cast<std::int64_t>(c.image_store_bytes),
-                           1 << 20, std::int64_t{16} << 30));
-  TG_RETURN_IF_ERROR(range("--image-ttl-s", c.image_ttl_s, 1, 86400));
-  TG_RETURN_IF_ERROR(range("--max-steps", l.max_steps, 1, 1000));
-  TG_RETURN_IF_ERROR(range("--canary-steps", c.canary.steps, 1, 1000));
-  TG_RETURN_IF_ERROR(range("--canary-interval-s", c.canary.interval_s, 0, 86400));
-  if (c.canary.size != 0) TG_RETURN_IF_ERROR(range("--canary-size", c.canary.size, 256, 1024));
-  if (c.canary.drift_tolerance < 1.0) {
-    return Status::InvalidArg("--canary-drift-tolerance must be >= 1.0");
+namespace {
+
+// serve's number options (docs/SERVER.md lists them); --help shows each row.
+constexpr ServeOptionRange kServeRanges[] = {
+    {"--port", 0, 65535, "(TCP port, 0 = ephemeral)"},
+    {"--io-threads", 1, 64, "threads"},
+    {"--max-body-bytes", 1024, 1073741824, "bytes"},
+    {"--queue-size", 1, 100000, "requests"},
+    {"--deadline-ms", 1, 86400000, "ms"},
+    {"--concurrency", 1, 256, "executions"},
+    {"--max-connections", 1, 100000, "connections"},
+    {"--header-timeout-ms", 1, 3600000, "ms"},
+    {"--body-timeout-ms", 1, 3600000, "ms"},
+    {"--idle-timeout-ms", 1, 3600000, "ms"},
+    {"--max-n", 1, 10, "images"},
+    {"--image-store-bytes", 1048576, 17179869184.0, "bytes"},
+    {"--image-ttl-s", 1, 86400, "seconds"},
+    {"--max-steps", 1, 1000, "steps"},
+    {"--large-pixels", 1, 2147483647, "pixels"},
+    {"--canary-steps", 1, 1000, "steps"},
+    {"--canary-size", 0, 1024, "pixels (0 = 256, else 256..1024)"},
+    {"--canary-p50-ms", 0, 3600000, "ms (0 = not gated)"},
+    {"--canary-p95-ms", 0, 3600000, "ms (0 = not gated)"},
+    {"--canary-min-gpu-utilization", 0, 1, "(fraction, 0 = not gated)"},
+    {"--gpu-sample-interval-ms", 50, 600000, "ms"},
+    {"--canary-interval-s", 0, 86400, "seconds (0 = off)"},
+    {"--canary-drift-tolerance", 1, 1000000, "(times the start-up P50)"},
+};
+
+std::string RangeNumber(double v) {
+  if (v == std::floor(v) && std::fabs(v) < 1e18) {
+    return std::to_string(static_cast<long long>(v));
   }
-  TG_RETURN_IF_ERROR(range("--gpu-sample-interval-ms", c.gpu_sample_interval_ms, 50, 600000));
-  if (const auto& u = c.canary.min_gpu_utilization; u && !(*u > 0.0 && *u <= 1.0)) {
+  std::ostringstream s;
+  s << std::setprecision(15) << v;
+  return s.str();
+}
+
+// "FLAG V is outside LO..HI" unless `v` lies in the flag's row.
+Status InRange(const char* flag, double v) {
+  const ServeOptionRange* r = FindServeOptionRange(flag);
+  if (r == nullptr) return Status::Internal(std::string(flag) + ": no row in kServeRanges");
+  if (v >= r->lo && v <= r->hi) return Status::Ok();
+  return Status::InvalidArg(std::string(flag) + " " + RangeNumber(v) + " is outside " +
+                            RangeNumber(r->lo) + ".." + RangeNumber(r->hi));
+}
+
+}  // namespace
+
+std::span<const ServeOptionRange> ServeOptionRanges() { return kServeRanges; }
+
+const ServeOptionRange* FindServeOptionRange(std::string_view flag) {
+  for (const ServeOptionRange& r : kServeRanges) {
+    if (flag == r.flag) return &r;
+  }
+  return nullptr;
+}
+
+Status ValidateServeConfig(const ServeConfig& c) {
+  const Limits& l = c.limits;
+  const CanaryConfig& k = c.canary;
+  // The holes inside the ranges: an image side the pipeline cannot make, and a ceiling or floor
+  // that is set (the CLI's 0 means unset) but gates nothing.
+  if (k.size != 0 && (k.size < 256 || k.size > 1024)) {
+    return Status::InvalidArg("--canary-size " + std::to_string(k.size) + " is outside 256..1024");
+  }
+  if (const auto& u = k.min_gpu_utilization; u && !(*u > 0.0 && *u <= 1.0)) {
     return Status::InvalidArg("--canary-min-gpu-utilization must be in (0, 1], got " +
                               std::to_string(*u));
   }
-  for (const auto& v : {c.canary.p50_ms, c.canary.p95_ms}) {
+  for (const auto& v : {k.p50_ms, k.p95_ms}) {
     if (v && !(*v > 0.0)) return Status::InvalidArg("canary ceilings must be > 0 ms");
   }
+  const std::pair<const char*, double> values[] = {
+      {"--port", c.port},
+      {"--io-threads", c.io_threads},
+      {"--max-body-bytes", static_cast<double>(l.max_body_bytes)},
+      {"--queue-size", l.queue_size},
+      {"--deadline-ms", l.deadline_ms},
+      {"--concurrency", l.concurrency},
+      {"--max-connections", l.max_connections},
+      {"--header-timeout-ms", l.header_timeout_ms},
+      {"--body-timeout-ms", l.body_timeout_ms},
+      {"--idle-timeout-ms", l.idle_timeout_ms},
+      {"--max-n", l.max_n},
+      {"--image-store-bytes", static_cast<double>(c.image_store_bytes)},
+      {"--image-ttl-s", c.image_ttl_s},
+      {"--max-steps", l.max_steps},
+      {"--large-pixels", l.large_pixels},
+      {"--canary-steps", k.steps},
+      {"--canary-size", k.size},
+      {"--canary-p50-ms", k.p50_ms.value_or(0.0)},
+      {"--canary-p95-ms", k.p95_ms.value_or(0.0)},
+      {"--canary-min-gpu-utilization", k.min_gpu_utilization.value_or(0.0)},
+      {"--gpu-sample-interval-ms", c.gpu_sample_interval_ms},
+      {"--canary-interval-s", k.interval_s},
+      {"--canary-drift-tolerance", k.drift_tolerance},
+  };
+  static_assert(std::size(values) == std::size(kServeRanges), "a row without its check");
+  for (const auto& [flag, v] : values) TG_RETURN_IF_ERROR(InRange(flag, v));
   if (c.models_dir.empty()) return Status::InvalidArg("--models DIR must not be empty");
   // Both are written later, after minutes of start-up: refuse a FIFO, a device, a directory or a
   // missing folder now (exit 2), through the writer's own checks, instead of hanging on an open

@@ -25,7 +25,9 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
@@ -113,7 +115,22 @@ struct ServeConfig {
 // Reads the repository in `dir` (see file comment), sorted by name.
 [[nodiscard]] common::Result<std::vector<ModelSpec>> LoadModelRepository(const std::string& dir);
 
-// Checks ranges of every numeric field; INVALID_ARG naming the flag.
+// The documented range of one number option of `serve`, bounds included. This table is the one
+// source of serve's ranges: the CLI checks each flag's text against it before parsing and shows
+// it in --help (src/cli/option_checks.cc), and ValidateServeConfig checks the config against it.
+struct ServeOptionRange {
+  const char* flag;  // "--port"
+  double lo, hi;
+  const char* unit;  // what the number counts, for messages and --help
+};
+// Every row; a static table, safe from any thread.
+std::span<const ServeOptionRange> ServeOptionRanges();
+// The row of `flag`, or null when the flag has none.
+const ServeOptionRange* FindServeOptionRange(std::string_view flag);
+
+// Checks every numeric field against ServeOptionRanges, then the holes inside those ranges
+// (--canary-size 1..255; a canary ceiling or GPU floor, when set, above 0); INVALID_ARG naming
+// the flag, the value and what is allowed. Then the output paths.
 [[nodiscard]] common::Status ValidateServeConfig(const ServeConfig& config);
 
 // Reads a token file (first line, trimmed; empty file is an error).

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <set>
+#include <string>
 
 #include "tests/support/test_util.h"
 
@@ -112,6 +114,43 @@ TEST(ServeConfigTest, RangesAreChecked) {
   EXPECT_TRUE(ValidateServeConfig(c).ok());
   c.gpu_sample_interval_ms = 10;
   EXPECT_NE(ValidateServeConfig(c).message().find("--gpu-sample-interval-ms"), std::string::npos);
+}
+
+// One table holds serve's ranges (the CLI shows and checks the same rows): Validate answers with
+// the row's bounds, keeps the holes inside them, and has a row for every number it checks.
+TEST(ServeConfigTest, ValidateChecksTheRangeTableAndItsHoles) {
+  ServeConfig c;
+  c.models_dir = "/m";
+  c.port = 65536;
+  EXPECT_EQ(ValidateServeConfig(c).message(), "--port 65536 is outside 0..65535");
+  c.port = 0;
+  c.canary.drift_tolerance = 0.5;
+  EXPECT_EQ(ValidateServeConfig(c).message(), "--canary-drift-tolerance 0.5 is outside 1..1000000");
+  c.canary.drift_tolerance = 1e6;
+  EXPECT_TRUE(ValidateServeConfig(c).ok());
+  c.limits.large_pixels = 0;
+  EXPECT_EQ(ValidateServeConfig(c).message(), "--large-pixels 0 is outside 1..2147483647");
+  c.limits.large_pixels = 1;
+  for (int bad : {1, 255, 1025, -1}) {
+    c.canary.size = bad;
+    EXPECT_EQ(ValidateServeConfig(c).message(),
+              "--canary-size " + std::to_string(bad) + " is outside 256..1024");
+  }
+  for (int good : {0, 256, 1024}) {
+    c.canary.size = good;
+    EXPECT_TRUE(ValidateServeConfig(c).ok()) << good;
+  }
+  c.canary.p95_ms = 3600001;
+  EXPECT_EQ(ValidateServeConfig(c).message(), "--canary-p95-ms 3600001 is outside 0..3600000");
+  const ServeOptionRange* r = FindServeOptionRange("--image-store-bytes");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->lo, 1048576);
+  EXPECT_EQ(FindServeOptionRange("--models"), nullptr);
+  std::set<std::string> flags;
+  for (const ServeOptionRange& row : ServeOptionRanges()) {
+    EXPECT_TRUE(flags.insert(row.flag).second) << row.flag;
+    EXPECT_LE(row.lo, row.hi) << row.flag;
+  }
 }
 
 TEST(ServeConfigTest, TokenFileFirstLineTrimmed) {
