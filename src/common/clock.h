@@ -34,7 +34,7 @@ class FakeClock : public Clock {
  public:
   TimePoint Now() const override;
   void SleepFor(Duration d) override { Advance(d); }
-  void Advance(Duration d);
+  void Advance(Duration d);  // moves Now() forward by `d`
 
  private:
   mutable std::mutex mu_;

@@ -26,13 +26,13 @@ namespace tg::common {
 
 class DynamicLibrary {
  public:
-  DynamicLibrary() = default;
+  DynamicLibrary() = default;  // holds nothing: loaded() is false
   ~DynamicLibrary();
   DynamicLibrary(DynamicLibrary&& other) noexcept;
   DynamicLibrary& operator=(DynamicLibrary&& other) noexcept;
   DynamicLibrary(const DynamicLibrary&) = delete;
   DynamicLibrary& operator=(const DynamicLibrary&) = delete;
-
+  // Whether a library is held (false when default-constructed or moved from).
   bool loaded() const { return handle_ != nullptr; }
   // The soname or file name that was asked for.
   const std::string& name() const { return name_; }
@@ -74,7 +74,7 @@ class LibraryLoader {
   // Where `soname` would be found in the explicit dirs (first existing file), or "" if only the
   // system search could find it.
   std::string FindInSearchDirs(const std::string& soname) const;
-
+  // The explicit dirs, in search order (immutable).
   const std::vector<std::string>& search_dirs() const { return search_dirs_; }
 
  private:

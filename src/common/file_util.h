@@ -56,7 +56,7 @@ struct TextPosition {
   int line = 1;
   int column = 1;
 };
-TextPosition PositionOfOffset(const std::string& text, std::size_t offset);
+TextPosition PositionOfOffset(const std::string& text, std::size_t offset);  // past the end: end
 
 // Lowercase hex sha256 of a file's contents / of a buffer (OpenSSL). The file must be a regular
 // file (the same refusals as ReadFileLimited; it is streamed, not held in memory).
@@ -83,8 +83,8 @@ class UniqueFd {
   UniqueFd& operator=(UniqueFd&& other) noexcept;
   UniqueFd(const UniqueFd&) = delete;
   UniqueFd& operator=(const UniqueFd&) = delete;
-  int get() const { return fd_; }
-  int Release() {
+  int get() const { return fd_; }  // -1 when it holds none
+  int Release() {                  // gives the descriptor up (the caller closes it); holds -1
     const int fd = fd_;
     fd_ = -1;
     return fd;
@@ -102,7 +102,7 @@ class UniqueFd {
 class ScopedTempDir {
  public:
   static Result<ScopedTempDir> Create(const std::string& prefix);
-  ScopedTempDir() = default;
+  ScopedTempDir() = default;  // holds no directory: path() is ""
   ~ScopedTempDir();
   ScopedTempDir(ScopedTempDir&& other) noexcept : path_(std::move(other.path_)) {
     other.path_.clear();
@@ -110,7 +110,7 @@ class ScopedTempDir {
   ScopedTempDir& operator=(ScopedTempDir&& other) noexcept;
   ScopedTempDir(const ScopedTempDir&) = delete;
   ScopedTempDir& operator=(const ScopedTempDir&) = delete;
-  const std::string& path() const { return path_; }
+  const std::string& path() const { return path_; }  // valid while this object owns it
 
  private:
   explicit ScopedTempDir(std::string path) : path_(std::move(path)) {}
