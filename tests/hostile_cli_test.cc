@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "bench/workload.h"
+#include "runtime/engines.h"
 #include "tests/support/measured_run.h"
 #include "tests/support/test_util.h"
 
@@ -463,6 +465,58 @@ TEST(HostileCliOptions, EveryNumberOptionDocumentsItsRange) {
     }
   }
   EXPECT_GE(numbers, 50);  // the walk really saw the options
+}
+
+// List options typed TEXT show the range of their elements in --help, and that range is the one
+// their parser enforces: the bound is accepted and one past it is refused, naming it.
+TEST(HostileCliOptions, ListOptionsDocumentTheRangeTheirParserEnforces) {
+  struct ListCase {
+    std::vector<std::string> help;  // the command's help
+    std::string flag, range;
+  };
+  const std::vector<ListCase> cases = {
+      {{"bench", "--help"}, "--concurrency", "(range each 1..100000 connections, no value twice)"},
+      {{"bench", "--help"}, "--batch", "(range each 1..100000 images, no value twice)"},
+      {{"bench", "--help"}, "--steps", "(range each 1..100000 steps, no value twice)"},
+      {{"bench", "--help"}, "--size", "(range each side 1..16384 pixels, no size twice)"},
+      {{"run", "--help"}, "--shape", "(range each dimension 0..16777216, no name twice)"},
+      {{"engines", "build", "--help"},
+       "--shapes",
+       "(range each dimension 0..16777216, no name twice)"},
+  };
+  for (const ListCase& c : cases) {
+    testing::ProcessResult r = testing::RunTruegreen(c.help);
+    ASSERT_EQ(r.exit_code, 0) << c.flag;
+    const std::size_t at = r.out.find(c.flag + " ");
+    ASSERT_NE(at, std::string::npos) << c.flag;
+    // CLI11 wraps long descriptions; compare with the whitespace folded.
+    std::string folded;
+    for (char ch : r.out.substr(at, 600)) {
+      if (std::isspace(static_cast<unsigned char>(ch))) {
+        if (folded.empty() || folded.back() != ' ') folded += ' ';
+      } else {
+        folded += ch;
+      }
+    }
+    EXPECT_NE(folded.find(c.range), std::string::npos) << c.flag << ":\n" << folded;
+  }
+  for (const char* flag : {"--concurrency", "--batch", "--steps"}) {
+    EXPECT_TRUE(bench::ParseIntList(flag, "1,100000").ok()) << flag;
+    auto past = bench::ParseIntList(flag, "100001");
+    ASSERT_FALSE(past.ok()) << flag;
+    EXPECT_NE(past.status().message().find("1..100000"), std::string::npos);
+    EXPECT_NE(bench::ParseIntList(flag, "4,4").status().message().find("listed twice"),
+              std::string::npos);
+  }
+  EXPECT_TRUE(bench::ParseSizeList("--size", "1x16384").ok());
+  EXPECT_NE(bench::ParseSizeList("--size", "16385x8").status().message().find("1..16384"),
+            std::string::npos);
+  EXPECT_TRUE(runtime::ParseShapeList("a:0x16777216").ok());
+  auto past = runtime::ParseShapeList("a:16777217");
+  ASSERT_FALSE(past.ok());
+  EXPECT_NE(past.status().message().find("16777216"), std::string::npos) << past.status().message();
+  EXPECT_FALSE(runtime::ParseShapeList("a:1,a:2").ok());
+  EXPECT_TRUE(runtime::ParseShapeList("a:0").ok());  // an empty dimension is allowed
 }
 
 }  // namespace

@@ -64,6 +64,23 @@ constexpr OptionRange kRanges[] = {
     {"bench", "--metrics-interval", 0, 3600, false, "seconds (0 = off)"},
 };
 
+// Options whose value is a list of numbers (typed TEXT, parsed by the command): the range of each
+// element as the command's parser enforces it, shown in --help like a number option's range.
+// tests/hostile_cli_test.cc checks each entry against the parser's refusal just past it.
+struct ListRange {
+  const char* command;
+  const char* flag;
+  const char* range;
+};
+constexpr ListRange kListRanges[] = {
+    {"bench", "--concurrency", "each 1..100000 connections, no value twice"},
+    {"bench", "--batch", "each 1..100000 images, no value twice"},
+    {"bench", "--steps", "each 1..100000 steps, no value twice"},
+    {"bench", "--size", "each side 1..16384 pixels, no size twice"},
+    {"run", "--shape", "each dimension 0..16777216, no name twice"},
+    {"engines build", "--shapes", "each dimension 0..16777216, no name twice"},
+};
+
 std::string Number(long double v) {
   if (v >= 0 && v <= kU64Max && v == std::floor(v)) {
     return std::to_string(static_cast<unsigned long long>(v));
@@ -178,7 +195,15 @@ void AddOptionChecks(CLI::App* app, CLI::Option* opt) {
   if (IsPathType(type)) {
     opt->transform(CLI::Validator([](std::string& s) { return CheckPathLength(s); }, ""));
   }
-  if (!IsNumberType(type)) return;
+  if (!IsNumberType(type)) {
+    const std::string path = CommandPath(app);
+    for (const ListRange& l : kListRanges) {
+      if (path == l.command && opt->get_name() == l.flag) {
+        opt->description(opt->get_description() + " (range " + l.range + ")");
+      }
+    }
+    return;
+  }
   const std::optional<OptionRange> range = FindRange(app, opt);
   // An option missing from kRanges keeps the generic bound; the CLI-tree test names it.
   static constexpr OptionRange kGeneric{
