@@ -6,7 +6,7 @@
 #include "cli/command.h"
 
 namespace tg::cli {
-
+// Adds promote and wait-ready to `k8s_group`, as the Register* functions of command.h do.
 void RegisterK8sApiCommands(CLI::App& k8s_group, GlobalOptions& g, CommandRegistry& r);
 
 }  // namespace tg::cli

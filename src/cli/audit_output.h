@@ -25,7 +25,7 @@ struct AuditOutputFlags {
   std::string fail_on;  // "" = the command's default
   std::string suppressions;
 };
-
+// Adds the flags above to `cmd`, bound to *flags (which must outlive parsing and the runner).
 void AddAuditOutputFlags(CLI::App* cmd, AuditOutputFlags* flags);
 
 // The resolved flags. Result is INVALID_ARG for bad values or an unreadable suppression file.

@@ -71,7 +71,7 @@ class CommandRegistry {
   };
   std::vector<Entry> commands_;
 };
-
+// Register*: add subcommands to `app`, runners to `r`; `g` and `r` outlive them. Never fail.
 // probe, admit, diff, logscan, doctor (integrity core).
 [[gnu::weak]] void RegisterIntegrityCommands(CLI::App& app, GlobalOptions& g, CommandRegistry& r);
 // run, engines (runtime layer).

@@ -36,15 +36,15 @@ struct Version {
   // Accepts 1-4 dot-separated non-negative integers (leading/trailing spaces allowed); a trailing
   // non-numeric suffix after a complete number ("12.2-rc1", "1.29.0+cuda") is ignored.
   static std::optional<Version> Parse(std::string_view text);
-  int major() const { return parts.empty() ? 0 : parts[0]; }
-  int minor() const { return parts.size() < 2 ? 0 : parts[1]; }
+  int major() const { return parts.empty() ? 0 : parts[0]; }     // 0 when absent
+  int minor() const { return parts.size() < 2 ? 0 : parts[1]; }  // 0 when absent
   // <0, 0, >0; missing components compare as 0 ("13" == "13.0.0").
   int Compare(const Version& other) const;
   // Canonical numeric form ("580.65.6"); used in fingerprints.
   std::string ToString() const;
   // As written when parsed, else ToString(); used in messages.
   std::string Display() const { return text.empty() ? ToString() : text; }
-  bool operator==(const Version& o) const { return Compare(o) == 0; }
+  bool operator==(const Version& o) const { return Compare(o) == 0; }  // "13" == "13.0.0"
 };
 
 class VersionSpec {
@@ -59,7 +59,7 @@ class VersionSpec {
   bool Matches(std::string_view version_text) const;
   // The spec as written, whitespace-normalised ("", never; "*" for any).
   const std::string& text() const { return text_; }
-  bool any() const { return clauses_.empty(); }
+  bool any() const { return clauses_.empty(); }  // "*": every version matches
   // The single major version the spec admits, if it admits exactly one (e.g. "13.0" -> 13,
   // ">=9.1,<10" -> 9); used to name the soname a pinned library must have.
   std::optional<int> SingleMajor() const;
@@ -138,9 +138,9 @@ common::Result<Matrix> LoadMatrix(const std::string& path);
 
 // The embedded defaults (identical in content to deploy/matrix.production.yaml and
 // deploy/matrix.dev.yaml; a test keeps them in sync).
-const Matrix& ProductionMatrix();
+const Matrix& ProductionMatrix();  // parsed once; immutable, valid for the process
 const Matrix& DevMatrix();
-std::string_view ProductionMatrixYaml();
+std::string_view ProductionMatrixYaml();  // the embedded YAML text (static storage)
 std::string_view DevMatrixYaml();
 
 // Resolves a matrix spec: "production" -> ProductionMatrix(), "dev" -> DevMatrix(), anything else

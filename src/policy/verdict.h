@@ -74,7 +74,7 @@ struct NodeVerdict {
   // Why admission's verdict did not stand ("" when it did): the refused step, else the canary.
   std::string overturned;
   std::vector<Cause> causes;  // admission's causes, then the overturning step or canary
-
+  // ACCELERATED, which is more than exit 0 (DEGRADED exits 0 too).
   bool accelerated() const { return verdict == Verdict::kAccelerated; }
   // {"verdict", "accelerated", "exit_code", "causes": [ids], "verdict_reason" (when overturned)}.
   common::Json ToJson() const;

@@ -72,7 +72,7 @@ class NvmlReader {
   ~NvmlReader();
   NvmlReader(const NvmlReader&) = delete;
   NvmlReader& operator=(const NvmlReader&) = delete;
-
+  // Devices found by Open, and the loaded library's resolved path (valid while the reader lives).
   std::size_t device_count() const { return devices_.size(); }
   const std::string& library_path() const { return lib_.resolved_path(); }
 
