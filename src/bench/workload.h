@@ -33,7 +33,7 @@ common::Result<PromptSet> LoadPromptSet(const std::string& path);
 PromptSet BuiltinPromptSet();
 
 // One request per prompt for `point`. `api` is "openai", "kserve" (needs `model`) or "get" (a
-// plain GET of the base URL, for measuring the generator itself against wrk).
+// plain GET of the base URL, for measuring the generator itself against wrk); INVALID_ARG else.
 common::Result<std::vector<HttpRequest>> BuildRequests(const std::string& api,
                                                        const std::string& model,
                                                        const PointConfig& point,

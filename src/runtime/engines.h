@@ -47,7 +47,7 @@ EngineKeyInputs MakeEngineKeyInputs(const std::string& matrix_fingerprint, const
                                     const std::map<std::string, std::vector<std::int64_t>>& max);
 
 // Fingerprint of the version matrix a runtime policy refers to (its `matrix:` file, else the
-// embedded production/dev matrix of its profile).
+// embedded production/dev matrix of its profile). Errors: LoadMatrix's (NOT_FOUND, INVALID_ARG).
 common::Result<std::string> PolicyMatrixFingerprint(const std::string& matrix_path,
                                                     bool production);
 
@@ -64,7 +64,7 @@ std::string ResolveEngineDir(const std::string& engine_dir);
 
 // True when <engine_dir>/<key>/manifest.json exists and records `key`.
 bool EngineArtifactPresent(const std::string& engine_dir, const std::string& key);
-// Writes <engine_dir>/<key>/manifest.json (key inputs plus the list of files in the directory).
+// Writes <engine_dir>/<key>/manifest.json; INVALID_ARG if the folder fails, else WriteFileAtomic's.
 common::Status WriteEngineManifest(const std::string& engine_dir, const std::string& key,
                                    const EngineKeyInputs& inputs);
 

@@ -199,7 +199,7 @@ std::vector<NodePlacement> ParseNodePlacementLog(const std::vector<std::string>&
 // Sum of "N Memcpy nodes are added to the graph ..." warnings in `messages`.
 int CountMemcpyFromLog(const std::vector<std::string>& messages);
 
-// Static attention check over an ONNX model file (small protobuf wire-format reader).
+// Static attention check over an ONNX model file; errors are ReadOnnxGraph's (onnx_graph.h).
 common::Result<AttentionReport> CheckAttention(const std::string& model_path);
 
 // INT8 accuracy gate: compares candidate outputs with reference outputs (same order, same shapes;

@@ -36,7 +36,7 @@ enum class DataType {
 std::string_view DataTypeName(DataType dtype);
 // Bytes per element (0 for kUnknown).
 std::size_t DataTypeSize(DataType dtype);
-// Parses DataTypeName() output and numpy dtype strings ("<f4", "<f2", "<i8", "|b1" ...).
+// Parses DataTypeName() output and numpy strings ("<f4", "<i8", "|b1" ...); else INVALID_ARG.
 common::Result<DataType> ParseDataType(std::string_view name);
 
 // The DataType that corresponds to a C++ element type (kFloat16 is uint16_t storage; use
@@ -111,7 +111,7 @@ class Tensor {
     }
     return t;
   }
-  // fp16 tensor from float values (converted with FloatToHalf).
+  // fp16 tensor from float values (FloatToHalf each); INVALID_ARG as FromVector.
   static common::Result<Tensor> Float16FromFloats(std::vector<std::int64_t> shape,
                                                   const std::vector<float>& values);
   // Accessors; element_count() is ElementCount(shape()), byte_size() the buffer's length.

@@ -149,7 +149,7 @@ std::string BatchKey(const GenerateRequest& validated);
 // encode_png = false and calls it again with model_hash set. INTERNAL if the encoder fails.
 [[nodiscard]] common::Status DescribeAndEncode(const GenerateRequest& request, GenerateOutput* out);
 
-// The initial latents of one image: Rng(mode, seed).randn(4*h*w) in C order (unscaled).
+// The initial latents of one image: Rng(mode, seed).randn(4*h*w), C order; Rng::Create's errors.
 [[nodiscard]] common::Result<std::vector<float>> InitialNoise(RngMode mode, std::uint64_t seed,
                                                               int latent_h, int latent_w);
 
