@@ -74,29 +74,56 @@ TEST(BenchLoadTest, OpenLoopShowsAStallThatClosedLoopHides) {
   EXPECT_FALSE(c.open_loop);
 }
 
-TEST(BenchLoadTest, StabilityRule) {
-  using bench::WindowStat;
-  std::vector<WindowStat> w = {{100, 1000}, {50, 2000}, {100, 1000}, {105, 1050}, {98, 990}};
-  EXPECT_TRUE(bench::IsStable(w, 3, 0.10));
-  EXPECT_FALSE(bench::IsStable(w, 4, 0.10));  // the 50 req/s window is inside the last 4
-  w.push_back({100, 1200});                   // latency 1200/990 > 1.10
-  EXPECT_FALSE(bench::IsStable(w, 3, 0.10));
-  EXPECT_TRUE(bench::IsStable(w, 3, 0.25));
-  EXPECT_FALSE(bench::IsStable({{100, 1000}, {100, 1000}}, 3, 0.10));  // too few windows
-  EXPECT_FALSE(bench::IsStable({{0, 0}, {0, 0}, {0, 0}}, 3, 0.10));    // nothing measured
-
-  // Against a steady server the rule stops the point before max_trials.
+// The rule's arithmetic and its timing are unit-tested on a FakeClock (loadgen_windows_test.cc);
+// here a real run must take the stop-when-stable path. The tolerance is wide so a loaded machine
+// cannot make the windows disagree: the run is stable at the first three windows, so it stopped
+// because of the rule and not at max_trials.
+TEST(BenchLoadTest, RealRunStopsWhenTheWindowsAreStable) {
   StubServer server(/*delay_ms=*/5);
   auto o = Options(server, 0);
   o.connections = 2;
   o.window_s = 0.5;
   o.max_trials = 12;
+  o.stability = 1000;
+  int windows_seen = 0;
+  o.on_window = [&](int, bool) { ++windows_seen; };
   auto r = bench::RunLoad(o);
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE(r->point.stable);
-  EXPECT_GE(r->point.trials, 3);
-  EXPECT_LT(r->point.trials, 12);
+  EXPECT_EQ(r->point.trials, 3);
+  EXPECT_EQ(windows_seen, 3);
+  EXPECT_GT(r->point.ok, 0u);
   EXPECT_DOUBLE_EQ(r->point.measured_s, 1.5);  // the last 3 windows
+  EXPECT_EQ(r->measured_end - r->measured_begin, std::chrono::milliseconds(1500));
+}
+
+// A FakeClock that also lets real time pass (5 ms a step), so the server answers between steps.
+class SteppingClock : public common::FakeClock {
+ public:
+  void SleepFor(Duration d) override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    Advance(d);
+  }
+};
+
+// RunLoad takes every time from LoadOptions::clock: the measured interval is exactly where the
+// fake clock puts it (a real clock's time could not equal it to the nanosecond), and requests
+// count in the fake window only because the workers stamp their completions on the same clock.
+TEST(BenchLoadTest, RunLoadTakesItsTimeFromTheClock) {
+  StubServer server(/*delay_ms=*/2);
+  SteppingClock clock;
+  const common::Clock::TimePoint t0 = clock.Now();
+  auto o = Options(server, 0);
+  o.clock = &clock;
+  o.warmup_s = 0.2;
+  o.window_s = 2;
+  auto r = bench::RunLoad(o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->point.trials, 1);
+  EXPECT_EQ(r->measured_begin, t0 + std::chrono::milliseconds(200));
+  EXPECT_EQ(r->measured_end, t0 + std::chrono::milliseconds(2200));
+  EXPECT_DOUBLE_EQ(r->point.measured_s, 2.0);
+  EXPECT_GT(r->point.ok, 0u) << "no completion was stamped inside the clock's window";
 }
 
 TEST(BenchLoadTest, ConnectionErrorsAreCountedNotFatal) {

@@ -28,7 +28,7 @@
 namespace tg::bench {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = common::Clock;
 using common::Status;
 
 constexpr std::uint64_t kMaxResponseBytes = 512ULL << 20;    // base64 images at large batch
@@ -86,28 +86,30 @@ struct Shard {
 
 struct Shared {
   const LoadOptions* opt;
+  Clock* clock = nullptr;  // every timestamp, deadline and schedule (LoadOptions::clock)
   std::vector<Endpoint> endpoints;
-  Clock::time_point start, measure_start;
-  Clock::duration interval{}, timeout{};
+  Clock::TimePoint start, measure_start;
+  Clock::Duration interval{}, timeout{};
   std::atomic<bool> done{false};
   // Every request serialized once (HTTP/1.1, keep-alive): the hot path only writes bytes.
   std::vector<std::string> raw_requests;
 
   bool OpenLoop() const { return opt->rate > 0; }
+  Clock::TimePoint Now() const { return clock->Now(); }
   // Window of a completion time; -1 during the warm-up.
-  int WindowOf(Clock::time_point t) const {
+  int WindowOf(Clock::TimePoint t) const {
     if (t < measure_start) return -1;
     double s = std::chrono::duration<double>(t - measure_start).count();
     return static_cast<int>(s / opt->window_s);
   }
 };
 
-std::int64_t Micros(Clock::duration d) {
+std::int64_t Micros(Clock::Duration d) {
   return std::chrono::duration_cast<std::chrono::microseconds>(d).count();
 }
 
-Clock::duration Seconds(double s) {
-  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+Clock::Duration Seconds(double s) {
+  return std::chrono::duration_cast<Clock::Duration>(std::chrono::duration<double>(s));
 }
 
 enum class ConnState { kIdle, kWaiting, kConnecting, kWriting, kReading };
@@ -121,7 +123,7 @@ struct Conn {
   std::size_t endpoint = 0;
   bool want_out = false;   // EPOLLOUT registered (connecting, or a partial write)
   bool wake_next = false;  // at `wake`: schedule the next request (else send the current one)
-  Clock::time_point next_intended, intended, sent, deadline, wake;
+  Clock::TimePoint next_intended, intended, sent, deadline, wake;
   std::size_t seq = 0;
   const std::string* request = nullptr;
   std::size_t written = 0;
@@ -164,7 +166,7 @@ class Worker {
       Next(*c);
     }
     std::vector<epoll_event> events(256);
-    Clock::time_point next_sweep = Clock::now() + kSweepEvery;
+    Clock::TimePoint next_sweep = shared_.Now() + kSweepEvery;
     while (!shared_.done.load(std::memory_order_relaxed)) {
       ArmTimer();
       int n = ::epoll_wait(epoll_.get(), events.data(), static_cast<int>(events.size()),
@@ -173,12 +175,12 @@ class Worker {
         if (events[i].data.u64 == kTimerKey) {
           std::uint64_t expirations;
           [[maybe_unused]] ssize_t r = ::read(timer_.get(), &expirations, sizeof expirations);
-          armed_ = Clock::time_point::max();
+          armed_ = Clock::TimePoint::max();
         } else {
           OnEvent(*conns_[events[i].data.u64], events[i].events);
         }
       }
-      Clock::time_point now = Clock::now();
+      Clock::TimePoint now = shared_.Now();
       FireTimers(now);
       if (now >= next_sweep) {
         SweepDeadlines(now);
@@ -194,23 +196,23 @@ class Worker {
     c.intended = c.next_intended;
     c.next_intended += shared_.interval;
     // Late: the backlog is sent at once, and its latency counts from the intended time.
-    if (c.intended <= Clock::now()) return Send(c);
+    if (c.intended <= shared_.Now()) return Send(c);
     WaitUntil(c, c.intended, false);
   }
 
-  void WaitUntil(Conn& c, Clock::time_point t, bool next) {
+  void WaitUntil(Conn& c, Clock::TimePoint t, bool next) {
     c.state = ConnState::kWaiting;
     c.wake = t;
     c.wake_next = next;
     wakes_.emplace(t, c.slot);
   }
 
-  bool Valid(const std::pair<Clock::time_point, std::uint64_t>& w) const {
+  bool Valid(const std::pair<Clock::TimePoint, std::uint64_t>& w) const {
     const Conn& c = *conns_[w.second];
     return c.state == ConnState::kWaiting && c.wake == w.first;
   }
 
-  void FireTimers(Clock::time_point now) {
+  void FireTimers(Clock::TimePoint now) {
     while (!wakes_.empty() && wakes_.top().first <= now) {
       auto w = wakes_.top();
       wakes_.pop();
@@ -225,23 +227,25 @@ class Worker {
     }
   }
 
-  // Points the timerfd at the earliest pending wake-up (absolute CLOCK_MONOTONIC, which is
-  // steady_clock's clock on Linux), re-arming only when that moves earlier.
+  // Points the timerfd at the earliest pending wake-up, re-arming only when that moves earlier.
+  // The timer is relative (the wake-up's distance from the clock's Now()), not an absolute
+  // CLOCK_MONOTONIC time, so it means the same on a clock other than the real one; FireTimers
+  // decides by the clock what is due, so an early or late expiry only costs a loop turn.
   void ArmTimer() {
     while (!wakes_.empty() && !Valid(wakes_.top())) wakes_.pop();
     if (wakes_.empty()) return;
-    Clock::time_point t = wakes_.top().first;
+    Clock::TimePoint t = wakes_.top().first;
     if (t >= armed_) return;
-    auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+    const auto ns = std::max<std::int64_t>(
+        1, std::chrono::duration_cast<std::chrono::nanoseconds>(t - shared_.Now()).count());
     itimerspec its{};
     its.it_value.tv_sec = static_cast<time_t>(ns / 1000000000);
     its.it_value.tv_nsec = static_cast<long>(ns % 1000000000);  // NOLINT(runtime/int)
-    if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0) its.it_value.tv_nsec = 1;
-    ::timerfd_settime(timer_.get(), TFD_TIMER_ABSTIME, &its, nullptr);
+    ::timerfd_settime(timer_.get(), 0, &its, nullptr);
     armed_ = t;
   }
 
-  void SweepDeadlines(Clock::time_point now) {
+  void SweepDeadlines(Clock::TimePoint now) {
     for (auto& c : conns_) {
       bool busy = c->state == ConnState::kConnecting || c->state == ConnState::kWriting ||
                   c->state == ConnState::kReading;
@@ -277,7 +281,7 @@ class Worker {
     }
     c.want_out = true;
     c.state = ConnState::kConnecting;
-    c.deadline = Clock::now() + shared_.timeout;
+    c.deadline = shared_.Now() + shared_.timeout;
     if (::connect(c.fd.get(), reinterpret_cast<const sockaddr*>(&ep.addr), ep.len) == 0) {
       return Connected(c);
     }
@@ -303,7 +307,7 @@ class Worker {
     const std::vector<std::string>& raw = shared_.raw_requests;
     c.request = &raw[c.seq++ % raw.size()];
     c.written = 0;
-    c.sent = Clock::now();
+    c.sent = shared_.Now();
     if (!shared_.OpenLoop()) c.intended = c.sent;
     c.deadline = c.sent + shared_.timeout;
     c.reader.Reset();
@@ -389,7 +393,7 @@ class Worker {
   }
 
   void Complete(Conn& c, bool extra_bytes) {
-    Clock::time_point now = Clock::now();
+    Clock::TimePoint now = shared_.Now();
     int code = c.reader.status();
     int w = shared_.WindowOf(now);
     if (w >= 0) {
@@ -415,7 +419,7 @@ class Worker {
 
   void Fail(Conn& c, const char* kind, bool connecting) {
     if (shared_.done.load(std::memory_order_relaxed)) return;
-    Clock::time_point now = Clock::now();
+    Clock::TimePoint now = shared_.Now();
     int w = shared_.WindowOf(now);
     if (w >= 0) {
       std::lock_guard<std::mutex> lock(shard_.mu);
@@ -443,9 +447,9 @@ class Worker {
   Shard& shard_;
   Fd epoll_, timer_;
   std::vector<std::unique_ptr<Conn>> conns_;
-  using Wake = std::pair<Clock::time_point, std::uint64_t>;
+  using Wake = std::pair<Clock::TimePoint, std::uint64_t>;
   std::priority_queue<Wake, std::vector<Wake>, std::greater<>> wakes_;
-  Clock::time_point armed_ = Clock::time_point::max();
+  Clock::TimePoint armed_ = Clock::TimePoint::max();
   std::vector<char> buf_;  // read buffer shared by this thread's connections
   int cached_window_ = -1;
   WindowData* cached_ = nullptr;
@@ -484,16 +488,6 @@ double ProcessCpuSeconds() {
   return sec(ru.ru_utime) + sec(ru.ru_stime);
 }
 
-// Sleeps until `t` in short steps so SIGINT is noticed quickly; false when stopped.
-bool SleepUntil(Clock::time_point t, const std::atomic<bool>* stop) {
-  while (Clock::now() < t) {
-    if (stop != nullptr && stop->load()) return false;
-    std::this_thread::sleep_for(
-        std::min<Clock::duration>(t - Clock::now(), std::chrono::milliseconds(20)));
-  }
-  return true;
-}
-
 // HTTP/1.1 keep-alive request bytes, built once per run so the hot path only writes them.
 std::vector<std::string> SerializeRequests(const LoadOptions& o) {
   std::vector<std::string> out;
@@ -512,19 +506,6 @@ std::vector<std::string> SerializeRequests(const LoadOptions& o) {
 }
 
 }  // namespace
-
-bool IsStable(const std::vector<WindowStat>& windows, int n, double tolerance) {
-  if (n <= 0 || static_cast<int>(windows.size()) < n) return false;
-  double tmin = 1e300, tmax = 0, lmin = 1e300, lmax = 0;
-  for (auto it = windows.end() - n; it != windows.end(); ++it) {
-    tmin = std::min(tmin, it->throughput);
-    tmax = std::max(tmax, it->throughput);
-    lmin = std::min(lmin, it->latency_us);
-    lmax = std::max(lmax, it->latency_us);
-  }
-  if (tmin <= 0 || lmin <= 0) return false;
-  return tmax / tmin <= 1 + tolerance && lmax / lmin <= 1 + tolerance;
-}
 
 common::Result<Target> ParseUrl(const std::string& url) {
   const std::string scheme = "http://";
@@ -570,6 +551,7 @@ common::Result<LoadResult> RunLoad(const LoadOptions& o) {
   }
   Shared shared;
   shared.opt = &o;
+  shared.clock = o.clock != nullptr ? o.clock : common::RealClock();
   TG_ASSIGN_OR_RETURN(shared.endpoints, Resolve(o.target));
   shared.raw_requests = SerializeRequests(o);
   shared.timeout = Seconds(o.timeout_s);
@@ -583,55 +565,41 @@ common::Result<LoadResult> RunLoad(const LoadOptions& o) {
     TG_RETURN_IF_ERROR(workers.back()->Init());
   }
   for (int c = 0; c < o.connections; ++c) workers[c % threads]->Add(c);
-  shared.start = Clock::now();
+  shared.start = shared.Now();
   shared.measure_start = shared.start + Seconds(o.warmup_s);
   std::vector<std::thread> running;
   for (auto& w : workers) running.emplace_back([wp = w.get()] { wp->Run(); });
 
-  LoadResult out;
-  Clock::duration window = Seconds(o.window_s);
   std::vector<double> cpu;  // process CPU at the measure start and at the end of each window
-  bool interrupted = !SleepUntil(shared.measure_start, o.stop);
-  cpu.push_back(ProcessCpuSeconds());
-  Clock::time_point partial_end = Clock::now();
-  int complete = 0;
-  while (!interrupted) {
-    Clock::time_point end = shared.measure_start + window * (complete + 1);
-    if (!SleepUntil(end, o.stop)) {
-      interrupted = true;
-      partial_end = Clock::now();
-      break;
-    }
+  WindowHooks hooks;
+  hooks.measure_started = [&] { cpu.push_back(ProcessCpuSeconds()); };
+  hooks.read_window = [&](int index, double seconds) {
     cpu.push_back(ProcessCpuSeconds());
-    out.point.windows.push_back(MergeWindow(shards, complete, o.window_s, nullptr));
-    ++complete;
-    out.point.stable = IsStable(out.point.windows, o.stable_windows, o.stability);
-    if (o.on_window) o.on_window(complete, out.point.stable);
-    if (out.point.stable || complete >= o.max_trials) break;
-  }
+    return MergeWindow(shards, index, seconds, nullptr);
+  };
+  hooks.on_window = o.on_window;
+  const WindowOptions wo{o.warmup_s,       o.window_s,  o.max_trials,
+                         o.stable_windows, o.stability, o.stop};
+  WindowOutcome w = RunWindows(wo, *shared.clock, shared.start, hooks);
   shared.done = true;
   for (auto& t : running) t.join();
 
-  out.interrupted = interrupted;
-  out.point.trials = complete;
+  LoadResult out;
+  out.interrupted = w.interrupted;
+  out.point.windows = std::move(w.windows);
+  out.point.stable = w.stable;
+  out.point.trials = w.complete;
   out.point.open_loop = o.rate > 0;
+  out.measured_begin = w.measured_begin;
+  out.measured_end = w.measured_end;
+  out.point.measured_s = w.measured_s;
   WindowData merged;
-  int first = std::max(0, complete - std::max(1, o.stable_windows));
-  for (int w = first; w < complete; ++w) MergeWindow(shards, w, o.window_s, &merged);
-  out.measured_begin = shared.measure_start + window * first;
-  out.measured_end = shared.measure_start + window * complete;
-  out.point.measured_s = o.window_s * (complete - first);
-  if (complete == 0 && partial_end > shared.measure_start) {
-    // Interrupted inside the first window: report the partial window with its real length.
-    MergeWindow(shards, 0, 0, &merged);
-    out.measured_end = partial_end;
-    out.point.measured_s =
-        std::chrono::duration<double>(partial_end - shared.measure_start).count();
-  }
+  for (int i = w.first; i < w.complete; ++i) MergeWindow(shards, i, o.window_s, &merged);
+  if (w.partial) MergeWindow(shards, 0, 0, &merged);
   std::uint64_t requests = merged.ok;
   for (const auto& [kind, n] : merged.errors) requests += n;
-  if (complete > 0 && requests > 0) {
-    out.cpu_s = cpu[static_cast<std::size_t>(complete)] - cpu[static_cast<std::size_t>(first)];
+  if (w.complete > 0 && requests > 0) {
+    out.cpu_s = cpu[static_cast<std::size_t>(w.complete)] - cpu[static_cast<std::size_t>(w.first)];
     out.point.client_cpu_us_per_request = out.cpu_s * 1e6 / static_cast<double>(requests);
   }
   out.point.latency = std::move(merged.latency);

@@ -15,7 +15,9 @@
 // window in which it completed. After each window the perf_analyzer stability rule is checked on
 // the last `stable_windows` windows; the run stops when stable, after `max_trials` windows, or
 // when `*stop` becomes true (SIGINT), and the point's result is the merge of the last (up to 3)
-// complete windows. Error kinds: "http_<status>", "timeout", "connection".
+// complete windows (bench/loadgen_windows.h). Every time it takes (timestamps, deadlines, the
+// open-loop schedule, windows) is read from `clock`. Error kinds: "http_<status>", "timeout",
+// "connection".
 //
 // RunLoad blocks the calling thread and owns every socket it opens; thread-safe with respect to
 // other RunLoad calls. Failure to resolve the target, or to create a thread's epoll set or timer,
@@ -28,7 +30,9 @@
 #include <string>
 #include <vector>
 
+#include "bench/loadgen_windows.h"
 #include "bench/result.h"
+#include "common/clock.h"
 #include "common/status.h"
 
 namespace tg::bench {
@@ -61,6 +65,7 @@ struct LoadOptions {
   double timeout_s = 120;
   const std::atomic<bool>* stop = nullptr;                 // set by a SIGINT handler; may be null
   std::function<void(int window, bool stable)> on_window;  // progress; may be empty
+  common::Clock* clock = nullptr;  // not owned; must outlive RunLoad; nullptr: common::RealClock()
 };
 
 struct LoadResult {
@@ -74,9 +79,5 @@ struct LoadResult {
 // Runs one sweep point until it is stable, out of trials or stopped (see the file comment);
 // blocks the calling thread. Errors: UNAVAILABLE as the file comment says.
 common::Result<LoadResult> RunLoad(const LoadOptions& options);
-
-// perf_analyzer's rule: the last `n` windows have max/min <= 1 + tolerance on throughput and on
-// mean latency (and there are at least n windows, none with zero throughput).
-bool IsStable(const std::vector<WindowStat>& windows, int n, double tolerance);
 
 }  // namespace tg::bench
