@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <regex>
 
+#include "audit/rule_ids.h"
 #include "tests/support/test_util.h"
 
 namespace tg::audit {
@@ -230,6 +232,12 @@ TEST(DockerfileRules, TableNamesEveryRuleOnce) {
   std::vector<std::string> ids;
   for (const auto& r : DockerfileRuleTable()) {
     EXPECT_NE(r.run, nullptr) << r.id;
+    // Every id is one the suppression check knows (a separate list, audit/rule_ids.h), and the
+    // hadolint column names hadolint rules ("DL3006/DL3007") or nothing.
+    EXPECT_TRUE(IsAuditRuleId(r.id)) << r.id;
+    EXPECT_TRUE(std::string(r.hadolint).empty() ||
+                std::regex_match(std::string(r.hadolint), std::regex("DL[0-9]{4}(/DL[0-9]{4})*")))
+        << r.id << ": " << r.hadolint;
     ids.push_back(r.id);
   }
   std::sort(ids.begin(), ids.end());

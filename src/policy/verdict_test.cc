@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -107,7 +108,7 @@ int ExpectedExit(Verdict admission, StepCase step, std::optional<CanaryOutcome> 
 }
 
 TEST(VerdictTest, EveryCombinationOfAdmissionStepsAndCanaryGivesItsExitCode) {
-  int cases = 0;
+  std::set<int> exits_seen;  // every exit path the tables reach
   for (Verdict a : kVerdicts) {
     for (StepCase st : kSteps) {
       for (const auto& c : kCanaries) {
@@ -140,11 +141,11 @@ TEST(VerdictTest, EveryCombinationOfAdmissionStepsAndCanaryGivesItsExitCode) {
           ASSERT_FALSE(v.causes.empty()) << where;
           EXPECT_EQ(v.causes.front().id, r.Causes().front()->id) << where;
         }
-        ++cases;
+        exits_seen.insert(v.exit_code);
       }
     }
   }
-  EXPECT_EQ(cases, 4 * 8 * 4);
+  EXPECT_EQ(exits_seen, (std::set<int>{0, 1, 2, 3, 4}));
 }
 
 TEST(VerdictTest, RenderedFromTheValue) {
