@@ -52,6 +52,10 @@ TEST_F(ServerLifecycleTest, JsonSummaryOnStdoutNamesTheFailedGate) {
   ASSERT_TRUE(j.is_object()) << r.out;
   EXPECT_EQ(j["exit_code"], 3);
   EXPECT_FALSE(j["ok"].get<bool>());
+  // A failed gate is an error: the CLI's one error object, the summary beside it.
+  EXPECT_EQ(j["error"]["code"], "UNAVAILABLE") << r.out;
+  EXPECT_EQ(j["error"]["exit_code"], 3) << r.out;
+  EXPECT_FALSE(j["error"]["message"].get<std::string>().empty());
   EXPECT_EQ(j["gates"][0]["name"], "admit");
   EXPECT_EQ(j["gates"][0]["status"], "failed");
   EXPECT_EQ(j["gates"][1]["status"], "pending");

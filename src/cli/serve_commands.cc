@@ -57,7 +57,6 @@ common::Status ParseAliases(const std::vector<std::string>& values,
 int RunServe(const GlobalOptions& g, ServeFlags& f) {
   server::ServeConfig c = f.c;
   c.policy = g.policy;
-  c.json = g.json;
   // The global --policy has no env var of its own; TRUEGREEN_POLICY fills it when not given.
   if (const char* p = std::getenv("TRUEGREEN_POLICY"); p && *p && g.policy == "production") {
     c.policy = p;
@@ -67,7 +66,9 @@ int RunServe(const GlobalOptions& g, ServeFlags& f) {
   child.policy = c.policy;
   c.op_canary = StartupCanaryOptions(child);
   // Every error leaves through the one error path, its code deciding the exit code.
-  auto fail = [](const common::Status& s) { return ReportError(s); };
+  auto fail = [](const common::Status& s, const common::Json& context = common::Json()) {
+    return ReportError(s, context);
+  };
   if (f.p50 > 0) c.canary.p50_ms = f.p50;
   if (f.p95 > 0) c.canary.p95_ms = f.p95;
   if (f.min_gpu_util != 0.0) c.canary.min_gpu_utilization = f.min_gpu_util;
@@ -86,7 +87,12 @@ int RunServe(const GlobalOptions& g, ServeFlags& f) {
   if (common::Status s = ParseAliases(f.aliases, *models, &c.model_aliases); !s.ok()) {
     return fail(s);
   }
-  return server::RunServer(c, *models, g.Loader());
+  const server::ServeResult r = server::RunServer(c, *models, g.Loader());
+  // A failed gate or bind leaves through the one error path, the summary beside the error object
+  // under --json; a drain, or a canary that completed too slowly (a result), prints the summary.
+  if (!r.status.ok() && !r.performance_failed) return fail(r.status, r.summary);
+  if (g.json) PrintJson(r.summary);
+  return r.exit_code;
 }
 
 }  // namespace

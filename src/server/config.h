@@ -100,7 +100,6 @@ struct ServeConfig {
   std::string access_log = "-";       // "-" = stderr, "off", or a file (appended)
   std::string fault_file;             // test hook: its content injects a background-canary fault
   int gpu_sample_interval_ms = 1000;  // NVML metrics + liveness tick (server/gpu_monitor.h)
-  bool json = false;  // --json: a JSON summary (exit code, port, gates) on stdout at exit
   // response_format "url": the in-memory image store's size and each image's lifetime.
   std::uint64_t image_store_bytes = 256ull << 20;
   int image_ttl_s = 3600;  // the OpenAI API keeps its URLs for 60 minutes

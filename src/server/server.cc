@@ -595,10 +595,7 @@ Status Server::Run() {
         metrics_.Add("truegreen_http_rejections_total", {{"code", std::to_string(status)}});
       });
   auto port = http_->Listen(config_.host, config_.port);
-  if (!port.ok()) {
-    Log(port.status().message());
-    return port.status();
-  }
+  if (!port.ok()) return port.status();  // reported by the caller's error path
   port_ = *port;
   http_->Start(config_.io_threads);
   Log("listening on " + config_.host + ":" + std::to_string(*port) + " (port " +
@@ -632,13 +629,16 @@ Status Server::Run() {
   }
 }
 
-int RunServer(const ServeConfig& config, const std::vector<ModelSpec>& models,
-              const common::LibraryLoader& loader) {
+ServeResult RunServer(const ServeConfig& config, const std::vector<ModelSpec>& models,
+                      const common::LibraryLoader& loader) {
   Server s(config, models, loader);
+  ServeResult r;
+  r.status = s.Run();
   // The one place serve turns its outcome into the process exit code.
-  const int code = s.ExitCode(s.Run());
-  if (config.json) std::printf("%s\n", common::WriteJson(s.Summary(code), 2).c_str());
-  return code;
+  r.exit_code = s.ExitCode(r.status);
+  r.performance_failed = !r.status.ok() && r.exit_code != common::ExitCodeFromStatus(r.status);
+  r.summary = s.Summary(r.exit_code);
+  return r;
 }
 
 Json Server::Summary(int exit_code) const {

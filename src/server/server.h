@@ -15,13 +15,28 @@
 // (and so in every thread it starts), takes them with sigtimedwait and returns at shutdown.
 #pragma once
 
+#include "common/config.h"
 #include "common/dynlib.h"
+#include "common/status.h"
 #include "server/config.h"
 
 namespace tg::server {
 
-// Returns the process exit code.
-int RunServer(const ServeConfig& config, const std::vector<ModelSpec>& models,
-              const common::LibraryLoader& loader);
+// How a run of the server ended.
+struct ServeResult {
+  // OK after a SIGTERM/SIGINT drain; else the failed gate's Status, or INVALID_ARG when the port
+  // cannot be bound.
+  common::Status status;
+  // The failed gate is the timed canary and its runs completed too slowly: a result, not an
+  // error (exit 5 through common::ExitCodeFromOutcome).
+  bool performance_failed = false;
+  int exit_code = 0;     // the process exit code, from the one place serve decides it
+  common::Json summary;  // ok, exit_code, port, degraded, gates (what `serve --json` reports)
+};
+
+// Runs the server until it stops (see the file comment). Prints nothing on stdout: the caller
+// reports `summary`, and an error through the CLI's one error path.
+ServeResult RunServer(const ServeConfig& config, const std::vector<ModelSpec>& models,
+                      const common::LibraryLoader& loader);
 
 }  // namespace tg::server
