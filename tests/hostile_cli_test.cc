@@ -114,7 +114,11 @@ void MakeSdFixtures() {
   const std::string index = R"({"_class_name": "StableDiffusionPipeline"})";
   const std::vector<std::pair<std::string, std::string>> configs = {
       {"sd_unet_sample_size/unet", R"({"sample_size": 1e8, "in_channels": 4})"},
-      {"sd_unet_in_channels/unet", R"({"sample_size": 64, "in_channels": -4})"},
+      // The key also appears inside a string and in a nested object: the line named is the
+      // top-level member's.
+      {"sd_unet_in_channels/unet",
+       "{\"_note\": \"\\\"in_channels\\\": 1\",\n \"nested\": {\"in_channels\": 2},\n"
+       " \"sample_size\": 64,\n \"in_channels\": -4}"},
       {"sd_unet_head_dim/unet", R"({"attention_head_dim": [8, 8, -1]})"},
       {"sd_text_hidden/text_encoder", R"({"hidden_size": 7.5})"},
       {"sd_vae_latent/vae_decoder", R"({"latent_channels": "4"})"},
@@ -293,18 +297,18 @@ void AddModelCases(std::vector<Case>* t) {
   };
   // Refused when the component config is read, before any session is opened.
   t->push_back({"sd_unet_sample_size_1e8", gen("sd_unet_sample_size"), 2,
-                "unet/config.json: field 'sample_size': found 100000000.0, required an integer "
+                "unet/config.json:1: field 'sample_size': found 100000000.0, required an integer "
                 "1..512",
                 kOrtRssMb});
   t->push_back({"sd_unet_in_channels_negative", gen("sd_unet_in_channels"), 2,
-                "unet/config.json: field 'in_channels': found -4, required an integer 1..16",
+                "unet/config.json:4: field 'in_channels': found -4, required an integer 1..16",
                 kOrtRssMb});
   t->push_back({"sd_unet_head_dim_element", gen("sd_unet_head_dim"), 2,
                 "field 'attention_head_dim[2]': found -1", kOrtRssMb});
   t->push_back({"sd_text_hidden_not_integer", gen("sd_text_hidden"), 2,
-                "text_encoder/config.json: field 'hidden_size': found 7.5", kOrtRssMb});
+                "text_encoder/config.json:1: field 'hidden_size': found 7.5", kOrtRssMb});
   t->push_back({"sd_vae_latent_string", gen("sd_vae_latent"), 2,
-                "vae_decoder/config.json: field 'latent_channels': found string", kOrtRssMb});
+                "vae_decoder/config.json:1: field 'latent_channels': found string", kOrtRssMb});
   // Dimensions as the user gives them.
   t->push_back(
       {"run_shape_minus_5", DevRun({"--shape", "a:-5"}), 2, "has a negative dimension -5"});

@@ -10,6 +10,7 @@
 
 #include "common/config.h"
 #include "common/log.h"
+#include "sd/config_lines.h"
 
 namespace tg::sd {
 namespace {
@@ -390,14 +391,17 @@ std::string CheckConfigValue(const Json& v, const ConfigField& f) {
   return "";
 }
 
-Status CheckConfigFields(const std::string& file, const Json& c, std::span<const ConfigField> fs) {
+Status CheckConfigFields(const std::string& file, const std::string& text, const Json& c,
+                         std::span<const ConfigField> fs) {
   for (const ConfigField& f : fs) {
     auto it = c.find(f.name);
     if (it == c.end()) continue;
     const std::string want = "required an integer " + std::to_string(f.lo) + ".." +
                              std::to_string(f.hi) + (f.list ? " (or a list of them)" : "");
     auto fail = [&](const std::string& field, const std::string& found) {
-      return Status::InvalidArg(file + ": field '" + field + "': found " + found + ", " + want);
+      return WithFieldLine(
+          Status::InvalidArg(file + ": field '" + field + "': found " + found + ", " + want), file,
+          text);
     };
     if (f.list && it->is_array()) {
       if (it->empty() || it->size() > 64) {
@@ -425,7 +429,9 @@ Status CheckComponentConfigs(const std::string& dir) {
   for (const char* part : {"unet", "text_encoder", "text_encoder_2", "vae_decoder"}) {
     const fs::path cfg = fs::path(dir) / part / "config.json";
     if (!fs::exists(fs::symlink_status(cfg, ec))) continue;
-    TG_ASSIGN_OR_RETURN(Json c, common::LoadJsonFile(cfg.string()));
+    TG_ASSIGN_OR_RETURN(std::string text,
+                        common::ReadFileLimited(cfg.string(), common::kMaxConfigBytes));
+    TG_ASSIGN_OR_RETURN(Json c, common::ParseJson(text, cfg.string()));
     if (!c.is_object()) {
       return Status::InvalidArg(cfg.string() + ": found " + std::string(c.type_name()) +
                                 ", required a JSON object");
@@ -435,7 +441,7 @@ Status CheckComponentConfigs(const std::string& dir) {
     const Fields fields = p == "unet"          ? Fields(kUnetFields)
                           : p == "vae_decoder" ? Fields(kVaeFields)
                                                : Fields(kTextEncoderFields);
-    TG_RETURN_IF_ERROR(CheckConfigFields(cfg.string(), c, fields));
+    TG_RETURN_IF_ERROR(CheckConfigFields(cfg.string(), text, c, fields));
   }
   return Status::Ok();
 }

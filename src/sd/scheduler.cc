@@ -11,6 +11,7 @@
 #include "common/config.h"
 #include "common/file_util.h"
 #include "common/json_writer.h"
+#include "sd/config_lines.h"
 #include "sd/scheduler_internal.h"
 
 namespace tg::sd {
@@ -304,7 +305,9 @@ Result<SchedulerConfig> ParseSchedulerConfig(const std::string& json_text,
 
 Result<SchedulerConfig> LoadSchedulerConfig(const std::string& path) {
   TG_ASSIGN_OR_RETURN(std::string text, common::ReadFileLimited(path, common::kMaxConfigBytes));
-  return ParseSchedulerConfig(text, path);
+  auto c = ParseSchedulerConfig(text, path);
+  if (!c.ok()) return WithFieldLine(c.status(), path, text);
+  return c;
 }
 
 std::vector<double> MakeBetas(const SchedulerConfig& c) {
