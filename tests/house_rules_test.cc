@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "common/strings.h"
 #include "tests/support/test_util.h"
 
 namespace tg {
@@ -501,6 +502,86 @@ TEST(HouseRulesTest, ArchitectureDocHasAParagraphPerModuleNamingExistingFiles) {
   EXPECT_EQ(paragraphs, modules) << "docs/ARCHITECTURE.md's module paragraphs vs src/";
   EXPECT_GT(names_checked, 50) << "the scan found almost no file names: is the regex wrong?";
   EXPECT_TRUE(offenders.empty()) << ::testing::PrintToString(offenders);
+}
+
+// docs/ARCHITECTURE.md's module paragraphs: module -> the paragraph's text, from its
+// "**name** (depends on ...)" line to the next blank line, lines joined with spaces.
+std::map<std::string, std::string> ArchitectureParagraphs() {
+  std::istringstream doc(testing::ReadFile(testing::SourceDir() + "/docs/ARCHITECTURE.md"));
+  const std::regex head_re(R"re(^\*\*([a-z]+)\*\* \(depends on)re");
+  std::map<std::string, std::string> out;
+  std::string module;
+  for (std::string line; std::getline(doc, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, head_re)) module = m[1].str();
+    if (line.empty() || line.starts_with("#")) module.clear();
+    if (!module.empty()) out[module] += line + " ";
+  }
+  return out;
+}
+
+// The modules whose headers `module`'s files include (itself aside).
+std::set<std::string> IncludedModules(const std::string& module) {
+  const fs::path src = fs::path(testing::SourceDir()) / "src";
+  const std::regex include_re(R"re(^\s*#\s*include\s*"([a-z_0-9]+)/)re");
+  std::set<std::string> out;
+  for (const auto& f : FilesUnder(src / module, {".cc", ".h"})) {
+    std::istringstream text(testing::ReadFile(f.string()));
+    for (std::string line; std::getline(text, line);) {
+      std::smatch m;
+      if (std::regex_search(line, m, include_re) && m[1].str() != module &&
+          fs::is_directory(src / m[1].str())) {
+        out.insert(m[1].str());
+      }
+    }
+  }
+  return out;
+}
+
+// Each paragraph's "(depends on a, b; ...)" names exactly the modules its files include:
+// "nothing" for none, "every module" for all the others.
+TEST(HouseRulesTest, ArchitectureDocStatesEachModulesDirectDependencies) {
+  const auto paragraphs = ArchitectureParagraphs();
+  ASSERT_GT(paragraphs.size(), 5u) << "docs/ARCHITECTURE.md has almost no module paragraphs";
+  const std::regex deps_re(R"re(\(depends on ([^;)]*))re");
+  for (const auto& [module, text] : paragraphs) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(text, m, deps_re)) << module;
+    std::set<std::string> stated;
+    const std::string list = m[1].str();
+    if (list == "every module") {
+      for (const auto& [other, unused] : paragraphs) {
+        if (other != module) stated.insert(other);
+      }
+    } else if (list != "nothing") {
+      for (const std::string& d : common::Split(list, ',', common::SplitMode::kTrimSkipEmpty)) {
+        stated.insert(d);
+      }
+    }
+    EXPECT_EQ(stated, IncludedModules(module)) << module << ": stated \"" << list << "\"";
+  }
+}
+
+// Each public header (neither *_internal.h nor a test fixture, *_test_*.h) is named in its
+// module's paragraph, so a new header cannot land without its place in the description.
+TEST(HouseRulesTest, ArchitectureDocNamesEveryPublicHeader) {
+  const auto paragraphs = ArchitectureParagraphs();
+  std::vector<std::string> missing;
+  int headers = 0;
+  for (const auto& [module, text] : paragraphs) {
+    for (const auto& h : FilesUnder(fs::path(testing::SourceDir()) / "src" / module, {".h"})) {
+      const std::string name = h.filename().string();
+      if (name.ends_with("_internal.h") || name.find("_test_") != std::string::npos) continue;
+      ++headers;
+      const std::regex named("(^|[^A-Za-z0-9_])" +
+                             std::regex_replace(name, std::regex("\\."), "\\.") +
+                             "($|[^A-Za-z0-9_])");
+      if (!std::regex_search(text, named)) missing.push_back(module + "/" + name);
+    }
+  }
+  EXPECT_GT(headers, 50) << "the scan found almost no headers";
+  EXPECT_TRUE(missing.empty()) << "not named in their module's paragraph of docs/ARCHITECTURE.md: "
+                               << ::testing::PrintToString(missing);
 }
 
 // docs/PERFORMANCE.md is where every benchmark's command and figures live: it names each
