@@ -55,13 +55,33 @@ const std::string& Call::Param(const std::string& name) const {
 }
 
 void RouteTable::Add(std::string method, std::string_view pattern, Access access, Handler handler) {
-  routes_.push_back({std::move(method), Segments(pattern), access, std::move(handler)});
+  Route r{std::move(method), Segments(pattern), access, std::move(handler)};
+  bool literal = true;
+  for (const std::string& s : r.segments) literal = literal && !IsParam(s);
+  // A literal route takes the fast path only where the full scan would pick it too: no route
+  // added before it takes the same method and path.
+  for (const Route& earlier : routes_) {
+    std::map<std::string, std::string> unused;
+    if (literal && earlier.method == r.method && PathMatches(earlier, r.segments, &unused)) {
+      literal = false;
+    }
+  }
+  if (literal) literals_.push_back({std::string(pattern), routes_.size()});
+  routes_.push_back(std::move(r));
 }
 
 RouteTable::Match RouteTable::Find(std::string_view method, std::string_view path) const {
-  const std::vector<std::string> got = Segments(path);
   const std::string_view want = method == "HEAD" ? "GET" : method;
   Match m;
+  for (const Literal& l : literals_) {
+    const Route& r = routes_[l.index];
+    if (l.path == path && r.method == want) {
+      m.route = &r;
+      m.access = r.access;
+      return m;
+    }
+  }
+  const std::vector<std::string> got = Segments(path);
   for (const Route& r : routes_) {
     std::map<std::string, std::string> params;
     if (!PathMatches(r, got, &params)) continue;

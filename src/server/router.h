@@ -96,10 +96,17 @@ class RouteTable {
 
   // `method` is "GET" or "POST"; `pattern` as in the file comment.
   void Add(std::string method, std::string_view pattern, Access access, Handler handler);
+  // The first route, in the order added, that takes `method` and `path`. A path equal to a
+  // literal pattern (health, /metrics) is found by comparing strings, without splitting it.
   Match Find(std::string_view method, std::string_view path) const;
 
  private:
+  struct Literal {
+    std::string path;   // the pattern as added
+    std::size_t index;  // into routes_; no earlier route of its method matches this path
+  };
   std::vector<Route> routes_;
+  std::vector<Literal> literals_;
 };
 
 }  // namespace tg::server

@@ -47,6 +47,29 @@ TEST(RouteTableTest, MatchesMethodAndPatternAndCapturesSegments) {
   ASSERT_NE(t.Find("HEAD", "/healthz").route, nullptr);
 }
 
+// The first route added that takes the method and path wins, a literal one as any other: a
+// pattern added before a literal route of the same path keeps it, and HEAD finds a literal GET.
+TEST(RouteTableTest, TheFirstMatchingRouteWinsLiteralOrPattern) {
+  RouteTable t;
+  t.Add("GET", "/v1/models/{id}", Access::kToken, Named("get"));
+  t.Add("GET", "/v1/models/list", Access::kPublic, Named("list"));
+  t.Add("GET", "/v1/models", Access::kToken, Named("models"));
+  t.Add("POST", "/v1/models", Access::kWork, Named("post"));
+  RouteTable::Match m = t.Find("GET", "/v1/models/list");
+  ASSERT_NE(m.route, nullptr);
+  EXPECT_EQ(m.access, Access::kToken);
+  EXPECT_EQ(CallRoute(m, ""), "get::");
+  m = t.Find("HEAD", "/v1/models");
+  ASSERT_NE(m.route, nullptr);
+  EXPECT_EQ(CallRoute(m, ""), "models::");
+  m = t.Find("POST", "/v1/models");
+  ASSERT_NE(m.route, nullptr);
+  EXPECT_EQ(m.access, Access::kWork);
+  m = t.Find("DELETE", "/v1/models");
+  EXPECT_EQ(m.route, nullptr);
+  EXPECT_EQ(m.allow, "GET, POST");
+}
+
 TEST(RouteTableTest, OtherMethodsAre405WithAllowAndUnknownPaths404) {
   RouteTable t = Table();
   RouteTable::Match m = t.Find("GET", "/v2/models/mm/infer");
