@@ -20,6 +20,7 @@
 #include "common/json_writer.h"
 
 #include "tests/fixtures/make_images.h"
+#include "tests/support/hostile_bounds.h"
 #include "tests/support/test_util.h"
 
 namespace tg::testing {
@@ -233,23 +234,6 @@ struct Case {
   const char* absent = nullptr;  // must not appear (echoed file contents)
   long max_rss_mib = 0;          // 0 = not a memory case
 };
-
-// Peak RSS ceiling for the memory cases: the binary's own start-up plus a small budget; the same
-// inputs reached gigabytes before they were bounded. Sanitizer builds need more room for shadow
-// memory, which they report as RSS.
-long Ceiling(long mib) {
-#if defined(__SANITIZE_ADDRESS__)
-  return mib * 4 + 384;  // ASan: shadow memory and quarantine on top of the scaled use
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-  return mib * 4 + 384;  // ASan: shadow memory and quarantine on top of the scaled use
-#else
-  return mib;
-#endif
-#else
-  return mib;
-#endif
-}
 
 const std::vector<Case>& Cases() {
   static const std::vector<Case> k = {
@@ -564,7 +548,9 @@ TEST_P(HostileAudit, ExitCodeMessageAndMemory) {
     EXPECT_EQ(r.out.find(c.absent), std::string::npos) << c.name << " echoed input\n" << r.out;
   }
   if (c.max_rss_mib > 0) {
-    EXPECT_LT(r.max_rss_kib, Ceiling(c.max_rss_mib) * 1024) << c.name;
+    // The binary's start-up plus a small budget; the same inputs reached gigabytes before they
+    // were bounded (RssCeilingMib adds the sanitizers' shadow memory).
+    EXPECT_LT(r.max_rss_kib, RssCeilingMib(c.max_rss_mib) * 1024) << c.name;
   }
 }
 
