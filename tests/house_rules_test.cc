@@ -584,6 +584,46 @@ TEST(HouseRulesTest, ArchitectureDocNamesEveryPublicHeader) {
                                << ::testing::PrintToString(missing);
 }
 
+// A test named in a doc or a comment ("ConfigTest.JsonParseBuildsTheSameDocumentAsNlohmann", as
+// gtest spells it) exists: a renamed or removed test cannot leave a pointer to nothing behind.
+TEST(HouseRulesTest, TestsNamedInDocsAndCommentsExist) {
+  const fs::path root = testing::SourceDir();
+  const std::regex test_re(R"re(^TEST(_F|_P)?\((\w+),\s*(\w+)\))re");
+  std::set<std::string> tests, suites;
+  std::vector<fs::path> sources;
+  for (const char* dir : {"src", "tests", "bench", "scripts", "tools"}) {
+    for (const auto& f : FilesUnder(root / dir, {".cc", ".h", ".sh", ".py"})) sources.push_back(f);
+  }
+  for (const auto& f : sources) {
+    if (!f.filename().string().ends_with("_test.cc")) continue;
+    std::istringstream text(testing::ReadFile(f.string()));
+    for (std::string line; std::getline(text, line);) {
+      std::smatch m;
+      if (!std::regex_search(line, m, test_re)) continue;
+      suites.insert(m[2].str());
+      tests.insert(m[2].str() + "." + m[3].str());
+    }
+  }
+  for (const auto& f : FilesUnder(root / "docs", {".md"})) sources.push_back(f);
+  sources.push_back(root / "README.md");
+  const std::regex name_re(R"re(\b([A-Z][A-Za-z0-9]*)\.([A-Z][A-Za-z0-9]+)\b)re");
+  std::vector<std::string> missing;
+  int named = 0;
+  for (const auto& f : sources) {
+    const std::string text = testing::ReadFile(f.string());
+    for (std::sregex_iterator it(text.begin(), text.end(), name_re), e; it != e; ++it) {
+      if (!suites.contains((*it)[1].str())) continue;
+      ++named;
+      if (!tests.contains((*it)[0].str())) {
+        missing.push_back(f.lexically_relative(root).string() + ": " + (*it)[0].str());
+      }
+    }
+  }
+  EXPECT_GT(tests.size(), 300u) << "the TEST scan found almost nothing: is the regex wrong?";
+  EXPECT_GT(named, 3) << "no test is named anywhere: is the regex wrong?";
+  EXPECT_TRUE(missing.empty()) << ::testing::PrintToString(missing);
+}
+
 // docs/PERFORMANCE.md is where every benchmark's command and figures live: it names each
 // bench/*_bench.cc and bench/*.sh (helper libraries, *_lib.sh, aside), every BM_ benchmark it
 // quotes is one the bench sources define, and every repository path it names exists.
