@@ -39,14 +39,6 @@ struct AdmitFlags {
   bool verbose = false;  // doctor: the full check list after the verdict and causes
 };
 
-// The snapshot to judge: read from --snapshot, or taken live with the global --lib-path.
-common::Result<probe::Snapshot> GetSnapshot(const AdmitFlags& f, const GlobalOptions& g) {
-  if (!f.snapshot.empty()) return probe::LoadSnapshotFile(f.snapshot);
-  probe::ProbeOptions o;
-  o.root = f.root;
-  return runtime::TakeSnapshot(g.Loader(), o);
-}
-
 Tone VerdictTone(policy::Verdict v) {
   return v == policy::Verdict::kAccelerated ? Tone::kPass
          : v == policy::Verdict::kDegraded  ? Tone::kWarn
@@ -58,15 +50,36 @@ struct Evaluation {
   policy::Matrix matrix;
   probe::Snapshot snapshot;
   policy::AdmissionReport report;
+  // The process's ONNX Runtime (or why it could not be opened), opened for a live snapshot only
+  // and used again by doctor's startup chain; nothing for a --snapshot file.
+  std::optional<common::Result<runtime::OrtRuntime*>> ort;
 };
+
+// The snapshot to judge: read from --snapshot, or taken live with the global --lib-path in the
+// process's runtime, which is kept in `e` for the startup chain.
+common::Status TakeOrReadSnapshot(const AdmitFlags& f, const GlobalOptions& g, Evaluation* e) {
+  if (!f.snapshot.empty()) {
+    auto s = probe::LoadSnapshotFile(f.snapshot);
+    if (!s.ok()) return s.status();
+    e->snapshot = std::move(s).value();
+    return common::Status::Ok();
+  }
+  probe::ProbeOptions o;
+  o.root = f.root;
+  const common::LibraryLoader loader = g.Loader();
+  e->ort = runtime::OrtRuntime::Open(loader);
+  e->snapshot = runtime::TakeSnapshot(loader, *e->ort, o);
+  return common::Status::Ok();
+}
 
 common::Result<Evaluation> Evaluate(const AdmitFlags& f, const GlobalOptions& g) {
   auto m = ResolveMatrix(f.matrix, g);
   if (!m.ok()) return m.status();
-  auto s = GetSnapshot(f, g);
-  if (!s.ok()) return s.status();
-  policy::AdmissionReport r = policy::Admit(*s, *m);
-  return Evaluation{std::move(m).value(), std::move(s).value(), std::move(r)};
+  Evaluation e;
+  e.matrix = std::move(m).value();
+  if (common::Status s = TakeOrReadSnapshot(f, g, &e); !s.ok()) return s;
+  e.report = policy::Admit(e.snapshot, e.matrix);
+  return e;
 }
 
 int RunAdmit(const AdmitFlags& f, const GlobalOptions& g) {
@@ -92,7 +105,7 @@ int RunAdmit(const AdmitFlags& f, const GlobalOptions& g) {
 // nothing when the chain does not apply (snapshot file, or a --policy that is a matrix only).
 std::optional<runtime::StartupReport> RunDoctorChain(const AdmitFlags& f, const GlobalOptions& g,
                                                      const Evaluation& e) {
-  if (!f.snapshot.empty()) return std::nullopt;
+  if (!f.snapshot.empty() || !e.ort) return std::nullopt;
   auto policy = runtime::LoadRuntimePolicy(g.policy);
   if (!policy.ok()) return std::nullopt;
   runtime::StartupOptions so;
@@ -100,7 +113,7 @@ std::optional<runtime::StartupReport> RunDoctorChain(const AdmitFlags& f, const 
   so.matrix = &e.matrix;
   if (f.canary.run) so.canary = DoctorCanaryOptions(g, f.canary);
   runtime::StartupReport rep;
-  auto chain = runtime::StartupChain::Start(*policy, g.Loader(), so, &rep);
+  auto chain = runtime::StartupChain::Start(*policy, g.Loader(), *e.ort, so, &rep);
   // A refusal is already in the report (doctor reports, it does not stop).
   if (chain.ok()) (void)chain->Finish({}, so, &rep);
   return rep;

@@ -196,7 +196,8 @@ void RegisterProbeCommands(CLI::App& app, GlobalOptions& g, CommandRegistry& r) 
     probe::ProbeOptions options;
     options.root = flags->root;
     options.skip_init = flags->no_init;
-    probe::Snapshot s = runtime::TakeSnapshot(g.Loader(), options);
+    const common::LibraryLoader loader = g.Loader();
+    probe::Snapshot s = runtime::TakeSnapshot(loader, runtime::OrtRuntime::Open(loader), options);
     if (g.json) {
       std::string text = common::WriteJson(probe::ToJson(s), 2);
       std::fwrite(text.data(), 1, text.size(), stdout);

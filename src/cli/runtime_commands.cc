@@ -388,7 +388,9 @@ int RunCommand(const GlobalOptions& g, const RunArgs& a) {
   runtime::StartupReport startup;
   runtime::StartupOptions so;
   so.canary = StartupCanaryOptions(g);
-  auto chain = runtime::StartupChain::Start(*policy, g.Loader(), so, &startup);
+  const common::LibraryLoader loader = g.Loader();
+  const auto ort = runtime::OrtRuntime::Open(loader);  // the process's one runtime
+  auto chain = runtime::StartupChain::Start(*policy, loader, ort, so, &startup);
   if (!chain.ok()) return ReportChainError(g, chain.status(), startup);
   const runtime::SessionFactory* factory = &chain->factory();
   runtime::OpenOptions oo;

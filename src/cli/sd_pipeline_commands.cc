@@ -274,7 +274,9 @@ int RunGenerate(const GlobalOptions& g, const GenerateFlags& f) {
   runtime::StartupReport startup;
   runtime::StartupOptions so;
   so.canary = StartupCanaryOptions(g);
-  auto chain = runtime::StartupChain::Start(*policy, g.Loader(), so, &startup);
+  const common::LibraryLoader loader = g.Loader();
+  const auto ort = runtime::OrtRuntime::Open(loader);  // the process's one runtime
+  auto chain = runtime::StartupChain::Start(*policy, loader, ort, so, &startup);
   if (!chain.ok()) return ReportChainError(g, chain.status(), startup);
   const auto open0 = std::chrono::steady_clock::now();
   auto model = sd::LoadSdModel(f.model, chain->factory());

@@ -190,9 +190,9 @@ void ProbeOrt(const common::LibraryLoader& loader, OrtRuntime* runtime,
 }
 
 probe::Snapshot TakeSnapshot(const common::LibraryLoader& loader,
+                             const common::Result<OrtRuntime*>& runtime,
                              const probe::ProbeOptions& options) {
   probe::Snapshot s = probe::TakeSnapshot(loader, options);
-  auto runtime = OrtRuntime::Open(loader);
   ProbeOrt(loader, runtime.ok() ? *runtime : nullptr,
            runtime.ok() ? "" : runtime.status().message(), &s.onnxruntime);
   return s;

@@ -32,10 +32,13 @@ void ProbeOrt(const common::LibraryLoader& loader, OrtRuntime* runtime,
 common::Status ProbeOrtCore(const common::LibraryLoader& loader, probe::OrtInfo* out);
 
 // The whole capability snapshot: probe::TakeSnapshot (host, devices, driver, CUDA libraries,
-// provider ELF facts: no ORT), then ProbeOrt in the process's runtime (OrtRuntime::Open with
-// `loader`). The CUDA libraries are loaded first so the provider libraries bind to the copies the
-// loader chose. Never fails (errors are recorded inside). Thread safety: safe to call concurrently.
+// provider ELF facts: no ORT) through `loader`, then ProbeOrt in `runtime`, the process's runtime
+// as the caller's OrtRuntime::Open returned it (not owned), or why it could not be opened (then
+// recorded as the ORT probe's error). The CUDA libraries are loaded before any provider library
+// is registered, so the providers bind to the copies the loader chose. Never fails (errors are
+// recorded inside). Thread safety: safe to call concurrently.
 probe::Snapshot TakeSnapshot(const common::LibraryLoader& loader,
+                             const common::Result<OrtRuntime*>& runtime,
                              const probe::ProbeOptions& options = {});
 
 }  // namespace tg::runtime

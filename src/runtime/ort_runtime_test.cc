@@ -41,7 +41,7 @@ TEST(OrtRuntime, EveryUserSharesTheOneEnvironment) {
   auto factory = SessionFactory::Create(DevPolicy(), **first);
   ASSERT_TRUE(factory.ok()) << factory.status().ToString();
   EXPECT_EQ(factory->ort_version(), (*first)->ort_version());
-  probe::Snapshot s = TakeSnapshot(loader);
+  probe::Snapshot s = TakeSnapshot(loader, first);
   EXPECT_TRUE(s.onnxruntime.library.loaded) << s.onnxruntime.library.error;
   EXPECT_EQ(OrtRuntime::EnvironmentsCreated(), 1);
 
@@ -70,6 +70,26 @@ TEST(OrtRuntime, OnlyOneSourceFileCreatesAnEnvironment) {
     }
   }
   EXPECT_THAT(creators, ::testing::ElementsAre("ort_env.cc"));
+}
+
+// The runtime is opened by the command that needs it and passed in: no library code below the
+// commands (runtime/, sd/, policy/, probe/, common/) opens it on its own, so the startup chain and
+// the snapshot use the caller's runtime and cannot open a second, differently configured one.
+TEST(OrtRuntime, OnlyCommandsOpenTheRuntime) {
+  const std::regex opens(R"(OrtRuntime::Open\s*\()");
+  std::vector<std::string> openers;
+  for (const char* dir : {"runtime", "sd", "policy", "probe", "common"}) {
+    const fs::path root = fs::path(tg::testing::SourceDir()) / "src" / dir;
+    for (const auto& e : fs::recursive_directory_iterator(root)) {
+      const std::string name = e.path().filename().string();
+      if (!e.is_regular_file() || name.find("_test.cc") != std::string::npos) continue;
+      if (name == "ort_runtime.cc" || (!name.ends_with(".cc") && !name.ends_with(".h"))) continue;
+      if (std::regex_search(tg::testing::ReadFile(e.path().string()), opens)) {
+        openers.push_back(std::string(dir) + "/" + name);
+      }
+    }
+  }
+  EXPECT_THAT(openers, ::testing::IsEmpty());
 }
 
 // The option decides, in a fresh process each (the child re-executes this test binary), on the

@@ -175,6 +175,7 @@ RuntimePolicy FactoryPolicy(const RuntimePolicy& policy, const StartupOptions& o
 
 Result<StartupChain> StartupChain::Start(const RuntimePolicy& policy,
                                          const common::LibraryLoader& loader,
+                                         const Result<OrtRuntime*>& runtime,
                                          const StartupOptions& options, StartupReport* report) {
   const common::Clock& clock = *options.clock;
   const auto start = clock.Now();
@@ -188,7 +189,6 @@ Result<StartupChain> StartupChain::Start(const RuntimePolicy& policy,
   chain.library_files_ = key.library_files;
   if (st.ok()) {
     auto t0 = clock.Now();
-    auto runtime = OrtRuntime::Open(loader);
     // Without ONNX Runtime there is no GPU path: production names it UNAVAILABLE (exit 3).
     Result<SessionFactory> factory =
         runtime.ok() ? SessionFactory::Create(FactoryPolicy(policy, options), **runtime)

@@ -12,8 +12,8 @@
 //             (FAILED_PRECONDITION, exit 4); integrity findings are left to the factory step,
 //             which proves them by attaching and names the exact cause (exit 3). With both, the
 //             drift is held back and returned by "factory" if attaching succeeds;
-//   factory   SessionFactory::Create in the process's OrtRuntime (OrtRuntime::Open with the
-//             chain's loader; GPU providers locked in policy order, never the CPU);
+//   factory   SessionFactory::Create in the process's OrtRuntime, which the caller opened and
+//             passed to Start (GPU providers locked in policy order, never the CPU);
 //   open      each model opened with placement proof (violation: UNAVAILABLE, exit 3);
 //   canary    the op canary (runtime/canary.h) for the op types of the opened models: anything
 //             but PASS is UNAVAILABLE in production. "skipped" (never "ok", no child process)
@@ -46,6 +46,7 @@
 #include "policy/verdict.h"
 #include "probe/snapshot.h"
 #include "runtime/canary.h"
+#include "runtime/ort_runtime.h"
 #include "runtime/runtime_policy.h"
 #include "runtime/session.h"
 
@@ -95,9 +96,13 @@ class StartupChain {
  public:
   // Runs the steps in order and stops at the first refusal, whose Status is returned (the report
   // says which step and why). With `options.models` empty it stops after "factory" (the caller
-  // opens, records "open" and calls Finish). `report` must not be null.
+  // opens, records "open" and calls Finish). `report` must not be null. `runtime` is the
+  // process's ONNX Runtime as the caller's OrtRuntime::Open returned it (not owned), or why it
+  // could not be opened: the "factory" step then refuses with that error (UNAVAILABLE in
+  // production: no GPU path). The snapshot step loads through `loader`.
   static common::Result<StartupChain> Start(const RuntimePolicy& policy,
                                             const common::LibraryLoader& loader,
+                                            const common::Result<OrtRuntime*>& runtime,
                                             const StartupOptions& options, StartupReport* report);
 
   // Steps "canary" (over the op types of `model_paths`; the whole built-in set when it is empty,

@@ -28,8 +28,8 @@ TEST(StartupChainTest, StepsAreTimedByTheInjectedClock) {
   StartupOptions so;
   so.clock = &clock;
   StartupReport report;
-  auto chain =
-      StartupChain::Start(DevPolicy(), common::LibraryLoader::WithDefaults({}), so, &report);
+  const common::LibraryLoader loader = common::LibraryLoader::WithDefaults({});
+  auto chain = StartupChain::Start(DevPolicy(), loader, OrtRuntime::Open(loader), so, &report);
   ASSERT_TRUE(chain.ok()) << chain.status().ToString();
   ASSERT_GE(report.steps.size(), 3u);
   EXPECT_EQ(report.steps[0].name, "snapshot");
@@ -64,8 +64,9 @@ TEST(StartupChainTest, ProductionRefusesThisNodeWithTheVerdictsExitCode) {
   StartupOptions so;
   so.clock = &clock;
   StartupReport report;
+  const common::LibraryLoader loader = common::LibraryLoader::WithDefaults({});
   auto chain =
-      StartupChain::Start(ProductionPolicy(), common::LibraryLoader::WithDefaults({}), so, &report);
+      StartupChain::Start(ProductionPolicy(), loader, OrtRuntime::Open(loader), so, &report);
   ASSERT_FALSE(chain.ok());
   for (const StartupStep& s : report.steps) EXPECT_EQ(s.ms, 0.0) << s.name;
   EXPECT_EQ(report.total_ms, 0.0);
@@ -77,6 +78,28 @@ TEST(StartupChainTest, ProductionRefusesThisNodeWithTheVerdictsExitCode) {
   // The chain's error and the verdict agree on the exit code (no GPU path: 3).
   EXPECT_EQ(v->exit_code, common::ExitCodeFromStatus(chain.status()));
   EXPECT_EQ(v->exit_code, common::kExitIntegrity);
+}
+
+// The chain uses the runtime it is given and opens none itself: given why the caller could not
+// open one, the factory step refuses with exactly that error (dev keeps its code), and the
+// snapshot and admission before it still ran.
+TEST(StartupChainTest, TheFactoryStepRefusesWithTheCallersRuntimeError) {
+  StartupOptions so;
+  common::FakeClock clock;
+  so.clock = &clock;
+  StartupReport report;
+  const common::Result<OrtRuntime*> none(common::Status::NotFound("libonnxruntime.so.1: no core"));
+  auto chain =
+      StartupChain::Start(DevPolicy(), common::LibraryLoader::WithDefaults({}), none, so, &report);
+  ASSERT_FALSE(chain.ok());
+  EXPECT_EQ(chain.status().code(), common::StatusCode::kNotFound);
+  EXPECT_EQ(chain.status().message(), "libonnxruntime.so.1: no core");
+  ASSERT_EQ(report.steps.size(), 3u);
+  EXPECT_EQ(report.steps[0].outcome, policy::StepOutcome::kOk);
+  EXPECT_EQ(report.steps[1].outcome, policy::StepOutcome::kOk);
+  EXPECT_EQ(report.steps[2].name, "factory");
+  EXPECT_EQ(report.steps[2].outcome, policy::StepOutcome::kRefused);
+  EXPECT_EQ(report.steps[2].detail, "libonnxruntime.so.1: no core");
 }
 
 }  // namespace

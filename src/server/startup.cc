@@ -46,7 +46,8 @@ class ChainStartup : public Startup {
     }
     if (!config_.matrix.empty()) p->matrix_path = config_.matrix;
     options_.canary = config_.op_canary;
-    auto chain = runtime::StartupChain::Start(*p, loader_, options_, &report_);
+    auto chain = runtime::StartupChain::Start(*p, loader_, runtime::OrtRuntime::Open(loader_),
+                                              options_, &report_);
     if (report_.snapshot) out.snapshot = probe::ToJson(*report_.snapshot);
     if (report_.admission) out.report = report_.admission->ToJson();
     // The one verdict value: admission, overturned by a refused step (policy/verdict.h).
