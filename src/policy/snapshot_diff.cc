@@ -183,14 +183,18 @@ common::Result<std::vector<DiffEntry>> DiffSnapshotFiles(const std::string& a_pa
   return DiffJson(probe::ToJson(a), probe::ToJson(b), all);
 }
 
+Json DiffEntryToJson(const DiffEntry& d) {
+  Json e = {{"kind", std::string(DiffKindName(d.kind))}, {"path", d.path}};
+  if (d.kind != DiffEntry::Kind::kAdded) e["before"] = d.before;
+  if (d.kind != DiffEntry::Kind::kRemoved) e["after"] = d.after;
+  return e;
+}
+
 Json DiffToJson(const std::vector<DiffEntry>& diff) {
   Json changes = Json::array();
   int added = 0, removed = 0, changed = 0;
   for (const DiffEntry& d : diff) {
-    Json e = {{"kind", std::string(DiffKindName(d.kind))}, {"path", d.path}};
-    if (d.kind != DiffEntry::Kind::kAdded) e["before"] = d.before;
-    if (d.kind != DiffEntry::Kind::kRemoved) e["after"] = d.after;
-    changes.push_back(e);
+    changes.push_back(DiffEntryToJson(d));
     (d.kind == DiffEntry::Kind::kAdded     ? added
      : d.kind == DiffEntry::Kind::kRemoved ? removed
                                            : changed)++;

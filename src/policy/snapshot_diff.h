@@ -46,6 +46,8 @@ common::Result<std::vector<DiffEntry>> DiffSnapshotFiles(const std::string& a_pa
 // {"equal", "changed", "added", "removed" (counts), "differences": [{"kind", "path", "before"
 // (not for added), "after" (not for removed)}, ...] in diff order}.
 common::Json DiffToJson(const std::vector<DiffEntry>& diff);
+// One element of DiffToJson's "differences" (for writers that stream them). Pure.
+common::Json DiffEntryToJson(const DiffEntry& d);
 // "~ path: before -> after" / "+ path: value" / "- path: value", one per line.
 std::string DiffToText(const std::vector<DiffEntry>& diff);
 
