@@ -667,6 +667,34 @@ TEST(HouseRulesTest, PerformanceDocCoversTheBenchmarksThatExist) {
   EXPECT_TRUE(offenders.empty()) << ::testing::PrintToString(offenders);
 }
 
+// Every build/bin/NAME a doc quotes is a binary the build makes: truegreen, a benchmark
+// (bench/NAME.cc), an integration test (tests/NAME.cc) or a module's unit tests (NAME =
+// <module>_unit_tests or <module>_gpu_tests).
+TEST(HouseRulesTest, DocsQuoteOnlyBinariesTheBuildMakes) {
+  const fs::path root = testing::SourceDir();
+  std::vector<fs::path> docs = FilesUnder(root / "docs", {".md"});
+  docs.push_back(root / "README.md");
+  const std::regex bin_re(R"re(build/bin/([a-z0-9_]+))re");
+  const std::regex module_tests_re(R"re(([a-z]+)_(unit|gpu)_tests)re");
+  std::vector<std::string> offenders;
+  int quoted = 0;
+  for (const auto& f : docs) {
+    const std::string text = testing::ReadFile(f.string());
+    for (std::sregex_iterator it(text.begin(), text.end(), bin_re), e; it != e; ++it) {
+      const std::string name = (*it)[1].str();
+      ++quoted;
+      std::smatch m;
+      const bool made = name == "truegreen" || fs::exists(root / "bench" / (name + ".cc")) ||
+                        fs::exists(root / "tests" / (name + ".cc")) ||
+                        (std::regex_match(name, m, module_tests_re) &&
+                         fs::is_directory(root / "src" / m[1].str()));
+      if (!made) offenders.push_back(f.lexically_relative(root).string() + ": build/bin/" + name);
+    }
+  }
+  EXPECT_GT(quoted, 5) << "almost no build/bin/ names found: is the regex wrong?";
+  EXPECT_TRUE(offenders.empty()) << ::testing::PrintToString(offenders);
+}
+
 // The README's command table lists every command a user can run (hidden ones aside), each group's
 // subcommands included ("`truegreen audit image\|dockerfile\|k8s`"), and nothing that is not one.
 TEST(HouseRulesTest, ReadmeCommandTableListsTheCliCommands) {
