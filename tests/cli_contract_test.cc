@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/config.h"
+#include "tests/bench_stub_server.h"
 #include "tests/support/test_util.h"
 
 namespace tg {
@@ -25,6 +26,7 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using testing::ProcessResult;
 using testing::RunTruegreen;
+using testing::StubServer;
 using testing::TempDir;
 
 std::string Deploy(const std::string& f) { return testing::SourceDir() + "/deploy/" + f; }
@@ -188,12 +190,85 @@ TEST(CliContract, MissingInputFilesExitTwoBeforeTheStartupChain) {
        {std::vector<std::string>{"--json", "run", "--model", tmp / "missing.onnx"},
         std::vector<std::string>{"--json", "run", "--model", tmp.path()},
         std::vector<std::string>{"--json", "run", "--model", model, "--input",
-                                 "x=" + (tmp / "missing.npy")}}) {
+                                 "x=" + (tmp / "missing.npy")},
+        // A folder that is no pipeline (no model_index.json) and a missing prompt file.
+        std::vector<std::string>{"--json", "generate", "--prompt", "a cat", "--model", tmp.path()},
+        std::vector<std::string>{"--json", "generate", "--model", tmp.path(), "--prompt-file",
+                                 tmp / "missing.txt"},
+        // engines build checks its model before ONNX Runtime and the TensorRT provider.
+        std::vector<std::string>{"--json", "engines", "build", "--min-shapes", "x:1",
+                                 "--opt-shapes", "x:1", "--max-shapes", "x:1", "--model",
+                                 tmp / "missing.onnx"}}) {
     ProcessResult r = RunTruegreen(args);
     common::Json e = ExpectErrorObject(r, 2, args.back());
     EXPECT_THAT(e.value("message", std::string()), HasSubstr(tmp.path())) << r.out;
     EXPECT_THAT(r.out, Not(HasSubstr("\"startup\""))) << "the chain ran first: " << r.out;
   }
+}
+
+// The failures that are results, not errors (no GPU path 3, drift 4, a performance gate 5, an
+// audit 6), each run to its exit code, keep --log-format json on every stderr line too.
+TEST(CliContract, EveryResultFailureKeepsStderrJson) {
+  TempDir tmp;
+  ProcessResult probe = RunTruegreen({"probe", "--json"});
+  ASSERT_EQ(probe.exit_code, 0) << probe.err;
+  auto snap = common::ParseJson(probe.out, "probe");
+  ASSERT_TRUE(snap.ok()) << probe.out;
+  testing::WriteFile(tmp / "a.json", probe.out);
+  (*snap)["onnxruntime"]["library"]["version"] = "1.1.0";
+  testing::WriteFile(tmp / "b.json", snap->dump());
+  testing::WriteFile(tmp / "fallback.log", "Force fallback to CPU execution for node: n1\n");
+  testing::WriteFile(tmp / "Dockerfile", "FROM ubuntu:latest\nRUN apt-get install -y curl\n");
+  testing::WriteFile(tmp / "d.yaml",
+                     "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\nspec:\n"
+                     "  selector: {matchLabels: {a: b}}\n  template:\n"
+                     "    metadata: {labels: {a: b}}\n    spec:\n      containers:\n"
+                     "      - name: c\n        image: nginx:latest\n");
+  struct Case {
+    std::string what;
+    std::vector<std::string> args;
+    int exit_code;
+  };
+  std::vector<Case> cases = {
+      {"doctor on this GPU-less node", {"doctor"}, 3},
+      {"admit on this GPU-less node", {"admit"}, 3},
+      {"diff of drifted snapshots", {"diff", tmp / "a.json", tmp / "b.json"}, 4},
+      {"logscan with a CPU fallback", {"logscan", tmp / "fallback.log"}, 3},
+      {"audit dockerfile with findings", {"audit", "dockerfile", tmp / "Dockerfile"}, 6},
+      {"audit k8s with findings", {"audit", "k8s", tmp / "d.yaml"}, 6},
+  };
+  const std::string model = testing::BinaryDir() + "/models/runtime/matmul_softmax.onnx";
+  if (std::filesystem::exists(model)) {
+    cases.push_back({"run over its --max-p99-ms gate",
+                     {"--policy", "dev", "run", "--model", model, "--runs", "2", "--warmup", "0",
+                      "--max-p99-ms", "0.000001"},
+                     5});
+  }
+  for (const Case& c : cases) {
+    std::vector<std::string> a = {"--log-format", "json"};
+    a.insert(a.end(), c.args.begin(), c.args.end());
+    ProcessResult r = RunTruegreen(a);
+    EXPECT_EQ(r.exit_code, c.exit_code) << c.what << "\n" << r.out << r.err;
+    ExpectJsonStderr(r, c.what);
+  }
+  // bench over an SLO it cannot meet (p95 under 1 us), then compare against a run on a server
+  // ten times slower through a p95 gate.
+  StubServer server(/*delay_ms=*/2);
+  auto bench = [&](const std::string& out) {
+    return std::vector<std::string>{
+        "--log-format", "json",         "bench", "--url", server.url(), "--warmup", "0", "--window",
+        "0.5",          "--max-trials", "1",     "--slo", "p95<1us",    "--out",    out};
+  };
+  ProcessResult slo = RunTruegreen(bench(tmp / "run1.json"));
+  EXPECT_EQ(slo.exit_code, 5) << slo.out << slo.err;
+  ExpectJsonStderr(slo, "bench over its SLO");
+  server.set_delay_ms(20);
+  ProcessResult slower = RunTruegreen(bench(tmp / "run2.json"));
+  EXPECT_EQ(slower.exit_code, 5) << slower.out << slower.err;
+  ProcessResult gate = RunTruegreen({"--log-format", "json", "compare", tmp / "run1.json",
+                                     tmp / "run2.json", "--fail-on", "p95 +10%"});
+  EXPECT_EQ(gate.exit_code, 5) << gate.out << gate.err;
+  ExpectJsonStderr(gate, "compare over its gate");
 }
 
 TEST(CliContract, LogFormatJsonMakesEveryStderrLineJson) {

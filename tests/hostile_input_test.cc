@@ -173,6 +173,9 @@ void MakeFixtures() {
   W("Dockerfile", "FROM debian:12\n");
   ::mkfifo((g_dir + "/fifo").c_str(), 0600);
   ::mkdir((g_dir + "/adir").c_str(), 0755);
+  // A folder with a pipeline index: generate's input checks pass and the startup chain runs.
+  ::mkdir((g_dir + "/pipe").c_str(), 0755);
+  W("pipe/model_index.json", "{}");
   ::mkdir((g_dir + "/out").c_str(), 0755);
   // A 2 GiB all-zero "model": sparse, so it costs no disk.
   {
@@ -483,7 +486,7 @@ void AddCrashCases(std::vector<Case>* t) {
                 2,
                 "--input a"});
   t->push_back({"generate_prompt_60KB",
-                {"generate", "--model", "@/adir", "--prompt", prompt},
+                {"generate", "--model", "@/pipe", "--prompt", prompt},
                 3,
                 "production policy"});  // refused after ORT's environment came up: no crash before
   t->push_back({"yaml_cycle_matrix",

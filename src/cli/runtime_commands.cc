@@ -458,6 +458,9 @@ int EnginesBuild(const GlobalOptions& g, const EngineArgs& a) {
   runtime::OpenOptions oo;
   oo.build_engines = true;
   Status st = ResolveProfiles(a, &oo);
+  // The model is checked before ONNX Runtime and the providers: a missing one is exit 2 on
+  // every node, not the refusal of a node without TensorRT.
+  if (st.ok()) st = common::CheckInputPath(a.model, "--model");
   if (!st.ok()) return ReportError(st);
   auto ort = runtime::OrtRuntime::Open(g.Loader());
   if (!ort.ok()) return ReportError(Status::Unavailable(ort.status().message()));

@@ -159,6 +159,10 @@ common::Result<sd::GenerateRequest> BuildRequest(const GenerateFlags& f) {
   if (!std::filesystem::is_directory(f.model, ec)) {
     return Status::NotFound("--model: Stable Diffusion pipeline folder not found: " + f.model);
   }
+  // A folder without the pipeline's index is no pipeline: a usage error (exit 2) before the
+  // startup chain, on every node. The loader checks the rest once the chain has a factory.
+  TG_RETURN_IF_ERROR(common::CheckInputPath(
+      (std::filesystem::path(f.model) / "model_index.json").string(), "--model"));
   return req;
 }
 
