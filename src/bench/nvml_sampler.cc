@@ -44,12 +44,14 @@ NvmlSample NvmlSampler::SampleOnce() const {
 
 void NvmlSampler::Start(double interval_s) {
   thread_ = std::thread([this, interval_s] {
-    while (!stop_.load()) {
+    // The first sample is taken before stop_ is looked at, so a sampler stopped at once still has
+    // one reading, however late the thread was scheduled.
+    do {
       samples_.push_back(SampleOnce());
       for (int i = 0; i < static_cast<int>(interval_s * 50) && !stop_.load(); ++i) {
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
       }
-    }
+    } while (!stop_.load());
   });
 }
 

@@ -39,7 +39,7 @@ class NvmlSampler {
   NvmlSampler& operator=(const NvmlSampler&) = delete;
   // One reading now; never fails (what NVML cannot say is absent, see utilization_error()).
   NvmlSample SampleOnce() const;
-  void Start(double interval_s);  // once: a thread samples every interval_s until Stop()
+  void Start(double interval_s);  // once: a thread samples now, then every interval_s until Stop()
   void Stop();                    // joins that thread; idempotent (the destructor calls it)
   const std::vector<NvmlSample>& Samples() const { return samples_; }  // after Stop()
   // Why utilisation is absent in the latest SampleOnce ("" when it was read), e.g. the NVML error
