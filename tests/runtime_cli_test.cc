@@ -392,7 +392,8 @@ TEST(RuntimeStartupChain, ProductionRunAndGenerateRefuseADriftedNodeWithExit4) {
   EXPECT_EQ(r.exit_code, 4) << r.out << r.err;
   EXPECT_NE(r.err.find("version drift"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("[onnxruntime.library]"), std::string::npos) << r.err;
-  // The chain refuses before the pipeline is read: any existing folder will do.
+  // The chain refuses before the pipeline is read: any folder with a pipeline index will do.
+  testing::WriteFile(dir / "model_index.json", "{}");
   auto gen = testing::RunTruegreen({"--policy", dir / "p.yaml", "generate", "--model", dir.path(),
                                     "--prompt", "a cat", "--steps", "2", "--size", "256x256", "-o",
                                     dir / "out.png"});
