@@ -40,6 +40,7 @@ struct Case {
   long max_rss_mb = kPlainRssMb;
   int time_limit_s = 20;
   std::map<std::string, std::string> env = {};
+  long asan_rss_mb = 0;  // see HostileBounds::asan_rss_mib
 };
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
@@ -415,7 +416,10 @@ void AddPathAndCapCases(std::vector<Case>* t) {
                 {"--json", "diff", "@/snap_lists_a.json", "@/snap_lists_b.json"},
                 4,
                 "\"added\": 8000",
-                70});
+                70,
+                20,
+                {},
+                1100});  // ASan: 770 MB measured
   t->push_back({"bench_body_2MB",
                 Bench({"--api", "kserve", "--model", "m", "--body", "@/body_2MB.json", "--warmup",
                        "0", "--window", "0.2", "--max-trials", "1", "--no-nvml"}),
@@ -443,7 +447,8 @@ TEST_P(HostileCli, ExitCodeMessageAndBounds) {
   const double took_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   testing::ExpectWithinBounds(
-      r, {c.exit_code, Expand(c.fragment), "", c.max_rss_mb, c.time_limit_s}, took_s);
+      r, {c.exit_code, Expand(c.fragment), "", c.max_rss_mb, c.time_limit_s, c.asan_rss_mb},
+      took_s);
 }
 
 INSTANTIATE_TEST_SUITE_P(Table, HostileCli, ::testing::ValuesIn(AllCases()),
