@@ -30,8 +30,30 @@ std::string TinyDir(const std::string& variant) {
   return tg::testing::BinaryDir() + "/models/sd-tiny/" + variant;
 }
 
+// The factory and the loaded models live until every test has run, and are destroyed before the
+// process exits: a session kept alive into exit() leaves ONNX Runtime's pool threads running while
+// the library's static objects are destroyed (ASan reports the read after free).
+struct SharedModels {
+  std::unique_ptr<runtime::SessionFactory> factory;
+  std::map<std::string, std::unique_ptr<SdModel>> cache;  // per variant
+};
+SharedModels& Shared() {
+  static auto* shared = new SharedModels();
+  return *shared;
+}
+class SharedModelsEnvironment : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    Shared().cache.clear();  // models hold sessions made by the factory: they go first
+    Shared().factory.reset();
+  }
+};
+[[maybe_unused]] ::testing::Environment* const kSharedModelsEnvironment =
+    ::testing::AddGlobalTestEnvironment(new SharedModelsEnvironment);
+
 const runtime::SessionFactory& Factory() {
-  static auto* factory = [] {
+  std::unique_ptr<runtime::SessionFactory>& factory = Shared().factory;
+  if (factory == nullptr) {
     auto ort = runtime::OrtRuntime::Open(common::LibraryLoader::WithDefaults({}));
     if (!ort.ok()) {
       ADD_FAILURE() << "ONNX Runtime: " << ort.status().ToString();
@@ -42,23 +64,23 @@ const runtime::SessionFactory& Factory() {
       ADD_FAILURE() << "dev SessionFactory: " << f.status().ToString();
       std::abort();
     }
-    return new runtime::SessionFactory(std::move(f).value());
-  }();
+    factory = std::make_unique<runtime::SessionFactory>(std::move(f).value());
+  }
   return *factory;
 }
 
 // Loaded models are cached per variant: loading is the slow part of these tests.
 const SdModel& Model(const std::string& variant) {
-  static auto* cache = new std::map<std::string, std::unique_ptr<SdModel>>();
-  auto it = cache->find(variant);
-  if (it == cache->end()) {
+  auto& cache = Shared().cache;
+  auto it = cache.find(variant);
+  if (it == cache.end()) {
     auto m = LoadSdModel(TinyDir(variant), Factory());
     if (!m.ok()) {
       ADD_FAILURE() << variant << ": " << m.status().ToString()
                     << " (are the tiny pipelines generated? target sd_tiny_models)";
       std::abort();
     }
-    it = cache->emplace(variant, std::move(m).value()).first;
+    it = cache.emplace(variant, std::move(m).value()).first;
   }
   return *it->second;
 }
