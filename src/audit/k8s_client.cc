@@ -238,7 +238,7 @@ Result<K8sResponse> K8sApiRequest(const K8sApiConfig& c, std::string_view method
     boost::system::error_code addr_ec;
     asio::ip::make_address(c.host, addr_ec);
     if (addr_ec && !SSL_set_tlsext_host_name(tls.native_handle(), c.host.c_str())) {
-      return Status::Internal(where + ": cannot set the TLS server name");
+      return Status::Unavailable(where + ": cannot set the TLS server name");
     }
     auto& tcp = beast::get_lowest_layer(tls);
     connect(tcp, [&] {

@@ -177,9 +177,9 @@ Result<std::unique_ptr<HashingSource>> HashingSource::Create(ByteSource& inner,
         fmt::format("unsupported digest algorithm '{}': expected sha256 or sha512", algorithm));
   }
   EVP_MD_CTX* ctx = EVP_MD_CTX_new();
-  if (ctx == nullptr) return Status::Internal("EVP_MD_CTX_new failed");
+  if (ctx == nullptr) return Status::Unavailable("EVP_MD_CTX_new failed");
   std::unique_ptr<HashingSource> h(new HashingSource(inner, std::string(algorithm), ctx));
-  if (EVP_DigestInit_ex(ctx, md, nullptr) != 1) return Status::Internal("EVP_DigestInit failed");
+  if (EVP_DigestInit_ex(ctx, md, nullptr) != 1) return Status::Unavailable("EVP_DigestInit failed");
   return h;
 }
 
@@ -339,7 +339,7 @@ Result<Compression> SniffSource(ByteSource& source, ReadClient* client, int laye
 Result<ArchiveReadPtr> OpenLayerArchive(ReadClient* client, Compression comp, int layer,
                                         const std::string& name) {
   ArchiveReadPtr a(archive_read_new());
-  if (!a) return Status::Internal("archive_read_new failed");
+  if (!a) return Status::Unavailable("archive_read_new failed");
   archive_read_support_format_tar(a.get());
   if (comp == Compression::kGzip) archive_read_support_filter_gzip(a.get());
   if (comp == Compression::kZstd) archive_read_support_filter_zstd(a.get());

@@ -242,7 +242,7 @@ Result<Resolved> ResolveLegacy(const SmallReader& read, const std::string& sourc
 
 Result<ArchiveReadPtr> OpenOuter(const std::string& path) {
   ArchiveReadPtr a(archive_read_new());
-  if (!a) return Status::Internal("archive_read_new failed");
+  if (!a) return Status::Unavailable("archive_read_new failed");
   archive_read_support_format_tar(a.get());
   archive_read_support_filter_gzip(a.get());
   archive_read_support_filter_zstd(a.get());

@@ -207,7 +207,7 @@ void RegisterProbeCommands(CLI::App& app, GlobalOptions& g, CommandRegistry& r) 
       std::fwrite(text.data(), 1, text.size(), stdout);
     }
     if (std::fflush(stdout) != 0) {
-      return ReportError(common::Status::Internal("cannot write the snapshot to stdout"));
+      return ReportError(common::Status::Unavailable("cannot write the snapshot to stdout"));
     }
     return common::kExitOk;
   });

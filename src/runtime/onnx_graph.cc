@@ -261,7 +261,8 @@ common::Result<OnnxGraphSummary> ReadOnnxGraph(const std::string& path) {
   void* map = ::mmap(nullptr, static_cast<std::size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
   owner.Close();  // the mapping stays valid without the descriptor
   if (map == MAP_FAILED) {
-    return common::Status::Internal("cannot map model file " + path + ": " + std::strerror(errno));
+    return common::Status::Unavailable("cannot map model file " + path + ": " +
+                                       std::strerror(errno));
   }
   auto r = ParseOnnxGraph(static_cast<const std::uint8_t*>(map),
                           static_cast<std::size_t>(st.st_size), path);

@@ -262,7 +262,7 @@ struct SpngDeleter {
 
 Result<std::string> SpngEncode(const RgbImage& image, const std::vector<PngText>& text) {
   std::unique_ptr<spng_ctx, SpngDeleter> ctx(spng_ctx_new(SPNG_CTX_ENCODER));
-  if (!ctx) return Status::Internal("libspng: cannot create an encoder context");
+  if (!ctx) return Status::Unavailable("libspng: cannot create an encoder context");
   spng_set_option(ctx.get(), SPNG_ENCODE_TO_BUFFER, 1);
   spng_set_option(ctx.get(), SPNG_IMG_COMPRESSION_LEVEL, kZlibLevel);
   spng_set_option(ctx.get(), SPNG_IMG_COMPRESSION_STRATEGY, kZlibStrategy);
@@ -282,7 +282,8 @@ Result<std::string> SpngEncode(const RgbImage& image, const std::vector<PngText>
   if (!chunks.empty()) {
     const int rc =
         spng_set_text(ctx.get(), chunks.data(), static_cast<std::uint32_t>(chunks.size()));
-    if (rc != 0) return Status::Internal(std::string("libspng text chunk: ") + spng_strerror(rc));
+    if (rc != 0)
+      return Status::Unavailable(std::string("libspng text chunk: ") + spng_strerror(rc));
   }
   spng_ihdr ihdr{};
   ihdr.width = static_cast<std::uint32_t>(image.width);
@@ -294,12 +295,13 @@ Result<std::string> SpngEncode(const RgbImage& image, const std::vector<PngText>
     rc = spng_encode_image(ctx.get(), image.pixels.data(), image.pixels.size(), SPNG_FMT_PNG,
                            SPNG_ENCODE_FINALIZE);
   }
-  if (rc != 0) return Status::Internal(std::string("libspng encode failed: ") + spng_strerror(rc));
+  if (rc != 0)
+    return Status::Unavailable(std::string("libspng encode failed: ") + spng_strerror(rc));
   std::size_t len = 0;
   int err = 0;
   void* buf = spng_get_png_buffer(ctx.get(), &len, &err);
   if (buf == nullptr || err != 0) {
-    return Status::Internal(std::string("libspng: no output buffer: ") + spng_strerror(err));
+    return Status::Unavailable(std::string("libspng: no output buffer: ") + spng_strerror(err));
   }
   std::string out(static_cast<const char*>(buf), len);
   std::free(buf);  // spng_get_png_buffer hands ownership to the caller (malloc'd)
@@ -344,7 +346,7 @@ Result<std::string> EncodePngLibpng(const RgbImage& image, const std::vector<Png
   PngIo io;
   io.out = &out;
   if (!LibpngEncode(image, views.data(), static_cast<int>(views.size()), &io)) {
-    return Status::Internal(std::string("libpng: ") + io.error);
+    return Status::Unavailable(std::string("libpng: ") + io.error);
   }
   return out;
 }

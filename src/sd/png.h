@@ -11,7 +11,7 @@
 // written file is a valid PNG of the requested size.
 //
 // Errors: INVALID_ARG for an inconsistent image (size vs. pixel count, zero or > 16384 sides) or
-// undecodable bytes (naming `source`); INTERNAL when the encoder library fails.
+// undecodable bytes (naming `source`); UNAVAILABLE when the encoder library fails (out of memory).
 // Thread safety: stateless free functions, safe to call concurrently.
 #pragma once
 
