@@ -26,7 +26,8 @@ using Json = nlohmann::json;
 // Parses JSON; on error INVALID_ARG "<source>:<line>:<col>: invalid JSON: <reason>" (never the
 // file's content). Duplicate keys in an object and nesting deeper than kMaxJsonDepth are errors.
 Result<Json> ParseJson(const std::string& text, const std::string& source);
-// Reads (size-capped) and parses a JSON file.
+// Reads `path` with ReadFileLimited (its NOT_FOUND and INVALID_ARG cases, `max_bytes` the cap)
+// and parses it as ParseJson does.
 Result<Json> LoadJsonFile(const std::string& path, std::uint64_t max_bytes = kMaxConfigBytes);
 
 // Limits every YAML input is held to (checked on the parser's events before a node tree exists;
@@ -44,6 +45,7 @@ Result<YAML::Node> ParseYaml(const std::string& text, const std::string& source)
 // as ParseYaml except the document count.
 Result<std::vector<YAML::Node>> ParseYamlDocuments(const std::string& text,
                                                    const std::string& source);
+// Reads a YAML file as LoadJsonFile reads JSON (the same codes), then parses it as ParseYaml.
 Result<YAML::Node> LoadYamlFile(const std::string& path, std::uint64_t max_bytes = kMaxConfigBytes);
 
 // "<source>:<line>:<col>" of a node (1-based), or "<source>" when the node has no mark.
@@ -59,7 +61,9 @@ class YamlMap {
   // this mapping ("" for the document root); `source` is the file name used in messages.
   static Result<YamlMap> From(const YAML::Node& node, std::string source, std::string path);
 
+  // Whether the mapping has `key` (does not mark it read).
   bool Has(std::string_view key) const;
+  // The wrapped node and the file name of messages; valid while this YamlMap lives.
   const YAML::Node& node() const { return node_; }
   const std::string& source() const { return source_; }
   // Dotted path of a child field: "cuda.runtime".
