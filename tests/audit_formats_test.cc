@@ -144,6 +144,38 @@ TEST(AuditFormats, K8sAndLogscanSarifValidate) {
   EXPECT_EQ(ValidateJunit(d / "l.xml").exit_code, 0);
 }
 
+// A truncated audit (--max-findings below the findings there are) stays valid in SARIF and JUnit,
+// carries the truncation in both (a result and a tool execution notification; a failed
+// testcase), and fails even with --fail-on error and every listed rule suppressed.
+TEST(AuditFormats, TruncatedAuditIsValidAndFails) {
+  TempDir d;
+  WriteFile(d / "m.yaml",
+            "kind: Pod\nmetadata: {name: p}\nspec:\n  hostNetwork: true\n"
+            "  containers: [{name: c, image: busybox}, {name: e, image: busybox}]\n");
+  WriteFile(d / "s.yaml",
+            "suppressions:\n  - {rule: k8s.host-namespaces, reason: r}\n"
+            "  - {rule: audit.findings-truncated, reason: r}\n");
+  ProcessResult r =
+      RunTruegreen({"audit", "k8s", d / "m.yaml", "--max-findings", "1", "--suppressions",
+                    d / "s.yaml", "--sarif", d / "t.sarif", "--junit", d / "t.xml"});
+  EXPECT_EQ(r.exit_code, 6) << r.out << r.err;
+  EXPECT_NE(r.err.find("audit.findings-truncated cannot be suppressed"), std::string::npos)
+      << r.err;
+  ProcessResult s = ValidateSarif(d / "t.sarif");
+  EXPECT_EQ(s.exit_code, 0) << s.out << s.err;
+  auto j = nlohmann::json::parse(ReadFile(d / "t.sarif"));
+  const auto& run = j["runs"][0];
+  ASSERT_EQ(run["results"].size(), 2u) << run.dump(2);
+  EXPECT_EQ(run["results"][1]["ruleId"], "audit.findings-truncated");
+  EXPECT_FALSE(run["results"][1].contains("suppressions"));
+  EXPECT_EQ(run["invocations"][0]["executionSuccessful"], false);
+  EXPECT_EQ(run["invocations"][0]["toolExecutionNotifications"][0]["level"], "error");
+  ProcessResult x = ValidateJunit(d / "t.xml");
+  EXPECT_EQ(x.exit_code, 0) << x.out << x.err;
+  const std::string xml = ReadFile(d / "t.xml");
+  EXPECT_NE(xml.find("classname=\"audit.findings-truncated\""), std::string::npos) << xml;
+}
+
 TEST(AuditFormats, FailOnSetsTheGate) {
   TempDir d;
   WriteFile(d / "Dockerfile",

@@ -225,6 +225,18 @@ std::string ManyDeployments(int n) {
   return s;
 }
 
+// `pods` Pods of `containers` bare containers each (name and image only): four findings per
+// container. 100 x 1000 is 2.9 MB and 400 000 findings (844 MB listed in full; 1.43 GB as JSON).
+std::string ManyBareContainers(int pods, int containers) {
+  std::string s;
+  for (int p = 0; p < pods; ++p) {
+    s += "---\nkind: Pod\nmetadata: {name: p" + std::to_string(p) + "}\nspec:\n  containers:\n";
+    for (int c = 0; c < containers; ++c)
+      s += "    - {name: c" + std::to_string(c) + ", image: i}\n";
+  }
+  return s;
+}
+
 struct Case {
   const char* name;
   std::function<void(const TempDir&)> setup;  // writes the inputs
@@ -499,12 +511,43 @@ const std::vector<Case>& Cases() {
        100},
       {"k8s_three_megabytes_within_twenty_times",
        [](const TempDir& d) { WriteFile(d / "m.yaml", ManyDeployments(5008)); },  // 2.9 MB
-       {"audit", "k8s", "{dir}/m.yaml"},
+       {"audit", "k8s", "{dir}/m.yaml", "--max-findings", "100000"},
        6,
-       "[doc 5008] Deployment/app-5007",  // the last document was audited
+       "[doc 5008] Deployment/app-5007",  // the last document was audited and listed
        nullptr,
        70,     // 20 x 2.9 MB + the binary's own ~12 MB (LoadAll of every document: 204 MB)
        1200},  // ASan: 948 MB measured (each batch's freed nodes sit in the quarantine)
+      {"k8s_findings_past_the_cap_counted_not_listed",
+       [](const TempDir& d) { WriteFile(d / "m.yaml", ManyBareContainers(100, 1000)); },
+       {"audit", "k8s", "{dir}/m.yaml"},
+       6,
+       "375000 more finding(s) not listed: at most 25000 are listed",
+       "[doc 8]",  // the cap is reached in document 7: nothing later is listed
+       120,
+       1400},  // ASan: not measured; the 2.9 MB case above took 948 MB
+      {"k8s_findings_past_the_cap_json",
+       [](const TempDir& d) { WriteFile(d / "m.yaml", ManyBareContainers(100, 1000)); },
+       {"audit", "k8s", "{dir}/m.yaml", "--format", "json"},
+       6,
+       "\"rule\": \"audit.findings-truncated\"",
+       "[doc 8]",
+       120,
+       1400},  // ASan: not measured; the 2.9 MB case above took 948 MB
+      {"k8s_max_findings_zero_refused",
+       [](const TempDir& d) { WriteFile(d / "m.yaml", kPod); },
+       {"audit", "k8s", "{dir}/m.yaml", "--max-findings", "0"},
+       2,
+       "--max-findings: '0' is outside the range of this option; allowed: 1..100000 findings"},
+      {"dockerfile_max_findings_past_range_refused",
+       [](const TempDir& d) { WriteFile(d / "Dockerfile", "FROM scratch\n"); },
+       {"audit", "dockerfile", "{dir}/Dockerfile", "--max-findings", "100001"},
+       2,
+       "allowed: 1..100000 findings"},
+      {"k8s_max_findings_one_truncates_and_fails",
+       [](const TempDir& d) { WriteFile(d / "m.yaml", kPod); },
+       {"audit", "k8s", "{dir}/m.yaml", "--max-findings", "1", "--fail-on", "error"},
+       6,
+       "more finding(s) not listed: at most 1 are listed"},
       {"render_negative_cpu",
        [](const TempDir&) {},
        {"k8s", "render", "--matrix", SourceDir() + "/deploy/matrix.example.yaml", "--cpu", "-5"},

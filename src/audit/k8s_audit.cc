@@ -684,6 +684,13 @@ Status AuditObject(const YAML::Node& obj, const std::string& file, int doc,
   return Status::Ok();
 }
 
+// Keeps the findings within the report's cap after each document, so a document-dense or
+// finding-dense manifest holds at most the cap plus one document's findings.
+void TrimFindings(K8sAuditReport* report) {
+  report->cap.Trim(&report->findings,
+                   [](const K8sFinding& k) -> const Finding& { return k.finding; });
+}
+
 // Audits what the kustomization in `dir` renders (kustomize.h applies its transforms first).
 Status AuditKustomization(const std::string& dir, const K8sAuditOptions& options,
                           K8sAuditReport* report) {
@@ -703,6 +710,7 @@ Status AuditKustomization(const std::string& dir, const K8sAuditOptions& options
     report->documents++;
     try {
       TG_RETURN_IF_ERROR(AuditObject(o.node, o.source, o.document, options, {}, report, ""));
+      TrimFindings(report);
     } catch (const YAML::Exception& e) {
       return Status::InvalidArg(
           fmt::format("{}:{}: document {}: {}", o.source, e.mark.line + 1, o.document, e.msg));
@@ -724,12 +732,15 @@ Status AuditDocument(const YAML::Node& d, const std::string& source, int index,
                      const K8sAuditOptions& options, const std::vector<KustomizeImage>& images,
                      K8sAuditReport* report) {
   report->documents++;
+  Status s = Status::Ok();
   try {
-    return AuditObject(d, source, index, options, images, report, "");
+    s = AuditObject(d, source, index, options, images, report, "");
   } catch (const YAML::Exception& e) {
-    return Status::InvalidArg(
+    s = Status::InvalidArg(
         fmt::format("{}:{}: document {}: {}", source, e.mark.line + 1, index, e.msg));
   }
+  TrimFindings(report);
+  return s;
 }
 
 }  // namespace
@@ -843,6 +854,7 @@ void AddCoverageFindings(K8sAuditReport* report) {
       report->documents);
   kf.finding.fix = "give the manifests of the workloads (Deployment, StatefulSet, ...) too";
   report->findings.push_back(std::move(kf));
+  TrimFindings(report);
 }
 
 common::Json K8sReportToJson(const K8sAuditReport& report) {

@@ -44,6 +44,7 @@
 #include <vector>
 
 #include "audit/finding.h"
+#include "audit/finding_cap.h"
 #include "audit/k8s_yaml.h"
 #include "common/config.h"
 #include "common/status.h"
@@ -94,7 +95,10 @@ struct K8sAuditedPod {
 };
 
 struct K8sAuditReport {
+  // At most cap.max() findings, the first in input order: the audit functions below trim after
+  // every document, so the rest are only counted in `cap` (audit/finding_cap.h).
   std::vector<K8sFinding> findings;
+  FindingCap cap;
   int documents = 0;
   int workloads = 0;  // pod templates audited
   int containers = 0;

@@ -83,6 +83,17 @@ std::string Location(const Finding& f) {
   return where;
 }
 
+// The invocation that reports a truncation: the tool stopped listing results, so its run did not
+// succeed in full (executionSuccessful is the one required member).
+nlohmann::json SarifInvocations(const FindingCap& cap) {
+  nlohmann::json note = {{"level", "error"},
+                         {"message", {{"text", cap.Summary()}}},
+                         {"descriptor", {{"id", std::string(kTruncatedRule)}}}};
+  return nlohmann::json::array(
+      {{{"executionSuccessful", false},
+        {"toolExecutionNotifications", nlohmann::json::array({std::move(note)})}}});
+}
+
 constexpr std::size_t kMaxSuppressions = 10000;
 
 // Occurrences of a "rule" key ("rule:" not preceded by a letter, digit, '_' or '-'): an upper
@@ -155,6 +166,7 @@ std::string TodayUtc() { return common::UtcNow("%Y-%m-%d"); }
 void ApplySuppressions(const Suppressions& s, std::string_view today,
                        std::vector<Finding>* findings) {
   for (Finding& f : *findings) {
+    if (f.rule == kTruncatedRule) continue;
     for (const Suppression& e : s.entries) {
       if (e.rule != f.rule) continue;
       if (!e.path.empty() && f.path.find(e.path) == std::string::npos) continue;
@@ -180,7 +192,7 @@ bool GateFails(const std::vector<Finding>& findings, Severity fail_on) {
 }
 
 nlohmann::json ToSarif(const std::vector<Finding>& findings, std::string_view command,
-                       std::string_view version) {
+                       std::string_view version, const FindingCap* cap) {
   using nlohmann::json;
   std::map<std::string, int> rule_index;
   json rules = json::array();
@@ -227,6 +239,7 @@ nlohmann::json ToSarif(const std::vector<Finding>& findings, std::string_view co
               {"automationDetails", {{"id", std::string(command) + "/"}}},
               {"originalUriBaseIds", {{"%SRCROOT%", {{"uri", SrcRootUri()}}}}},
               {"results", std::move(results)}};
+  if (cap != nullptr && cap->truncated()) run["invocations"] = SarifInvocations(*cap);
   return {{"$schema",
            "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/"
            "sarif-schema-2.1.0.json"},

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "audit/finding.h"
+#include "audit/finding_cap.h"
 #include "common/status.h"
 
 namespace tg::audit {
@@ -52,7 +53,8 @@ common::Result<Suppressions> ParseSuppressions(const std::string& text, const st
 // Today's date in UTC, "YYYY-MM-DD".
 std::string TodayUtc();
 
-// Marks matching findings suppressed (or notes an expired suppression on them).
+// Marks matching findings suppressed (or notes an expired suppression on them). The truncation
+// finding (kTruncatedRule) is never suppressed.
 void ApplySuppressions(const Suppressions& s, std::string_view today,
                        std::vector<Finding>* findings);
 
@@ -60,9 +62,11 @@ void ApplySuppressions(const Suppressions& s, std::string_view today,
 bool GateFails(const std::vector<Finding>& findings, Severity fail_on);
 
 // A SARIF 2.1.0 log with one run. `command` ("audit k8s") names the automation; every rule id seen
-// becomes a reportingDescriptor.
+// becomes a reportingDescriptor. When `cap` says findings were not listed, the run also has an
+// invocation whose toolExecutionNotifications hold an error notification saying so (SARIF 2.1.0
+// the invocation object: conditions the tool met while running) and executionSuccessful false.
 nlohmann::json ToSarif(const std::vector<Finding>& findings, std::string_view command,
-                       std::string_view version);
+                       std::string_view version, const FindingCap* cap = nullptr);
 
 // JUnit XML: one testsuite named `command`; a testcase per finding (failure when it fails the
 // gate, skipped when suppressed, passed with its message in system-out otherwise); a single

@@ -14,6 +14,7 @@ namespace {
 
 // Every id an audit can emit (kept in step with the sources by hostile_audit_test).
 constexpr std::string_view kRuleIds[] = {
+    "audit.findings-truncated",
     "dockerfile.add-url",
     "dockerfile.apt-recommends",
     "dockerfile.base-digest",

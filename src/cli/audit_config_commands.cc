@@ -139,6 +139,7 @@ int RunAuditK8s(const K8sArgs& a, const GlobalOptions& g) {
   const std::string matrix_name =
       !a.matrix.empty() ? a.matrix : (*m ? "of --policy " + g.policy : std::string());
   audit::K8sAuditReport rep;
+  rep.cap = audit::FindingCap(a.output.max_findings);  // applied while the documents are read
   for (const auto& f : a.files) {
     common::Status s = audit::AuditK8sPath(f, opts, &rep);
     if (!s.ok()) return ReportError(s);
@@ -150,8 +151,9 @@ int RunAuditK8s(const K8sArgs& a, const GlobalOptions& g) {
   std::vector<audit::Finding> findings;
   for (const auto& kf : rep.findings) findings.push_back(kf.finding);
   bool printed = false;
-  common::Status emitted = EmitAuditReports(*out, kCmd, fail_on, &findings, &printed);
+  common::Status emitted = EmitAuditReports(*out, kCmd, fail_on, &findings, &printed, &rep.cap);
   if (!emitted.ok()) return ReportError(emitted);
+  rep.findings.resize(findings.size());  // the truncation finding, when one was added
   for (std::size_t i = 0; i < findings.size(); ++i) rep.findings[i].finding = findings[i];
   bool fail = audit::GateFails(findings, fail_on);
   if (printed) {

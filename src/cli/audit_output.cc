@@ -41,6 +41,11 @@ void AddAuditOutputFlags(CLI::App* cmd, AuditOutputFlags* f) {
                   "YAML file of rule ids with reasons and optional expiry; suppressed findings "
                   "are still reported")
       ->type_name("FILE");
+  cmd->add_option("--max-findings", f->max_findings,
+                  "List at most N findings (default 25000, the most SARIF results GitHub code "
+                  "scanning accepts per run); past them findings are counted by rule, and the "
+                  "audit fails with audit.findings-truncated")
+      ->type_name("N");
 }
 
 common::Result<AuditOutput> ResolveAuditOutput(const AuditOutputFlags& f, const GlobalOptions& g,
@@ -66,25 +71,37 @@ common::Result<AuditOutput> ResolveAuditOutput(const AuditOutputFlags& f, const 
   if (!f.suppressions.empty()) {
     TG_ASSIGN_OR_RETURN(out.suppressions, audit::LoadSuppressions(f.suppressions));
     if (audit_rule_ids) out.warnings = audit::UnknownRuleWarnings(*out.suppressions);
+    for (const auto& e : out.suppressions->entries) {
+      if (e.rule != audit::kTruncatedRule) continue;
+      out.warnings.push_back(fmt::format(
+          "{}:{}: {} cannot be suppressed: findings that were not listed were not checked",
+          out.suppressions->source, e.line, e.rule));
+    }
     for (const auto& w : out.warnings) Warn(w);
   }
+  out.max_findings = f.max_findings;
   out.sarif = f.sarif;
   out.junit = f.junit;
   return out;
 }
 
 Status EmitAuditReports(const AuditOutput& out, std::string_view command, audit::Severity fail_on,
-                        std::vector<audit::Finding>* findings, bool* printed) {
+                        std::vector<audit::Finding>* findings, bool* printed,
+                        const audit::FindingCap* earlier) {
+  audit::FindingCap cap = earlier != nullptr ? *earlier : audit::FindingCap(out.max_findings);
+  cap.Trim(findings);
   if (out.suppressions) {
     audit::ApplySuppressions(*out.suppressions, audit::TodayUtc(), findings);
   }
+  // After the suppressions: the truncation finding is never suppressed.
+  if (cap.truncated()) findings->push_back(cap.TruncationFinding());
   // Each document is built only when a flag or --format asks for it: an unrequested report
   // costs memory and time, and must never be what ends a plain-text run.
   const bool sarif_out = out.format == audit::OutputFormat::kSarif;
   const bool junit_out = out.format == audit::OutputFormat::kJunit;
   std::string sarif, junit;
   if (sarif_out || !out.sarif.empty()) {
-    sarif = common::WriteJson(audit::ToSarif(*findings, command, TG_VERSION), 2) + "\n";
+    sarif = common::WriteJson(audit::ToSarif(*findings, command, TG_VERSION, &cap), 2) + "\n";
   }
   if (junit_out || !out.junit.empty()) junit = audit::ToJunit(*findings, command, fail_on);
   if (!out.sarif.empty()) TG_RETURN_IF_ERROR(WriteReport(out.sarif, sarif, "--sarif"));

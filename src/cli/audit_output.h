@@ -3,6 +3,7 @@
 //   --sarif FILE / --junit FILE      also write SARIF 2.1.0 / JUnit XML to FILE
 //   --fail-on error|warning|info     the lowest severity that fails the command
 //   --suppressions FILE              rule ids with reasons and optional expiry (report_format.h)
+//   --max-findings N                 list at most N findings (audit/finding_cap.h; default 25000)
 // Failure behaviour: bad values, an unreadable suppression file, or a report file that exists and
 // is not a regular file are usage errors (exit 2) naming the flag or file. Not thread-safe.
 #pragma once
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "audit/finding.h"
+#include "audit/finding_cap.h"
 #include "audit/report_format.h"
 #include "cli/command.h"
 
@@ -24,6 +26,7 @@ struct AuditOutputFlags {
   std::string sarif, junit;
   std::string fail_on;  // "" = the command's default
   std::string suppressions;
+  std::size_t max_findings = audit::kDefaultMaxFindings;
 };
 // Adds the flags above to `cmd`, bound to *flags (which must outlive parsing and the runner).
 void AddAuditOutputFlags(CLI::App* cmd, AuditOutputFlags* flags);
@@ -34,6 +37,7 @@ struct AuditOutput {
   std::optional<audit::Severity> fail_on;  // nullopt = the command's default
   std::optional<audit::Suppressions> suppressions;
   std::string sarif, junit;
+  std::size_t max_findings = audit::kDefaultMaxFindings;
   // Non-fatal problems with the flags' inputs (suppressions naming unknown rule ids), already
   // written to stderr; commands add them to their JSON output as "warnings".
   std::vector<std::string> warnings;
@@ -44,11 +48,14 @@ struct AuditOutput {
 common::Result<AuditOutput> ResolveAuditOutput(const AuditOutputFlags& f, const GlobalOptions& g,
                                                bool audit_rule_ids = false);
 
-// Applies suppressions to `findings`, writes --sarif/--junit files and, for the sarif/junit
-// formats, stdout. Returns OK or INVALID_ARG (a report file that cannot be written).
-// `printed` is set when stdout was written (so the caller prints text/json only otherwise).
+// Keeps the first out.max_findings of `findings` (counting the rest into the cap), applies
+// suppressions, appends the truncation finding when any was not kept (audit/finding_cap.h), and
+// writes --sarif/--junit files and, for the sarif/junit formats, stdout. `earlier`, when given, is
+// the cap the command already applied while collecting (its counts are reported too). Returns OK
+// or INVALID_ARG (a report file that cannot be written). `printed` is set when stdout was written
+// (so the caller prints text/json only otherwise).
 common::Status EmitAuditReports(const AuditOutput& out, std::string_view command,
                                 audit::Severity fail_on, std::vector<audit::Finding>* findings,
-                                bool* printed);
+                                bool* printed, const audit::FindingCap* earlier = nullptr);
 
 }  // namespace tg::cli

@@ -263,12 +263,12 @@ std::string_view LogVerdict(common::Outcome o) {
 // findings in the asked format. Every match fails unless suppressed; matches past the listed ones
 // cannot be suppressed. The exit code is the most severe category's (policy::LogScanOutcome).
 int ReportLogscan(const std::string& path, const policy::LogScanSummary& r, const AuditOutput& out,
-                  std::vector<audit::Finding>* findings, Json* matches, const std::string& text,
-                  const GlobalOptions& g) {
-  constexpr std::int64_t kMaxListed = 10000;
+                  std::vector<audit::Finding>* findings, const audit::FindingCap& cap,
+                  Json* matches, const std::string& text, const GlobalOptions& g) {
+  const auto kMaxListed = static_cast<std::int64_t>(out.max_findings);
   audit::Severity fail_on = out.fail_on.value_or(audit::Severity::kError);
   bool printed = false;
-  common::Status emitted = EmitAuditReports(out, "logscan", fail_on, findings, &printed);
+  common::Status emitted = EmitAuditReports(out, "logscan", fail_on, findings, &printed, &cap);
   if (!emitted.ok()) return ReportError(emitted);
   const bool fail = r.matches > static_cast<std::int64_t>(findings->size()) ||
                     audit::GateFails(*findings, fail_on);
@@ -298,9 +298,7 @@ int ReportLogscan(const std::string& path, const policy::LogScanSummary& r, cons
   Print(Paint(verdict, rc == 0 ? Tone::kPass : Tone::kFail) + " (exit " + std::to_string(rc) +
         "): " + summary + (r.matches ? "" : " — no fallback or degradation language found") + "\n" +
         text);
-  if (r.matches > kMaxListed) {
-    Print("... " + std::to_string(r.matches - kMaxListed) + " more finding(s) not listed\n");
-  }
+  if (cap.truncated()) Print("... " + cap.TruncationFinding().message + "\n");
   return rc;
 }
 
@@ -315,15 +313,16 @@ int RunLogscan(const std::string& path, const std::string& patterns, const Audit
     scanner = std::move(*s);
   }
   // Findings are collected (not streamed) so the verdict can come first. Each is at most one
-  // truncated line plus its explanation, and at most kMaxListed are kept (all are counted), so
-  // memory stays bounded on a log that matches on every line.
-  constexpr std::int64_t kMaxListed = 10000;
+  // truncated line plus its explanation, and at most --max-findings are kept (the rest are
+  // counted by pattern), so memory stays bounded on a log that matches on every line.
+  const auto kMaxListed = static_cast<std::int64_t>(out->max_findings);
+  audit::FindingCap cap(out->max_findings);
   Json matches = Json::array();
   std::vector<audit::Finding> findings;
   std::string text;
   std::int64_t listed = 0;
   auto on_match = [&](const policy::LogMatch& m) {
-    if (++listed > kMaxListed) return;
+    if (++listed > kMaxListed) return cap.CountDropped(m.pattern->id, audit::Severity::kError);
     audit::Finding f;
     f.rule = m.pattern->id;
     f.path = path == "-" ? "" : path;
@@ -344,7 +343,7 @@ int RunLogscan(const std::string& path, const std::string& patterns, const Audit
   };
   auto r = policy::ScanLogFile(path, on_match, scanner.get());
   if (!r.ok()) return ReportError(r.status());
-  return ReportLogscan(path, *r, *out, &findings, &matches, text, g);
+  return ReportLogscan(path, *r, *out, &findings, cap, &matches, text, g);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 
 #include "audit/byte_size.h"
 #include "audit/finding.h"
+#include "audit/finding_cap.h"
 #include "server/config.h"
 
 namespace tg::cli {
@@ -45,6 +46,14 @@ constexpr OptionRange kRanges[] = {
     {"generate", "--batch", 1, 8, false, "images"},
     {"generate", "--seed", 0, kU64Max, false, "(seed)"},
     {"audit image", "--budget", 1, 1125899906842624.0L, false, "bytes (a SIZE such as 2GiB)"},
+    {"audit image", "--max-findings", audit::kMinMaxFindings, audit::kMaxMaxFindings, false,
+     "findings"},
+    {"audit dockerfile", "--max-findings", audit::kMinMaxFindings, audit::kMaxMaxFindings, false,
+     "findings"},
+    {"audit k8s", "--max-findings", audit::kMinMaxFindings, audit::kMaxMaxFindings, false,
+     "findings"},
+    {"logscan", "--max-findings", audit::kMinMaxFindings, audit::kMaxMaxFindings, false,
+     "findings"},
     {"k8s render", "--port", 1, 65535, false, "(TCP port)"},
     {"k8s render", "--min-replicas", 1, 1000, false, "replicas"},
     {"k8s render", "--max-replicas", 1, 1000, false, "replicas"},
