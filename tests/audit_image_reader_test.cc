@@ -104,8 +104,9 @@ TEST(AuditImageReader, AllFormatsGiveTheSameModel) {
     EXPECT_EQ(fs.count("data/a"), 0u) << "opaque dir hides lower content";
     EXPECT_EQ(fs.count("data/b"), 0u);
     EXPECT_EQ(fs.count("data/c"), 1u) << "opaque dir keeps same-layer content";
-    EXPECT_EQ(fs.at("usr/bin/tool").size, 1500u);
-    EXPECT_EQ(fs.at("usr/bin/tool").layer, 1);
+    ASSERT_NE(fs.find("usr/bin/tool"), fs.end());
+    EXPECT_EQ(fs.find("usr/bin/tool")->size(), 1500u);
+    EXPECT_EQ(fs.find("usr/bin/tool")->layer(), 1);
     EXPECT_EQ(ResolvePath(fs, "usr/bin/t2"), "usr/bin/tool");
   }
 }

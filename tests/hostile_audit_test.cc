@@ -21,6 +21,7 @@
 
 #include "tests/fixtures/make_images.h"
 #include "tests/support/hostile_bounds.h"
+#include "tests/support/many_entry_image.h"
 #include "tests/support/test_util.h"
 
 namespace tg::testing {
@@ -681,6 +682,31 @@ TEST(HostileAuditProperty, InvalidUtf8NeverExitsOneAndEveryFormatStaysValid) {
       EXPECT_NO_THROW(j = common::Json::parse(r.out)) << base[0] << "\n" << r.out.substr(0, 2000);
     }
   }
+}
+
+// A layer of 10^6 empty files with 17-character names (a 9.9 MiB gzip blob): every entry is
+// read and counted within 20x the input plus the audit's fixed cost (about 12 MiB). The entries
+// and the merged filesystem were once alive together as per-path heap strings and map nodes
+// (341 MiB here); the filesystem now views the entries' names.
+TEST(HostileAuditImageMemory, MillionEntryLayerWithinTwentyTimesTheInput) {
+  constexpr long kAuditFixedMib = 12;
+  TempDir dir;
+  const std::string image = images::WriteManyEntryImage(dir / "img", dir / "work", 1'000'000);
+  std::uintmax_t input = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(image)) {
+    if (e.is_regular_file()) input += e.file_size();
+  }
+  ASSERT_GT(input, 5u << 20) << "the fixture is not the million-entry layer";
+  HostileBounds b;
+  b.exit_code = 0;
+  b.fragment = "files   1000000 in 1 layers";
+  b.max_rss_mib = static_cast<long>(20 * input >> 20) + kAuditFixedMib;
+  const auto start = std::chrono::steady_clock::now();
+  const MeasuredOutcome r =
+      tg::testing::RunMeasured({"audit", "image", "--no-load", image}, TimeLimitS(120));
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ExpectWithinBounds(r, b, took);
 }
 
 }  // namespace

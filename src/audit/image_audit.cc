@@ -97,8 +97,10 @@ Result<ImageAuditReport> AuditImage(const std::string& path, const ImageAuditOpt
   capture.extract = ExtractForOrtPair;
   capture.extract_dir = extract_dir.path();
   capture.extract_budget = std::make_shared<CaptureSpec::Budget>();
-  TG_ASSIGN_OR_RETURN(Image img, ReadImage(path, options.policy.limits, capture, read));
+  TG_ASSIGN_OR_RETURN(Image read_image, ReadImage(path, options.policy.limits, capture, read));
   ImageAuditReport r;
+  r.image = std::make_shared<const Image>(std::move(read_image));
+  const Image& img = *r.image;
   r.source = img.source;
   r.format = std::string(ImageFormatName(img.format));
   r.config_digest = img.config_digest;
@@ -122,8 +124,8 @@ Result<ImageAuditReport> AuditImage(const std::string& path, const ImageAuditOpt
     r.layers.push_back(std::move(s));
   }
   r.efficiency = MergeWithEfficiency(img, &r.fs);
-  for (const auto& [p, n] : r.fs) {
-    if (n.type == EntryType::kFile) ++r.files;
+  for (const FsNode& n : r.fs) {
+    if (n.type() == EntryType::kFile) ++r.files;
   }
   r.snapshot = BuildSnapshot(img, r.fs);
   const policy::Matrix* matrix = options.matrix ? &*options.matrix : nullptr;
@@ -248,35 +250,35 @@ ImageDiff DiffImages(const ImageAuditReport& a, const ImageAuditReport& b) {
   ImageDiff d;
   auto ia = a.fs.begin();
   auto ib = b.fs.begin();
-  auto bytes = [](const FsNode& n) { return n.type == EntryType::kFile ? n.size : 0; };
+  auto bytes = [](const FsNode& n) { return n.type() == EntryType::kFile ? n.size() : 0; };
   while (ia != a.fs.end() || ib != b.fs.end()) {
-    if (ib == b.fs.end() || (ia != a.fs.end() && ia->first < ib->first)) {
-      if (ia->second.type != EntryType::kDir) {
-        d.files.push_back({ia->first, "removed", bytes(ia->second), 0, ""});
-        d.removed_bytes += bytes(ia->second);
+    if (ib == b.fs.end() || (ia != a.fs.end() && ia->path() < ib->path())) {
+      if (ia->type() != EntryType::kDir) {
+        d.files.push_back({std::string(ia->path()), "removed", bytes(*ia), 0, ""});
+        d.removed_bytes += bytes(*ia);
       }
       ++ia;
-    } else if (ia == a.fs.end() || ib->first < ia->first) {
-      if (ib->second.type != EntryType::kDir) {
-        d.files.push_back({ib->first, "added", 0, bytes(ib->second), ""});
-        d.added_bytes += bytes(ib->second);
+    } else if (ia == a.fs.end() || ib->path() < ia->path()) {
+      if (ib->type() != EntryType::kDir) {
+        d.files.push_back({std::string(ib->path()), "added", 0, bytes(*ib), ""});
+        d.added_bytes += bytes(*ib);
       }
       ++ib;
     } else {
-      const FsNode& x = ia->second;
-      const FsNode& y = ib->second;
+      const FsNode& x = *ia;
+      const FsNode& y = *ib;
       std::string what;
-      if (x.type != y.type) {
-        what = fmt::format("type {}->{}", EntryTypeName(x.type), EntryTypeName(y.type));
-      } else if (x.size != y.size) {
+      if (x.type() != y.type()) {
+        what = fmt::format("type {}->{}", EntryTypeName(x.type()), EntryTypeName(y.type()));
+      } else if (x.size() != y.size()) {
         what = "size";
-      } else if (x.link != y.link) {
+      } else if (x.link() != y.link()) {
         what = "link";
-      } else if (x.mode != y.mode) {
-        what = fmt::format("mode {:o}->{:o}", x.mode, y.mode);
+      } else if (x.mode() != y.mode()) {
+        what = fmt::format("mode {:o}->{:o}", x.mode(), y.mode());
       }
       if (!what.empty()) {
-        d.files.push_back({ia->first, "changed", bytes(x), bytes(y), what});
+        d.files.push_back({std::string(ia->path()), "changed", bytes(x), bytes(y), what});
         d.changed_delta +=
             static_cast<std::int64_t>(bytes(y)) - static_cast<std::int64_t>(bytes(x));
       }

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -64,7 +65,9 @@ struct ImageAuditReport {
   std::vector<Finding> findings;
   Severity fail_on = Severity::kError;
   bool failed = false;  // a finding at or above fail_on
-  FileSystem fs;        // the merged filesystem (for --diff)
+  // The image as read, shared by copies of the report: `fs` views its layer entries.
+  std::shared_ptr<const Image> image;
+  FileSystem fs;  // the merged filesystem (for --diff)
 };
 
 // Reads the image at `path` (a docker-save tar, OCI layout or OCI archive; image_ref.h resolves

@@ -1,38 +1,65 @@
 // The merged filesystem of an image (layers applied in order with whiteouts and opaque
 // directories), dive-compatible efficiency metrics, and symlink resolution inside the image.
 //
-// Pure functions over an Image; no IO. Thread-safe (no shared state). Memory: one node per path
-// of the final filesystem.
+// Pure functions over an Image; no IO. Thread-safe (no shared state). Memory: 16 bytes per path
+// of the final filesystem: a node views the layer entry that last wrote its path (the entry and
+// its names stay in the Image's layer scans), so a FileSystem is valid only while the Image it
+// was merged from is alive and unchanged.
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "audit/oci_image.h"
 
 namespace tg::audit {
 
-struct FsNode {
-  EntryType type = EntryType::kFile;
-  std::uint64_t size = 0;
-  int layer = 0;  // layer that last wrote this path
-  std::string link;
-  std::uint32_t mode = 0;
-  std::int64_t mtime = 0;
+// One path of the merged filesystem: the entry that last wrote it, and that layer's index.
+class FsNode {
+ public:
+  FsNode(const LayerEntry* entry, int layer) : entry_(entry), layer_(layer) {}
+  std::string_view path() const { return entry_->path; }
+  EntryType type() const { return entry_->type; }
+  std::uint64_t size() const { return entry_->size; }
+  std::string_view link() const { return entry_->link; }
+  std::uint32_t mode() const { return entry_->mode; }
+  std::int64_t mtime() const { return entry_->mtime; }
+  int layer() const { return layer_; }  // layer that last wrote this path
+
+ private:
+  const LayerEntry* entry_;
+  int layer_;
 };
 
-// Sorted by path, so "dir/" prefixes are contiguous ranges.
-using FileSystem = std::map<std::string, FsNode>;
+// The paths of the final filesystem, sorted (byte order, as std::string compares), so "dir/"
+// prefixes are contiguous ranges. Read-only once merged; iterators are plain vector iterators.
+class FileSystem {
+ public:
+  using const_iterator = std::vector<FsNode>::const_iterator;
+  const_iterator begin() const { return nodes_.begin(); }
+  const_iterator end() const { return nodes_.end(); }
+  std::size_t size() const { return nodes_.size(); }
+  bool empty() const { return nodes_.empty(); }
+  // The node of `path`, or end().
+  const_iterator find(std::string_view path) const;
+  // The first node whose path is not less than `path`.
+  const_iterator lower_bound(std::string_view path) const;
+  std::size_t count(std::string_view path) const { return find(path) == end() ? 0 : 1; }
+
+ private:
+  friend class FsMerger;
+  std::vector<FsNode> nodes_;
+};
 
 // Applies the layers in order: in each layer, opaque markers and whiteouts remove lower content
 // first, then the layer's own entries are added (OCI image spec semantics).
 FileSystem MergeLayers(const Image& image);
 
 // Bytes of every regular file at or below `path` (a file or a directory).
-std::uint64_t SizeUnder(const FileSystem& fs, const std::string& path);
+std::uint64_t SizeUnder(const FileSystem& fs, std::string_view path);
 
 struct Efficiency {
   double score = 1.0;                // Σ smallest copy / Σ all copies (1.0 for an empty image)
@@ -53,10 +80,11 @@ struct Efficiency {
 // dive's metric: each path's copies across layers (a whiteout counts the bytes it deletes).
 Efficiency ComputeEfficiency(const Image& image);
 // The same metric and MergeLayers' result (into *merged, replacing its content) in one pass.
+// *merged views `image` (see FileSystem).
 Efficiency MergeWithEfficiency(const Image& image, FileSystem* merged);
 
 // Resolves `path` through symlinks inside the image (absolute targets are relative to the image
 // root; ".." never leaves it). Returns nullopt on a loop or more than 40 hops.
-std::optional<std::string> ResolvePath(const FileSystem& fs, const std::string& path);
+std::optional<std::string> ResolvePath(const FileSystem& fs, std::string_view path);
 
 }  // namespace tg::audit

@@ -52,8 +52,8 @@ bool IsGpuProviderName(std::string_view base) {
 Finding Make(std::string rule, Severity sev, const std::string& path, const FileSystem& fs,
              std::string message, std::string fix) {
   auto it = fs.find(path);
-  const int layer = it == fs.end() ? -1 : it->second.layer;
-  const std::uint64_t bytes = it == fs.end() ? 0 : it->second.size;
+  const int layer = it == fs.end() ? -1 : it->layer();
+  const std::uint64_t bytes = it == fs.end() ? 0 : it->size();
   return MakeImageFinding(std::move(rule), sev, path, layer, bytes, std::move(message),
                           std::move(fix));
 }
@@ -62,7 +62,7 @@ Finding Make(std::string rule, Severity sev, const std::string& path, const File
 std::string Extracted(const Image& image, const FileSystem& fs, const std::string& path,
                       std::string* why) {
   auto it = fs.find(path);
-  const int layer = it == fs.end() ? -1 : it->second.layer;
+  const int layer = it == fs.end() ? -1 : it->layer();
   if (layer < 0 || layer >= static_cast<int>(image.layers.size())) {
     *why = "its layer is unknown";
     return "";
@@ -81,7 +81,7 @@ std::string CoreIn(const FileSystem& fs, const std::string& dir,
                    const std::vector<std::string>& cores) {
   if (auto r = ResolvePath(fs, dir + "/" + std::string(kCore))) {
     auto it = fs.find(*r);
-    if (it != fs.end() && it->second.type == EntryType::kFile && IsCoreName(BaseName(*r))) {
+    if (it != fs.end() && it->type() == EntryType::kFile && IsCoreName(BaseName(*r))) {
       return *r;
     }
   }
@@ -95,7 +95,7 @@ bool HasShared(const FileSystem& fs, const std::string& dir) {
   auto r = ResolvePath(fs, dir + "/" + std::string(kShared));
   if (!r) return false;
   auto it = fs.find(*r);
-  return it != fs.end() && it->second.type == EntryType::kFile;
+  return it != fs.end() && it->type() == EntryType::kFile;
 }
 
 struct Ctx {
@@ -197,8 +197,9 @@ std::vector<Finding> RunOrtPairRules(const Image& image, const FileSystem& fs,
                                      OrtPairReport* report) {
   *report = OrtPairReport{};
   std::map<std::string, std::vector<std::string>> providers_by_dir;
-  for (const auto& [path, node] : fs) {
-    if (node.type != EntryType::kFile) continue;
+  for (const FsNode& node : fs) {
+    if (node.type() != EntryType::kFile) continue;
+    const std::string path(node.path());
     const std::string base = BaseName(path);
     if (IsCoreName(base)) report->cores.push_back(path);
     if (IsGpuProviderName(base)) {

@@ -219,11 +219,11 @@ struct Group {
 
 void AddTo(std::map<std::string, Group>* groups, const std::string& root, const FsNode& n) {
   Group& g = (*groups)[root];
-  if (n.type == EntryType::kFile) {
-    g.bytes += n.size;
+  if (n.type() == EntryType::kFile) {
+    g.bytes += n.size();
     ++g.files;
   }
-  g.by_layer[n.layer] += n.size;
+  g.by_layer[n.layer()] += n.size();
 }
 
 // Prefix of `p` up to and including the first component satisfying `pred`, or "".
@@ -366,21 +366,21 @@ bool LooksLikeSecretFile(const std::string& path, std::string_view base) {
 // One path of the final filesystem: direct findings into `out`, grouped ones into `g`.
 void ClassifyPath(const std::string& path, const FsNode& n, FileGroups* g,
                   std::vector<Finding>* out) {
-  bool leafish =
-      n.type == EntryType::kFile || n.type == EntryType::kSymlink || n.type == EntryType::kHardlink;
+  bool leafish = n.type() == EntryType::kFile || n.type() == EntryType::kSymlink ||
+                 n.type() == EntryType::kHardlink;
   std::string_view base = Basename(path);
   if (leafish && IsBuildTool(path)) {
-    out->push_back(Make("image.build-tools", Severity::kError, path, n.layer, n.size,
+    out->push_back(Make("image.build-tools", Severity::kError, path, n.layer(), n.size(),
                         fmt::format("build tool '{}' ships in the runtime image", base),
                         "compile in a build stage and COPY only the artifacts into a slim "
                         "runtime stage"));
   }
-  if (n.type == EntryType::kDir) return;
+  if (n.type() == EntryType::kDir) return;
   if (std::string h = HeaderRoot(path); !h.empty()) AddTo(&g->headers, h, n);
   std::string cp = RootAt(
       path, [](const auto& c, std::size_t i) { return c[i] == ".ipynb_checkpoints"; }, false);
-  if (base.ends_with(".ipynb") && n.type == EntryType::kFile && cp.empty()) {
-    out->push_back(Make("image.notebooks", Severity::kError, path, n.layer, n.size,
+  if (base.ends_with(".ipynb") && n.type() == EntryType::kFile && cp.empty()) {
+    out->push_back(Make("image.notebooks", Severity::kError, path, n.layer(), n.size(),
                         "Jupyter notebook ships in the runtime image",
                         "exclude *.ipynb in .dockerignore; ship code as modules"));
   }
@@ -396,8 +396,8 @@ void ClassifyPath(const std::string& path, const FsNode& n, FileGroups* g,
       },
       false);
   if (!vroot.empty()) AddTo(&g->vcs, vroot, n);
-  if (n.type == EntryType::kFile && LooksLikeSecretFile(path, base)) {
-    out->push_back(Make("image.secrets", Severity::kError, path, n.layer, n.size,
+  if (n.type() == EntryType::kFile && LooksLikeSecretFile(path, base)) {
+    out->push_back(Make("image.secrets", Severity::kError, path, n.layer(), n.size(),
                         "secret-looking file ships in the image (anyone who can pull the image "
                         "can read it)",
                         "remove it, rotate the credential, and mount secrets at run time "
@@ -428,10 +428,11 @@ void EmitGroups(const FileGroups& g, std::vector<Finding>* out) {
 
 // -dev packages from the dpkg database as it is in the final filesystem.
 void DevPackageRule(const Image& image, const FileSystem& fs, std::vector<Finding>* out) {
-  for (const auto& [path, n] : fs) {
-    if (n.type != EntryType::kFile || !CaptureForRules(path)) continue;
-    if (n.layer < 0 || n.layer >= static_cast<int>(image.layers.size())) continue;
-    const auto& cap = image.layers[n.layer].scan.captured;
+  for (const FsNode& n : fs) {
+    if (n.type() != EntryType::kFile || !CaptureForRules(n.path())) continue;
+    const std::string path(n.path());
+    if (n.layer() < 0 || n.layer() >= static_cast<int>(image.layers.size())) continue;
+    const auto& cap = image.layers[n.layer()].scan.captured;
     auto it = cap.find(path);
     if (it == cap.end()) continue;
     for (const auto& pkg : ParseDpkgStatus(it->second)) {
@@ -442,7 +443,7 @@ void DevPackageRule(const Image& image, const FileSystem& fs, std::vector<Findin
       if (auto colon = name.find(':'); colon != std::string_view::npos)
         name = name.substr(0, colon);
       if (!installed || !name.ends_with("-dev")) continue;
-      out->push_back(Make("image.dev-packages", Severity::kError, path, n.layer,
+      out->push_back(Make("image.dev-packages", Severity::kError, path, n.layer(),
                           pkg.installed_kib * 1024,
                           fmt::format("development package '{}' is installed", pkg.name),
                           "install -dev packages only in the build stage; the runtime stage "
@@ -453,12 +454,13 @@ void DevPackageRule(const Image& image, const FileSystem& fs, std::vector<Findin
 
 // Symlink loops: harmless to the audit (resolution is bounded) but a broken image.
 void SymlinkLoopRule(const FileSystem& fs, std::vector<Finding>* out) {
-  for (const auto& [path, n] : fs) {
-    if (n.type != EntryType::kSymlink || ResolvePath(fs, path)) continue;
-    out->push_back(Make("image.hostile.symlink-loop", Severity::kWarning, path, n.layer, 0,
+  for (const FsNode& n : fs) {
+    if (n.type() != EntryType::kSymlink || ResolvePath(fs, n.path())) continue;
+    const std::string path(n.path());
+    out->push_back(Make("image.hostile.symlink-loop", Severity::kWarning, path, n.layer(), 0,
                         fmt::format("symbolic link '{}' -> '{}' never resolves (loop or more than "
                                     "40 hops)",
-                                    path, n.link),
+                                    path, n.link()),
                         "fix or remove the link"));
   }
 }
@@ -468,7 +470,7 @@ void SymlinkLoopRule(const FileSystem& fs, std::vector<Finding>* out) {
 std::vector<Finding> RunFileRules(const Image& image, const FileSystem& fs) {
   std::vector<Finding> out;
   FileGroups groups;
-  for (const auto& [path, n] : fs) ClassifyPath(path, n, &groups, &out);
+  for (const FsNode& n : fs) ClassifyPath(std::string(n.path()), n, &groups, &out);
   EmitGroups(groups, &out);
   DevPackageRule(image, fs, &out);
   SymlinkLoopRule(fs, &out);
@@ -530,18 +532,19 @@ void Record(CapabilitySnapshot* s, const std::string& comp, const std::string& v
   if (better) {
     c.version = version;
     c.path = path;
-    c.layer = n.layer;
+    c.layer = n.layer();
   }
-  if (n.type == EntryType::kFile) c.bytes += n.size;
+  if (n.type() == EntryType::kFile) c.bytes += n.size();
 }
 
 }  // namespace
 
 CapabilitySnapshot BuildSnapshot(const Image& image, const FileSystem& fs) {
   CapabilitySnapshot s;
-  for (const auto& [path, n] : fs) {
+  for (const FsNode& n : fs) {
+    const std::string path(n.path());
     std::string_view base = Basename(path);
-    if (n.type == EntryType::kFile || n.type == EntryType::kSymlink) {
+    if (n.type() == EntryType::kFile || n.type() == EntryType::kSymlink) {
       for (const auto& lp : kLibs) {
         std::string_view pre = lp.prefix;
         if (!base.starts_with(pre)) continue;
@@ -557,7 +560,7 @@ CapabilitySnapshot BuildSnapshot(const Image& image, const FileSystem& fs) {
         Record(&s, "ort-provider-tensorrt", "", path, n);
       }
     }
-    if (n.type == EntryType::kDir && base.ends_with(".dist-info")) {
+    if (n.type() == EntryType::kDir && base.ends_with(".dist-info")) {
       std::string_view stem = base.substr(0, base.size() - 10);
       for (const auto& wp : kWheels) {
         std::string_view pre = wp.prefix;
@@ -632,8 +635,9 @@ using EnvLookup = std::function<std::optional<std::string>(const char*)>;
 
 // libcuda / libnvidia-ml baked into the image (stubs are fine, compat is a warning).
 void DriverLibRule(const FileSystem& fs, std::vector<Finding>* out) {
-  for (const auto& [path, n] : fs) {
-    if (n.type != EntryType::kFile && n.type != EntryType::kSymlink) continue;
+  for (const FsNode& n : fs) {
+    if (n.type() != EntryType::kFile && n.type() != EntryType::kSymlink) continue;
+    const std::string path(n.path());
     std::string_view base = Basename(path);
     bool driver = false;
     for (std::string_view pre : {"libcuda.so", "libnvidia-ml.so"}) {
@@ -644,14 +648,14 @@ void DriverLibRule(const FileSystem& fs, std::vector<Finding>* out) {
     }
     if (!driver || HasComponent(path, "stubs")) continue;
     if (HasComponent(path, "compat")) {
-      out->push_back(Make("image.gpu.driver-libs", Severity::kWarning, path, n.layer, n.size,
+      out->push_back(Make("image.gpu.driver-libs", Severity::kWarning, path, n.layer(), n.size(),
                           "CUDA forward-compatibility driver library baked in: it only works on "
                           "data-center GPUs and fails with error 804 elsewhere",
                           "drop cuda-compat unless every target node is a data-center GPU whose "
                           "driver is older than the toolkit"));
       continue;
     }
-    out->push_back(Make("image.gpu.driver-libs", Severity::kError, path, n.layer, n.size,
+    out->push_back(Make("image.gpu.driver-libs", Severity::kError, path, n.layer(), n.size(),
                         fmt::format("driver library '{}' baked into the image: it shadows the "
                                     "host driver the NVIDIA container toolkit injects (version "
                                     "mismatch, error 803)",

@@ -63,10 +63,10 @@ std::vector<std::uint32_t> PathIndex(const std::vector<LayerEntry>& entries) {
 // The first member named `path`, or nullopt.
 std::optional<std::uint32_t> FirstNamed(const std::vector<LayerEntry>& entries,
                                         const std::vector<std::uint32_t>& order,
-                                        const std::string& path) {
+                                        std::string_view path) {
   auto it =
       std::lower_bound(order.begin(), order.end(), path,
-                       [&](std::uint32_t i, const std::string& p) { return entries[i].path < p; });
+                       [&](std::uint32_t i, std::string_view p) { return entries[i].path < p; });
   if (it == order.end() || entries[*it].path != path) return std::nullopt;
   return *it;
 }
@@ -80,7 +80,8 @@ bool InLoop(const std::vector<LayerEntry>& entries, const std::vector<std::uint3
   for (int step = 0; step < 64 && entries[cur].type == EntryType::kHardlink; ++step) {
     auto next = FirstNamed(entries, order, entries[cur].link);
     if (!next) return false;
-    *chain += " -> " + entries[*next].path;
+    *chain += " -> ";
+    *chain += entries[*next].path;
     if (std::find(seen.begin(), seen.end(), *next) != seen.end()) return true;
     seen.push_back(*next);
     cur = *next;
@@ -90,7 +91,7 @@ bool InLoop(const std::vector<LayerEntry>& entries, const std::vector<std::uint3
 
 // True when a lower layer (below `layer`) holds a member named `path`.
 bool InLowerLayer(const std::vector<ImageLayer>& layers, std::size_t layer,
-                  std::vector<std::vector<std::uint32_t>>* indexes, const std::string& path) {
+                  std::vector<std::vector<std::uint32_t>>* indexes, std::string_view path) {
   for (std::size_t k = 0; k < layer; ++k) {
     if ((*indexes)[k].size() != layers[k].scan.entries.size()) {
       (*indexes)[k] = PathIndex(layers[k].scan.entries);
@@ -177,8 +178,8 @@ void CheckHardLinks(const std::vector<ImageLayer>& layers, std::vector<Finding>*
       } else {
         continue;
       }
-      out->push_back(MakeImageFinding("image.hardlink-broken", Severity::kError, e.path, layer, 0,
-                                      std::move(message), kLinkFix));
+      out->push_back(MakeImageFinding("image.hardlink-broken", Severity::kError,
+                                      std::string(e.path), layer, 0, std::move(message), kLinkFix));
     }
   }
 }

@@ -240,6 +240,29 @@ Result<std::span<const char>> ArchiveEntrySource::Next() {
   return std::span<const char>(static_cast<const char*>(buf), size);
 }
 
+// ---- NameStore ------------------------------------------------------------------------------
+
+std::string_view NameStore::Add(std::string_view s) {
+  if (s.empty()) return {};
+  bytes_ += s.size();
+  if (s.size() > kBlock / 4) {
+    // A long name gets a block of its own; the current block (next_) stays in use.
+    blocks_.push_back(std::make_unique_for_overwrite<char[]>(s.size()));
+    std::memcpy(blocks_.back().get(), s.data(), s.size());
+    return std::string_view(blocks_.back().get(), s.size());
+  }
+  if (s.size() > left_) {
+    blocks_.push_back(std::make_unique_for_overwrite<char[]>(kBlock));
+    next_ = blocks_.back().get();
+    left_ = kBlock;
+  }
+  std::memcpy(next_, s.data(), s.size());
+  const std::string_view out(next_, s.size());
+  next_ += s.size();
+  left_ -= s.size();
+  return out;
+}
+
 // ---- Name normalisation -----------------------------------------------------------------------
 
 std::optional<std::string> NormalizeMemberName(std::string_view name, bool* absolute) {
@@ -356,7 +379,8 @@ Result<ArchiveReadPtr> OpenLayerArchive(ReadClient* client, Compression comp, in
 
 // Type, link and size of a non-whiteout entry; false (with a finding) for a hard link that
 // escapes the root.
-bool FillEntryType(struct archive_entry* entry, int layer, LayerEntry* e, LayerScan* scan) {
+bool FillEntryType(struct archive_entry* entry, int layer, LayerEntry* e, NameStore* names,
+                   LayerScan* scan) {
   const char* hard = archive_entry_hardlink(entry);
   mode_t ft = archive_entry_filetype(entry);
   if (hard != nullptr) {
@@ -364,12 +388,12 @@ bool FillEntryType(struct archive_entry* entry, int layer, LayerEntry* e, LayerS
     auto target = NormalizeMemberName(hard, &abs2);
     if (!target) {
       scan->findings.push_back(
-          HostileFinding("image.hostile.path-traversal", e->path, layer, 0,
+          HostileFinding("image.hostile.path-traversal", std::string(e->path), layer, 0,
                          fmt::format("hard link target '{}' escapes the image root", hard)));
       return false;
     }
     e->type = EntryType::kHardlink;
-    e->link = *target;
+    e->link = names->Add(*target);
   } else if (ft == AE_IFREG) {
     e->type = EntryType::kFile;
     e->size = archive_entry_size_is_set(entry) && archive_entry_size(entry) > 0
@@ -380,7 +404,7 @@ bool FillEntryType(struct archive_entry* entry, int layer, LayerEntry* e, LayerS
   } else if (ft == AE_IFLNK) {
     e->type = EntryType::kSymlink;
     const char* t = archive_entry_symlink(entry);
-    e->link = t ? t : "";
+    e->link = names->Add(t ? t : "");
   } else {
     e->type = EntryType::kOther;
   }
@@ -389,7 +413,8 @@ bool FillEntryType(struct archive_entry* entry, int layer, LayerEntry* e, LayerS
 
 // The normalised entry, or nullopt when it is skipped (traversal, the root itself); hostile
 // names become findings.
-std::optional<LayerEntry> ToEntry(struct archive_entry* entry, int layer, LayerScan* scan) {
+std::optional<LayerEntry> ToEntry(struct archive_entry* entry, int layer, NameStore* names,
+                                  LayerScan* scan) {
   const char* raw = archive_entry_pathname(entry);
   std::string raw_name = raw ? raw : "";
   bool absolute = false;
@@ -418,13 +443,14 @@ std::optional<LayerEntry> ToEntry(struct archive_entry* entry, int layer, LayerS
   }
   if (base == ".wh..wh..opq") {
     e.type = EntryType::kOpaque;
-    e.path = std::string(dir);
+    e.path = names->Add(dir);
   } else if (base.starts_with(".wh.")) {
     e.type = EntryType::kWhiteout;
-    e.path = dir.empty() ? std::string(base.substr(4)) : fmt::format("{}/{}", dir, base.substr(4));
+    e.path = names->Add(dir.empty() ? std::string(base.substr(4))
+                                    : fmt::format("{}/{}", dir, base.substr(4)));
   } else {
-    e.path = std::move(*norm);
-    if (!FillEntryType(entry, layer, &e, scan)) return std::nullopt;
+    e.path = names->Add(*norm);
+    if (!FillEntryType(entry, layer, &e, names, scan)) return std::nullopt;
   }
   return e;
 }
@@ -436,7 +462,7 @@ bool WithinSizeLimits(const LayerEntry& e, int layer, std::uint64_t declared_com
                       std::uint64_t* budget_left, LayerScan* scan) {
   if (e.size > *budget_left) {
     scan->findings.push_back(HostileFinding(
-        "image.hostile.size-limit", e.path, layer, e.size,
+        "image.hostile.size-limit", std::string(e.path), layer, e.size,
         fmt::format("entry declares {} but only {} of the image's uncompressed allowance ({}) "
                     "is left (decompression bomb or oversized image); scanning stopped",
                     HumanBytes(e.size), HumanBytes(*budget_left),
@@ -448,7 +474,7 @@ bool WithinSizeLimits(const LayerEntry& e, int layer, std::uint64_t declared_com
   if (declared_compressed > 0 && *declared > limits.ratio_floor_bytes &&
       *declared / declared_compressed > limits.max_ratio) {
     scan->findings.push_back(HostileFinding(
-        "image.hostile.bomb", e.path, layer, *declared,
+        "image.hostile.bomb", std::string(e.path), layer, *declared,
         fmt::format("layer expands {}x ({} from a {} blob), above the {}x limit; scanning "
                     "stopped",
                     *declared / declared_compressed, HumanBytes(*declared),
@@ -465,29 +491,29 @@ template <typename Fail>
 Status ExtractEntry(struct archive* a, const LayerEntry& e, const CaptureSpec& capture,
                     LayerScan* scan, const Fail& fail) {
   CaptureSpec::Budget* budget = capture.extract_budget.get();
+  const std::string path(e.path);
   if (capture.extract_dir.empty() || budget == nullptr) {
-    scan->extract_skipped[e.path] = "no extraction directory";
+    scan->extract_skipped[path] = "no extraction directory";
     return Status::Ok();
   }
   if (budget->files_left <= 0 || e.size > budget->bytes_left) {
-    scan->extract_skipped[e.path] = fmt::format("over the extraction budget ({} files, {} left)",
-                                                budget->files_left, HumanBytes(budget->bytes_left));
+    scan->extract_skipped[path] = fmt::format("over the extraction budget ({} files, {} left)",
+                                              budget->files_left, HumanBytes(budget->bytes_left));
     return Status::Ok();
   }
   --budget->files_left;
   budget->bytes_left -= e.size;
   const std::string dir = fmt::format("{}/{}", capture.extract_dir, budget->next_id++);
-  const auto slash = e.path.rfind('/');
-  const std::string file =
-      dir + "/" + (slash == std::string::npos ? e.path : e.path.substr(slash + 1));
+  const auto slash = path.rfind('/');
+  const std::string file = dir + "/" + (slash == std::string::npos ? path : path.substr(slash + 1));
   if (::mkdir(dir.c_str(), 0700) != 0) {
-    scan->extract_skipped[e.path] = fmt::format("cannot create {}: {}", dir, std::strerror(errno));
+    scan->extract_skipped[path] = fmt::format("cannot create {}: {}", dir, std::strerror(errno));
     return Status::Ok();
   }
   common::UniqueFd fd(
       ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
   if (fd.get() < 0) {
-    scan->extract_skipped[e.path] = fmt::format("cannot create {}: {}", file, std::strerror(errno));
+    scan->extract_skipped[path] = fmt::format("cannot create {}: {}", file, std::strerror(errno));
     return Status::Ok();
   }
   std::vector<char> buf(1 << 20);
@@ -517,11 +543,11 @@ Status ExtractEntry(struct archive* a, const LayerEntry& e, const CaptureSpec& c
   }
   if (!error.empty() || written != e.size) {
     ::unlink(file.c_str());
-    scan->extract_skipped[e.path] =
+    scan->extract_skipped[path] =
         error.empty() ? fmt::format("short file: {} of {} bytes", written, e.size) : error;
     return Status::Ok();
   }
-  scan->extracted[e.path] = file;
+  scan->extracted[path] = file;
   return Status::Ok();
 }
 
@@ -531,6 +557,8 @@ Result<LayerScan> ScanLayer(ByteSource& source, int layer, const std::string& na
                             std::uint64_t declared_compressed, const ReaderLimits& limits,
                             std::uint64_t* budget_left, const CaptureSpec& capture) {
   LayerScan scan;
+  auto names = std::make_shared<NameStore>();
+  scan.names = names;
   ReadClient client;
   client.source = &source;
   TG_ASSIGN_OR_RETURN(scan.compression, SniffSource(source, &client, layer, name));
@@ -560,7 +588,7 @@ Result<LayerScan> ScanLayer(ByteSource& source, int layer, const std::string& na
       scan.stopped_early = true;
       break;
     }
-    std::optional<LayerEntry> e = ToEntry(entry, layer, &scan);
+    std::optional<LayerEntry> e = ToEntry(entry, layer, names.get(), &scan);
     if (!e) continue;
     if (!WithinSizeLimits(*e, layer, declared_compressed, limits, &declared, budget_left, &scan)) {
       scan.stopped_early = true;
@@ -573,11 +601,11 @@ Result<LayerScan> ScanLayer(ByteSource& source, int layer, const std::string& na
       la_ssize_t got = archive_read_data(a.get(), data.data(), data.size());
       if (got < 0) return fail("cannot read file data");
       data.resize(static_cast<std::size_t>(got));
-      scan.captured[e->path] = std::move(data);
+      scan.captured[std::string(e->path)] = std::move(data);
     } else if (e->type == EntryType::kFile && capture.extract && capture.extract(e->path)) {
       TG_RETURN_IF_ERROR(ExtractEntry(a.get(), *e, capture, &scan, fail));
     }
-    scan.entries.push_back(std::move(*e));
+    scan.entries.push_back(*e);
   }
   if (!scan.stopped_early) {
     // Drain the source so compressed_bytes counts the whole blob (a tar ends with padding that

@@ -129,19 +129,49 @@ class ArchiveEntrySource : public ByteSource {
 // "<algorithm>:<hex>" of `data` for "sha256" or "sha512"; INVALID_ARG for another algorithm.
 common::Result<std::string> DigestOf(std::string_view algorithm, std::string_view data);
 
-enum class EntryType { kFile, kDir, kSymlink, kHardlink, kWhiteout, kOpaque, kOther };
+enum class EntryType : std::uint8_t {
+  kFile,
+  kDir,
+  kSymlink,
+  kHardlink,
+  kWhiteout,
+  kOpaque,
+  kOther
+};
 std::string_view EntryTypeName(EntryType t);
+
+// Append-only storage for the names of one layer's entries (paths and link targets): one copy of
+// each name in large blocks instead of a heap string per entry. A view it returns stays valid,
+// at the same address, for the store's lifetime (blocks never move). Not thread-safe.
+class NameStore {
+ public:
+  NameStore() = default;
+  NameStore(const NameStore&) = delete;
+  NameStore& operator=(const NameStore&) = delete;
+  // Copies `s` into the store and returns the copy ("" needs no storage). Never fails (a
+  // std::bad_alloc propagates, as from any container).
+  std::string_view Add(std::string_view s);
+  std::size_t bytes() const { return bytes_; }  // name bytes held
+
+ private:
+  static constexpr std::size_t kBlock = 1 << 20;
+  std::vector<std::unique_ptr<char[]>> blocks_;
+  char* next_ = nullptr;  // free space in the last block
+  std::size_t left_ = 0;  // bytes free at next_
+  std::size_t bytes_ = 0;
+};
 
 // One tar entry after normalisation: `path` is relative ("usr/bin/gcc"), without "./", leading
 // or trailing slashes. A whiteout ".wh.x" becomes kWhiteout with path "dir/x"; an opaque marker
-// ".wh..wh..opq" becomes kOpaque with the directory's path.
+// ".wh..wh..opq" becomes kOpaque with the directory's path. `path` and `link` view the
+// LayerScan's NameStore (LayerScan::names), which every copy of the scan shares.
 struct LayerEntry {
-  std::string path;
-  EntryType type = EntryType::kFile;
+  std::string_view path;
+  std::string_view link;   // symlink target (as written) or normalised hardlink target
   std::uint64_t size = 0;  // declared size of regular files, 0 otherwise
-  std::string link;        // symlink target (as written) or normalised hardlink target
-  std::uint32_t mode = 0;
   std::int64_t mtime = 0;
+  std::uint32_t mode = 0;
+  EntryType type = EntryType::kFile;
 };
 
 struct ReaderLimits {
@@ -197,6 +227,9 @@ struct LayerScan {
   std::uint64_t compressed_bytes = 0;    // bytes pulled from the source
   std::uint64_t uncompressed_bytes = 0;  // tar stream bytes after decompression
   std::vector<LayerEntry> entries;
+  // Storage of the entries' names, shared by copies of the scan (a blob named at several
+  // manifest positions): the views in `entries` stay valid while any copy is alive.
+  std::shared_ptr<const NameStore> names;
   std::map<std::string, std::string> captured;
   std::map<std::string, std::string> extracted;        // image path -> file on disk
   std::map<std::string, std::string> extract_skipped;  // image path -> why it was not written
