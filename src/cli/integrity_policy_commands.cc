@@ -190,14 +190,23 @@ struct DiffFlags {
   std::vector<std::string> ignore;
 };
 
+// Invalid UTF-8 anywhere in a diff's output: its file names, a path or a value.
+std::uint64_t InvalidUtf8In(const DiffFlags& f, const std::vector<policy::DiffEntry>& d) {
+  std::uint64_t invalid = common::CountInvalidUtf8(Json::array({f.a, f.b}));
+  for (const auto& e : d) {
+    invalid += common::CountInvalidUtf8(Json(e.path));
+    if (e.before != nullptr) invalid += common::CountInvalidUtf8(*e.before);
+    if (e.after != nullptr) invalid += common::CountInvalidUtf8(*e.after);
+  }
+  return invalid;
+}
+
 // `diff --json`, written one difference at a time: the same text as PrintJson of the whole
 // document (keys in nlohmann's order, two-space indent), without holding a document of every
 // difference and its text at once (a 16 MB snapshot pair can differ in 500 000 places). A diff
 // with invalid UTF-8 anywhere takes the whole-document path, which adds the notice member first.
 void PrintDiffJson(const DiffFlags& f, const std::vector<policy::DiffEntry>& d) {
-  std::uint64_t invalid = common::CountInvalidUtf8(Json::array({f.a, f.b}));
-  for (const auto& e : d) invalid += common::CountInvalidUtf8(policy::DiffEntryToJson(e));
-  if (invalid > 0) {
+  if (InvalidUtf8In(f, d) > 0) {
     Json j = policy::DiffToJson(d);
     j["a"] = f.a;
     j["b"] = f.b;
@@ -227,18 +236,21 @@ void PrintDiffJson(const DiffFlags& f, const std::vector<policy::DiffEntry>& d) 
 }
 
 int RunDiff(const DiffFlags& f, const GlobalOptions& g) {
-  auto d = policy::DiffSnapshotFiles(f.a, f.b, f.ignore);
-  if (!d.ok()) return ReportError(d.status());
+  auto diff = policy::DiffSnapshotFiles(f.a, f.b, f.ignore);
+  if (!diff.ok()) return ReportError(diff.status());
+  const std::vector<policy::DiffEntry>& d = diff->entries;
   if (g.json) {
-    PrintDiffJson(f, *d);
-  } else if (d->empty()) {
+    PrintDiffJson(f, d);
+  } else if (d.empty()) {
     Print(Paint("EQUAL", Tone::kPass) + ": " + f.a + " and " + f.b + " are equal\n");
   } else {
-    Print(Paint("DIFFERENT", Tone::kFail) + ": " + std::to_string(d->size()) +
-          " difference(s)\n--- " + f.a + "\n+++ " + f.b + "\n" + policy::DiffToText(*d));
+    // One line at a time: the text of 500 000 differences is never held whole.
+    Print(Paint("DIFFERENT", Tone::kFail) + ": " + std::to_string(d.size()) +
+          " difference(s)\n--- " + f.a + "\n+++ " + f.b + "\n");
+    for (const auto& e : d) Print(policy::DiffLine(e));
   }
   // Two nodes whose capabilities differ have drifted apart: exit 4, as admit does for drift.
-  return common::ExitCodeFromOutcome(d->empty() ? common::Outcome::kOk : common::Outcome::kDrift);
+  return common::ExitCodeFromOutcome(d.empty() ? common::Outcome::kOk : common::Outcome::kDrift);
 }
 
 // The verdict of a log scan, named after its result (policy::LogScanOutcome).

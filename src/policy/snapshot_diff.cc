@@ -73,7 +73,7 @@ void Walk(const Json& a, const Json& b, const std::string& path,
       auto jt = b.find(it.key());
       std::string p = child(it.key());
       if (jt == b.end()) {
-        if (!Ignored(p, ignore)) out->push_back({DiffEntry::Kind::kRemoved, p, *it, nullptr});
+        if (!Ignored(p, ignore)) out->push_back({DiffEntry::Kind::kRemoved, p, &*it, nullptr});
       } else {
         Walk(*it, *jt, p, ignore, out);
       }
@@ -81,7 +81,7 @@ void Walk(const Json& a, const Json& b, const std::string& path,
     for (auto jt = b.begin(); jt != b.end(); ++jt) {
       if (a.find(jt.key()) != a.end()) continue;
       std::string p = child(jt.key());
-      if (!Ignored(p, ignore)) out->push_back({DiffEntry::Kind::kAdded, p, nullptr, *jt});
+      if (!Ignored(p, ignore)) out->push_back({DiffEntry::Kind::kAdded, p, nullptr, &*jt});
     }
     return;
   }
@@ -97,7 +97,7 @@ void Walk(const Json& a, const Json& b, const std::string& path,
         std::string p = path + "[" + PathId(id) + "]";
         auto it = bm.find(id);
         if (it == bm.end()) {
-          if (!Ignored(p, ignore)) out->push_back({DiffEntry::Kind::kRemoved, p, e, nullptr});
+          if (!Ignored(p, ignore)) out->push_back({DiffEntry::Kind::kRemoved, p, &e, nullptr});
         } else {
           Walk(e, *it->second, p, ignore, out);
         }
@@ -106,7 +106,7 @@ void Walk(const Json& a, const Json& b, const std::string& path,
         std::string id = IdOf(e, key);
         std::string p = path + "[" + PathId(id) + "]";
         if (!in_a.count(id) && !Ignored(p, ignore)) {
-          out->push_back({DiffEntry::Kind::kAdded, p, nullptr, e});
+          out->push_back({DiffEntry::Kind::kAdded, p, nullptr, &e});
         }
       }
       return;
@@ -115,16 +115,22 @@ void Walk(const Json& a, const Json& b, const std::string& path,
     for (std::size_t i = 0; i < n; ++i) {
       std::string p = path + "[" + std::to_string(i) + "]";
       if (i >= b.size()) {
-        if (!Ignored(p, ignore)) out->push_back({DiffEntry::Kind::kRemoved, p, a[i], nullptr});
+        if (!Ignored(p, ignore)) out->push_back({DiffEntry::Kind::kRemoved, p, &a[i], nullptr});
       } else if (i >= a.size()) {
-        if (!Ignored(p, ignore)) out->push_back({DiffEntry::Kind::kAdded, p, nullptr, b[i]});
+        if (!Ignored(p, ignore)) out->push_back({DiffEntry::Kind::kAdded, p, nullptr, &b[i]});
       } else {
         Walk(a[i], b[i], p, ignore, out);
       }
     }
     return;
   }
-  if (a != b) out->push_back({DiffEntry::Kind::kChanged, path.empty() ? "(document)" : path, a, b});
+  if (a != b)
+    out->push_back({DiffEntry::Kind::kChanged, path.empty() ? "(document)" : path, &a, &b});
+}
+
+common::Result<std::unique_ptr<const Json>> LoadNormalised(const std::string& path) {
+  TG_ASSIGN_OR_RETURN(probe::Snapshot s, probe::LoadSnapshotFile(path));
+  return std::make_unique<const Json>(probe::ToJson(s));
 }
 
 std::string Short(const Json& v) {
@@ -159,9 +165,8 @@ std::vector<DiffEntry> DiffJson(const Json& a, const Json& b,
   return out;
 }
 
-common::Result<std::vector<DiffEntry>> DiffSnapshotFiles(const std::string& a_path,
-                                                         const std::string& b_path,
-                                                         const std::vector<std::string>& ignore) {
+common::Result<SnapshotDiff> DiffSnapshotFiles(const std::string& a_path, const std::string& b_path,
+                                               const std::vector<std::string>& ignore) {
   std::set<std::string> seen;
   for (const std::string& i : ignore) {
     // "" is a prefix of every path: it would silently hide every difference.
@@ -174,19 +179,22 @@ common::Result<std::vector<DiffEntry>> DiffSnapshotFiles(const std::string& a_pa
       return common::Status::InvalidArg("--ignore: '" + i + "' is given twice");
     }
   }
-  TG_ASSIGN_OR_RETURN(probe::Snapshot a, probe::LoadSnapshotFile(a_path));
-  TG_ASSIGN_OR_RETURN(probe::Snapshot b, probe::LoadSnapshotFile(b_path));
+  // Diff the normalised documents: key order, absent-vs-default and formatting of the input
+  // files do not matter, only what the snapshots say. Only the normalised form of a file is
+  // kept past its load, so the parsed and typed forms of both files are never alive at once.
+  SnapshotDiff d;
+  TG_ASSIGN_OR_RETURN(d.a, LoadNormalised(a_path));
+  TG_ASSIGN_OR_RETURN(d.b, LoadNormalised(b_path));
   std::vector<std::string> all = DefaultDiffIgnores();
   all.insert(all.end(), ignore.begin(), ignore.end());
-  // Diff the normalised documents: key order, absent-vs-default and formatting of the input
-  // files do not matter, only what the snapshots say.
-  return DiffJson(probe::ToJson(a), probe::ToJson(b), all);
+  d.entries = DiffJson(*d.a, *d.b, all);
+  return d;
 }
 
 Json DiffEntryToJson(const DiffEntry& d) {
   Json e = {{"kind", std::string(DiffKindName(d.kind))}, {"path", d.path}};
-  if (d.kind != DiffEntry::Kind::kAdded) e["before"] = d.before;
-  if (d.kind != DiffEntry::Kind::kRemoved) e["after"] = d.after;
+  if (d.kind != DiffEntry::Kind::kAdded) e["before"] = d.before ? *d.before : Json();
+  if (d.kind != DiffEntry::Kind::kRemoved) e["after"] = d.after ? *d.after : Json();
   return e;
 }
 
@@ -206,21 +214,22 @@ Json DiffToJson(const std::vector<DiffEntry>& diff) {
               {"differences", changes}};
 }
 
+std::string DiffLine(const DiffEntry& d) {
+  auto shown = [](const Json* v) { return v ? Short(*v) : std::string("null"); };
+  switch (d.kind) {
+    case DiffEntry::Kind::kAdded:
+      return "+ " + d.path + ": " + shown(d.after) + "\n";
+    case DiffEntry::Kind::kRemoved:
+      return "- " + d.path + ": " + shown(d.before) + "\n";
+    case DiffEntry::Kind::kChanged:
+      break;
+  }
+  return "~ " + d.path + ": " + shown(d.before) + " -> " + shown(d.after) + "\n";
+}
+
 std::string DiffToText(const std::vector<DiffEntry>& diff) {
   std::string out;
-  for (const DiffEntry& d : diff) {
-    switch (d.kind) {
-      case DiffEntry::Kind::kChanged:
-        out += "~ " + d.path + ": " + Short(d.before) + " -> " + Short(d.after) + "\n";
-        break;
-      case DiffEntry::Kind::kAdded:
-        out += "+ " + d.path + ": " + Short(d.after) + "\n";
-        break;
-      case DiffEntry::Kind::kRemoved:
-        out += "- " + d.path + ": " + Short(d.before) + "\n";
-        break;
-    }
-  }
+  for (const DiffEntry& d : diff) out += DiffLine(d);
   return out;
 }
 

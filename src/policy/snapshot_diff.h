@@ -11,6 +11,7 @@
 // Pure functions over values; thread-safe.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -19,12 +20,15 @@
 
 namespace tg::policy {
 
+// One difference. `before` and `after` point into the two documents that were compared (no
+// value is copied: a diff of whole devices would otherwise hold a second copy of each), so an
+// entry is valid only while those documents are alive and unchanged.
 struct DiffEntry {
   enum class Kind { kChanged, kAdded, kRemoved };
   Kind kind;
-  std::string path;     // "nvml.devices[0].memory_total_bytes"
-  common::Json before;  // null for kAdded
-  common::Json after;   // null for kRemoved
+  std::string path;                     // "nvml.devices[0].memory_total_bytes"
+  const common::Json* before{nullptr};  // nullptr for kAdded
+  const common::Json* after{nullptr};   // nullptr for kRemoved
 };
 std::string_view DiffKindName(DiffEntry::Kind k);  // "changed" | "added" | "removed"
 
@@ -32,23 +36,34 @@ std::string_view DiffKindName(DiffEntry::Kind k);  // "changed" | "added" | "rem
 const std::vector<std::string>& DefaultDiffIgnores();
 
 // Structural diff of two JSON trees. `ignore` holds paths (exact, or a prefix followed by "."
-// or "[") whose differences are not reported.
+// or "[") whose differences are not reported. The entries point into `a` and `b`: the caller
+// keeps both alive and unchanged while it uses them.
 std::vector<DiffEntry> DiffJson(const common::Json& a, const common::Json& b,
                                 const std::vector<std::string>& ignore = DefaultDiffIgnores());
 
+// The diff of two snapshot files: the two normalised documents and the entries that point into
+// them. Movable (the documents are held by pointer, so the entries stay valid).
+struct SnapshotDiff {
+  std::unique_ptr<const common::Json> a, b;
+  std::vector<DiffEntry> entries;
+};
+
 // Loads and validates two snapshot files, then diffs them. Errors (missing file, bad JSON, wrong
 // field) are INVALID_ARG / NOT_FOUND naming the file; an empty `ignore` entry (or one starting
-// with '.' or '[') is INVALID_ARG, since it would hide every difference.
-common::Result<std::vector<DiffEntry>> DiffSnapshotFiles(const std::string& a_path,
-                                                         const std::string& b_path,
-                                                         const std::vector<std::string>& ignore);
+// with '.' or '[') is INVALID_ARG, since it would hide every difference. Each file's parsed and
+// typed forms are released once its normalised document is built.
+common::Result<SnapshotDiff> DiffSnapshotFiles(const std::string& a_path, const std::string& b_path,
+                                               const std::vector<std::string>& ignore);
 
 // {"equal", "changed", "added", "removed" (counts), "differences": [{"kind", "path", "before"
 // (not for added), "after" (not for removed)}, ...] in diff order}.
 common::Json DiffToJson(const std::vector<DiffEntry>& diff);
 // One element of DiffToJson's "differences" (for writers that stream them). Pure.
 common::Json DiffEntryToJson(const DiffEntry& d);
-// "~ path: before -> after" / "+ path: value" / "- path: value", one per line.
+// "~ path: before -> after" / "+ path: value" / "- path: value", one per line; values longer
+// than 200 characters are shortened. DiffLine is one entry's line (with its newline), for
+// writers that stream them; DiffToText their concatenation.
+std::string DiffLine(const DiffEntry& d);
 std::string DiffToText(const std::vector<DiffEntry>& diff);
 
 }  // namespace tg::policy

@@ -492,7 +492,7 @@ Json DevicesJson(const DeviceNodes& x) {
   return Json{{"root", x.root},
               {"nvidiactl", PathJson(x.nvidiactl)},
               {"nvidia_uvm", PathJson(x.nvidia_uvm)},
-              {"gpus", gpus},
+              {"gpus", std::move(gpus)},
               {"proc_driver_version", PathJson(x.proc_driver_version)},
               {"proc_driver_version_text", x.proc_driver_version_text},
               {"kernel_module_version", Opt(x.kernel_module_version)}};
@@ -520,7 +520,7 @@ Json NvmlJson(const NvmlInfo& x) {
               {"cuda_driver_version_raw", Opt(x.cuda_driver_version_raw)},
               {"cuda_driver_version", Opt(x.cuda_driver_version)},
               {"device_count", Opt(x.device_count)},
-              {"devices", nvml_devices},
+              {"devices", std::move(nvml_devices)},
               {"errors", ErrorsJson(x.errors)}};
 }
 
@@ -536,7 +536,7 @@ Json CudaDriverJson(const CudaDriverInfo& x) {
   return Json{{"library", LibJson(x.library)},
               {"init", ApiJson(x.init)},
               {"device_count", Opt(x.device_count)},
-              {"devices", cuda_devices},
+              {"devices", std::move(cuda_devices)},
               {"errors", ErrorsJson(x.errors)}};
 }
 
@@ -560,7 +560,7 @@ Json OrtJson(const OrtInfo& x) {
               {"compiled_providers", x.compiled_providers},
               {"core_flavor", x.core_flavor},
               {"providers_shared", LibJson(x.providers_shared)},
-              {"provider_libraries", providers}};
+              {"provider_libraries", std::move(providers)}};
 }
 
 }  // namespace
@@ -582,26 +582,26 @@ Json ToJson(const Snapshot& s) {
   for (const auto& l : s.cudnn.sub_libraries) subs.push_back(LibJson(l));
   Json cudnn{{"library", LibJson(s.cudnn.library)},
              {"cudart_version_raw", Opt(s.cudnn.cudart_version_raw)},
-             {"sub_libraries", subs}};
+             {"sub_libraries", std::move(subs)}};
 
   Json ort = OrtJson(s.onnxruntime);
   return Json{{"schema_version", s.schema_version},
               {"tool_version", s.tool_version},
               {"taken_at", s.taken_at},
               {"lib_search_dirs", s.lib_search_dirs},
-              {"host", host},
-              {"devices", devices},
-              {"env", env},
-              {"nvml", nvml},
-              {"cuda_driver", cuda_driver},
-              {"cuda_runtime", cuda_runtime},
+              {"host", std::move(host)},
+              {"devices", std::move(devices)},
+              {"env", std::move(env)},
+              {"nvml", std::move(nvml)},
+              {"cuda_driver", std::move(cuda_driver)},
+              {"cuda_runtime", std::move(cuda_runtime)},
               {"cublas", LibJson(s.cublas)},
               {"cublaslt", LibJson(s.cublaslt)},
-              {"cudnn", cudnn},
+              {"cudnn", std::move(cudnn)},
               {"tensorrt", Json{{"library", LibJson(s.tensorrt.library)},
                                 {"onnx_parser", LibJson(s.tensorrt.onnx_parser)}}},
               {"nccl", LibJson(s.nccl)},
-              {"onnxruntime", ort}};
+              {"onnxruntime", std::move(ort)}};
 }
 
 Result<Snapshot> SnapshotFromJson(const Json& j, const std::string& source) {
