@@ -181,6 +181,26 @@ TEST(AuditImageCli, BadInputIsExitTwoNamingTheFile) {
   EXPECT_EQ(two.exit_code, 2) << "two images need --diff";
 }
 
+// Errors that are this machine's, not the input's, keep their own code to the exit: the command
+// once turned every reader error into "bad input" (exit 2). A TMPDIR in which no folder can be
+// made (/proc) fails the audit's extraction folder with UNAVAILABLE: exit 3, also under --json.
+TEST(AuditImageCli, MachineFailuresAreExitThreeNotBadInput) {
+  TempDir t;
+  LayerSpec l;
+  l.files = {File("a", "b")};
+  const std::string img = Write(t, ImageSpec{{l}}, Format::kLegacy, "x");
+  ASSERT_EQ(RunTruegreen({"audit", "image", "--no-load", img}).exit_code, 0);
+  auto r = RunTruegreen({"audit", "image", "--no-load", img}, {{"TMPDIR", "/proc"}});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("cannot create a temporary directory"), std::string::npos) << r.err;
+  auto j = RunTruegreen({"--json", "audit", "image", "--no-load", img}, {{"TMPDIR", "/proc"}});
+  EXPECT_EQ(j.exit_code, 3) << j.err;
+  const json doc = json::parse(j.out, nullptr, false);
+  ASSERT_TRUE(doc.is_object()) << j.out;
+  EXPECT_EQ(doc["error"]["code"], "UNAVAILABLE") << j.out;
+  EXPECT_EQ(doc["error"]["exit_code"], 3) << j.out;
+}
+
 TEST(AuditImageCli, DiffFilesAndCapabilities) {
   TempDir t;
   ImageSpec a = Clean();

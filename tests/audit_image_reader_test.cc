@@ -2,6 +2,9 @@
 // history mapping, and hostile archives (reported, survived, bounded).
 #include <gtest/gtest.h>
 #include <sys/resource.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include <filesystem>
 
@@ -109,6 +112,44 @@ TEST(AuditImageReader, AllFormatsGiveTheSameModel) {
     EXPECT_EQ(fs.find("usr/bin/tool")->layer(), 1);
     EXPECT_EQ(ResolvePath(fs, "usr/bin/t2"), "usr/bin/tool");
   }
+}
+
+TEST(AuditImageReader, ErrorCodesSayWhoseFaultItIs) {
+  EXPECT_EQ(FileErrorStatus(ENOENT, "m").code(), common::StatusCode::kNotFound);
+  EXPECT_EQ(FileErrorStatus(ENOTDIR, "m").code(), common::StatusCode::kNotFound);
+  for (int e : {ENOMEM, EMFILE, ENFILE, EIO}) {
+    EXPECT_EQ(FileErrorStatus(e, "m").code(), common::StatusCode::kUnavailable) << e;
+  }
+  for (int e : {EACCES, ENAMETOOLONG, ELOOP, EISDIR}) {
+    EXPECT_EQ(FileErrorStatus(e, "m").code(), common::StatusCode::kInvalidArg) << e;
+  }
+  EXPECT_EQ(FileErrorStatus(EMFILE, "blob: cannot open").message(), "blob: cannot open");
+}
+
+// Out of descriptors while opening the image is this machine's failure (UNAVAILABLE), not a
+// corrupt archive: libarchive's open of the tar fails with EMFILE.
+TEST(AuditImageReader, OutOfDescriptorsIsUnavailable) {
+  TempDir t;
+  ImageSpec spec;
+  LayerSpec l;
+  l.files = {File("a", "b")};
+  spec.layers.push_back(l);
+  const std::string tar = Build(t, spec, Format::kLegacy, "fd");
+  ASSERT_TRUE(ReadImage(tar, ReaderLimits{}, nullptr).ok());
+  // The lowest free descriptor becomes the limit, so the next open() fails with EMFILE.
+  const int lowest = ::dup(0);
+  ASSERT_GE(lowest, 0);
+  ::close(lowest);
+  rlimit old{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &old), 0);
+  rlimit tight = old;
+  tight.rlim_cur = static_cast<rlim_t>(lowest);
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &tight), 0);
+  auto img = ReadImage(tar, ReaderLimits{}, nullptr);
+  ::setrlimit(RLIMIT_NOFILE, &old);
+  ASSERT_FALSE(img.ok());
+  EXPECT_EQ(img.status().code(), common::StatusCode::kUnavailable) << img.status().message();
+  EXPECT_NE(img.status().message().find(tar), std::string::npos) << img.status().message();
 }
 
 TEST(AuditImageReader, DiveEfficiencyCountsEveryCopyAndDeletions) {

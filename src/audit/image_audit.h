@@ -72,8 +72,9 @@ struct ImageAuditReport {
 
 // Reads the image at `path` (a docker-save tar, OCI layout or OCI archive; image_ref.h resolves
 // transports first), streaming the ONNX Runtime libraries it holds into a private temporary
-// folder removed before returning, and runs every rule. Errors: the reader's (NOT_FOUND,
-// INVALID_ARG naming the file), UNAVAILABLE when the temporary folder cannot be created.
+// folder removed before returning, and runs every rule. Errors: the reader's, unchanged (NOT_FOUND,
+// INVALID_ARG naming the file, UNAVAILABLE when the machine could not serve a read; oci_image.h),
+// UNAVAILABLE when the temporary folder cannot be created.
 common::Result<ImageAuditReport> AuditImage(const std::string& path,
                                             const ImageAuditOptions& options);
 

@@ -46,11 +46,11 @@ Status RunSkopeo(const std::vector<std::string>& args) {
   po.timeout = std::chrono::seconds(660);  // skopeo's own --command-timeout is 600 s
   const common::ProcessResult r = common::RunProcess(argv, po);
   if (!r.started || r.exit_code == 127) {
-    return Status::InvalidArg(
+    return Status::Unavailable(
         "docker:// references need skopeo (Debian package 'skopeo'), which could not be run");
   }
   if (r.exit_code == 0) return Status::Ok();
-  if (r.timed_out) return Status::InvalidArg("skopeo did not finish within 660 s");
+  if (r.timed_out) return Status::Unavailable("skopeo did not finish within 660 s");
   return Status::InvalidArg(FirstErrorLine(r.err));
 }
 
@@ -77,7 +77,9 @@ Result<std::unique_ptr<ImageInput>> ResolveImageInput(const std::string& ref) {
     Status s = RunSkopeo({"--command-timeout", "600s", "copy", "--insecure-policy", "--quiet", ref,
                           "oci:" + in->path_ + ":image"});
     if (!s.ok()) {
-      return Status::InvalidArg(
+      // skopeo refusing the reference is bad input; skopeo missing or hanging is this machine's.
+      return Status(
+          s.code(),
           fmt::format("{}: cannot copy the image from its registry (offline, unknown image or "
                       "credentials?): {}; save it elsewhere with `skopeo copy` and audit the "
                       "docker-archive: or oci: copy",

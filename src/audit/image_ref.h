@@ -7,9 +7,10 @@
 // A plain path (no transport) is used as it is. Other transports (docker-daemon:,
 // containers-storage:, dir:) are refused: the audit reads images without a daemon.
 //
-// Failure behaviour: INVALID_ARG (exit 2) for an unknown transport, a missing skopeo, or a copy
-// that fails (offline, unknown image, authentication), with skopeo's first error line. The copy
-// is bounded by skopeo's --command-timeout (10 minutes). Thread safety: one object per call.
+// Failure behaviour: INVALID_ARG (exit 2) for an unknown transport or a copy that skopeo refuses
+// (offline, unknown image, authentication), with skopeo's first error line; UNAVAILABLE (exit 3)
+// when skopeo cannot be run or does not finish (the copy is bounded by skopeo's
+// --command-timeout, 10 minutes). Thread safety: one object per call.
 #pragma once
 
 #include <memory>

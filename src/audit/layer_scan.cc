@@ -21,6 +21,35 @@ namespace tg::audit {
 using common::Result;
 using common::Status;
 
+Status FileErrorStatus(int err, std::string message) {
+  switch (err) {
+    case ENOENT:
+    case ENOTDIR:
+      return Status::NotFound(std::move(message));
+    case ENOMEM:
+    case EMFILE:
+    case ENFILE:
+    case EIO:
+    case EAGAIN:
+    case ENOBUFS:
+    case ETIMEDOUT:
+    case ESTALE:
+      return Status::Unavailable(std::move(message));
+    default:
+      return Status::InvalidArg(std::move(message));
+  }
+}
+
+Status ArchiveErrorStatus(struct archive* a, std::string message) {
+  // Running out of memory or descriptors is never the data's fault; other numbers (EIO included)
+  // are what libarchive reports for data it cannot decode as well.
+  const int err = archive_errno(a);
+  if (err == ENOMEM || err == EMFILE || err == ENFILE) {
+    return Status::Unavailable(std::move(message));
+  }
+  return Status::InvalidArg(std::move(message));
+}
+
 std::string_view CompressionName(Compression c) {
   switch (c) {
     case Compression::kNone:
@@ -79,12 +108,15 @@ Result<int> OpenReadOnly(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     int e = errno;
-    std::string m = fmt::format("{}: cannot open: {}", path, std::strerror(e));
-    return e == ENOENT ? Status::NotFound(m) : Status::InvalidArg(m);
+    return FileErrorStatus(e, fmt::format("{}: cannot open: {}", path, std::strerror(e)));
   }
   common::UniqueFd owner(fd);
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (::fstat(fd, &st) != 0) {
+    const int e = errno;
+    return FileErrorStatus(e, fmt::format("{}: cannot stat: {}", path, std::strerror(e)));
+  }
+  if (!S_ISREG(st.st_mode)) {
     return Status::InvalidArg(fmt::format(
         "{}: not a regular file (a FIFO, device, socket or directory is refused)", path));
   }
@@ -106,7 +138,8 @@ Result<std::unique_ptr<FileSource>> FileSource::OpenRange(const std::string& pat
   std::unique_ptr<FileSource> src(new FileSource(fd, path, offset, offset + length));
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
-    return Status::InvalidArg(fmt::format("{}: cannot stat: {}", path, std::strerror(errno)));
+    const int e = errno;
+    return FileErrorStatus(e, fmt::format("{}: cannot stat: {}", path, std::strerror(e)));
   }
   // The index pass checked this too; re-check here so a range never reads past the file.
   if (offset > static_cast<std::uint64_t>(st.st_size) ||
@@ -144,8 +177,9 @@ Result<std::span<const char>> FileSource::Next() {
       }
       return std::span<const char>();
     }
-    if (errno == EINTR) continue;
-    return Status::InvalidArg(fmt::format("{}: read failed: {}", path_, std::strerror(errno)));
+    const int e = errno;
+    if (e == EINTR) continue;
+    return FileErrorStatus(e, fmt::format("{}: read failed: {}", path_, std::strerror(e)));
   }
 }
 
@@ -235,7 +269,7 @@ Result<std::span<const char>> ArchiveEntrySource::Next() {
   if (r == ARCHIVE_EOF) return std::span<const char>();
   if (r < ARCHIVE_WARN) {
     const char* e = archive_error_string(outer_);
-    return Status::InvalidArg(fmt::format("{}: {}", name_, e ? e : "read error"));
+    return ArchiveErrorStatus(outer_, fmt::format("{}: {}", name_, e ? e : "read error"));
   }
   return std::span<const char>(static_cast<const char*>(buf), size);
 }
@@ -370,9 +404,11 @@ Result<ArchiveReadPtr> OpenLayerArchive(ReadClient* client, Compression comp, in
   archive_read_set_skip_callback(a.get(), SkipCallback);
   archive_read_set_callback_data(a.get(), client);
   if (archive_read_open1(a.get()) != ARCHIVE_OK) {
+    // A failing source is its own error (a read error of the file is not a "not a tar").
+    if (!client->error.ok()) return client->error.WithPrefix(fmt::format("layer {}", layer));
     const char* e = archive_error_string(a.get());
-    return Status::InvalidArg(fmt::format("layer {} ({}): not a {} tar: {}", layer, name,
-                                          CompressionName(comp), e ? e : "unknown error"));
+    return ArchiveErrorStatus(a.get(), fmt::format("layer {} ({}): not a {} tar: {}", layer, name,
+                                                   CompressionName(comp), e ? e : "unknown error"));
   }
   return a;
 }
@@ -568,9 +604,10 @@ Result<LayerScan> ScanLayer(ByteSource& source, int layer, const std::string& na
   auto fail = [&](const char* what) -> Status {
     if (!client.error.ok()) return client.error.WithPrefix(fmt::format("layer {}", layer));
     const char* e = archive_error_string(a.get());
-    return Status::InvalidArg(fmt::format("layer {} ({}, {}): {} after {} entries: {}", layer, name,
-                                          CompressionName(scan.compression), what,
-                                          scan.entries.size(), e ? e : "unknown error"));
+    return ArchiveErrorStatus(
+        a.get(), fmt::format("layer {} ({}, {}): {} after {} entries: {}", layer, name,
+                             CompressionName(scan.compression), what, scan.entries.size(),
+                             e ? e : "unknown error"));
   };
   std::uint64_t declared = 0;
   std::uint64_t count = 0;

@@ -39,6 +39,17 @@ struct ArchiveReadDeleter {
 // The one owner of a libarchive read handle.
 using ArchiveReadPtr = std::unique_ptr<struct archive, ArchiveReadDeleter>;
 
+// The Status of a failed system call (open, stat, read) on an image file, `err` its errno:
+// NOT_FOUND when the file is not there (ENOENT, ENOTDIR); UNAVAILABLE when this machine could not
+// serve it (out of memory or descriptors, an I/O error of the device, a stale or timed-out
+// network file system); INVALID_ARG for what the input itself causes (permissions, a name too
+// long, a symlink loop). Pure.
+common::Status FileErrorStatus(int err, std::string message);
+// The Status of a failed libarchive call on `a`: UNAVAILABLE when libarchive ran out of memory or
+// descriptors, INVALID_ARG otherwise (corrupt, truncated or unsupported data: libarchive's error
+// numbers do not tell a read error of the device from bad data). Pure.
+common::Status ArchiveErrorStatus(struct archive* a, std::string message);
+
 enum class Compression { kNone, kGzip, kZstd };
 std::string_view CompressionName(Compression c);  // "none" | "gzip" | "zstd"; pure
 // Compression from the first bytes of a blob; nullopt when it is neither gzip, zstd nor a tar
@@ -59,8 +70,9 @@ class ByteSource {
 // Reads a regular file, or the byte range [offset, offset + length) of one (a layer stored
 // uncompressed inside an outer tar), with pread so the range never leaks into neighbouring
 // members. Skip() seeks (bounded by the range and the file's size). Owns its descriptor.
-// Errors: NOT_FOUND / INVALID_ARG from Open; Next() reports a range that ends before `length`
-// bytes (the file shrank or was truncated) as INVALID_ARG naming the file and offset.
+// Errors: FileErrorStatus's codes from Open and Next() (a failing open, stat or read); Next()
+// reports a range that ends before `length` bytes (the file shrank or was truncated) as
+// INVALID_ARG naming the file and offset.
 class FileSource : public ByteSource {
  public:
   static common::Result<std::unique_ptr<FileSource>> Open(const std::string& path);
@@ -240,7 +252,8 @@ struct LayerScan {
 // Scans one layer. `layer` is the index used in findings and messages, `name` names the blob in
 // error messages, `declared_compressed` is the descriptor size (0 if unknown; used by the ratio
 // guard), `budget_left` the remaining image-wide uncompressed allowance (decremented).
-// Errors: INVALID_ARG for an unknown compression, a corrupt or truncated stream, or a non-tar.
+// Errors: INVALID_ARG for an unknown compression, a corrupt or truncated stream, or a non-tar;
+// the source's own Status when reading it fails; UNAVAILABLE when libarchive runs out of memory.
 common::Result<LayerScan> ScanLayer(ByteSource& source, int layer, const std::string& name,
                                     std::uint64_t declared_compressed, const ReaderLimits& limits,
                                     std::uint64_t* budget_left, const CaptureSpec& capture);

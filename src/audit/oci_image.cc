@@ -248,8 +248,8 @@ Result<ArchiveReadPtr> OpenOuter(const std::string& path) {
   archive_read_support_filter_zstd(a.get());
   if (archive_read_open_filename(a.get(), path.c_str(), 1 << 20) != ARCHIVE_OK) {
     const char* e = archive_error_string(a.get());
-    return Status::InvalidArg(
-        fmt::format("{}: not a readable tar archive: {}", path, e ? e : "unknown error"));
+    return ArchiveErrorStatus(
+        a.get(), fmt::format("{}: not a readable tar archive: {}", path, e ? e : "unknown error"));
   }
   return a;
 }
@@ -280,7 +280,8 @@ Result<TarIndex> IndexTar(const std::string& path) {
   TG_ASSIGN_OR_RETURN(ArchiveReadPtr a, OpenOuter(path));
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
-    return Status::InvalidArg(fmt::format("{}: cannot stat: {}", path, std::strerror(errno)));
+    const int e = errno;
+    return FileErrorStatus(e, fmt::format("{}: cannot stat: {}", path, std::strerror(e)));
   }
   const auto file_size = static_cast<std::uint64_t>(st.st_size);
   TarIndex idx;
@@ -291,8 +292,9 @@ Result<TarIndex> IndexTar(const std::string& path) {
     if (r == ARCHIVE_RETRY) continue;
     if (r == ARCHIVE_FATAL) {
       const char* e = archive_error_string(a.get());
-      return Status::InvalidArg(fmt::format("{}: corrupt or truncated archive after {} members: {}",
-                                            path, idx.sizes.size(), e ? e : "unknown error"));
+      return ArchiveErrorStatus(
+          a.get(), fmt::format("{}: corrupt or truncated archive after {} members: {}", path,
+                               idx.sizes.size(), e ? e : "unknown error"));
     }
     const char* raw = archive_entry_pathname(entry);
     bool abs = false;
@@ -327,8 +329,8 @@ Result<TarIndex> IndexTar(const std::string& path) {
     la_ssize_t got = archive_read_data(a.get(), data.data(), data.size());
     if (got < 0) {
       const char* e = archive_error_string(a.get());
-      return Status::InvalidArg(
-          fmt::format("{}: cannot read member {}: {}", path, *name, e ? e : "unknown error"));
+      return ArchiveErrorStatus(a.get(), fmt::format("{}: cannot read member {}: {}", path, *name,
+                                                     e ? e : "unknown error"));
     }
     data.resize(static_cast<std::size_t>(got));
     std::size_t first = data.find_first_not_of(" \t\r\n");
@@ -622,8 +624,8 @@ Status ScanStreamed(const std::string& path, const std::map<std::string, std::ve
     if (rc == ARCHIVE_RETRY) continue;
     if (rc == ARCHIVE_FATAL) {
       const char* e = archive_error_string(a.get());
-      return Status::InvalidArg(
-          fmt::format("{}: corrupt or truncated archive: {}", path, e ? e : "unknown error"));
+      return ArchiveErrorStatus(a.get(), fmt::format("{}: corrupt or truncated archive: {}", path,
+                                                     e ? e : "unknown error"));
     }
     const char* raw = archive_entry_pathname(entry);
     bool abs = false;
@@ -769,7 +771,10 @@ Result<Image> ReadImage(const std::string& path, const ReaderLimits& limits,
                         const CaptureSpec& capture, const ReadOptions& options) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
-    return Status::NotFound(fmt::format("{}: no such image file or directory", path));
+    const int e = errno;
+    return FileErrorStatus(e, e == ENOENT
+                                  ? fmt::format("{}: no such image file or directory", path)
+                                  : fmt::format("{}: cannot stat: {}", path, std::strerror(e)));
   }
   if (S_ISDIR(st.st_mode)) return ReadLayoutDir(path, limits, capture, options);
   // The tar is read twice (an index pass, then each layer's byte range), so a pipe cannot serve;

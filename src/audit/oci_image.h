@@ -7,9 +7,11 @@
 // compressed outer tar (`docker save | gzip`) is streamed a second time, layers in archive order.
 // The image is never extracted and memory holds only JSON documents and layer entry lists.
 //
-// Errors: NOT_FOUND for a missing path; INVALID_ARG naming the file and what was wrong for
-// anything unreadable, corrupt, truncated or inconsistent (missing manifest, blob, config, bad
-// digest). Stateless functions; thread-safe.
+// Errors: NOT_FOUND for a missing path (or blob file of a layout); INVALID_ARG naming the file and
+// what was wrong for anything unreadable, corrupt, truncated or inconsistent (missing manifest,
+// blob, config, bad digest); UNAVAILABLE when this machine could not serve the read (out of
+// memory or descriptors, a device I/O error; FileErrorStatus and ArchiveErrorStatus in
+// layer_scan.h). Stateless functions; thread-safe.
 #pragma once
 
 #include <cstdint>

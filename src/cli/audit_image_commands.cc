@@ -174,16 +174,9 @@ int RunAuditImage(const AuditImageFlags& f, const GlobalOptions& g) {
     auto input = audit::ResolveImageInput(ref);
     if (!input.ok()) return Fail(input.status());
     auto r = audit::AuditImage((*input)->path(), opts);
-    if (!r.ok()) {
-      // Reader errors are always bad input: the file is unreadable, corrupt or inconsistent.
-      common::Status s = r.status();
-      if (s.code() != common::StatusCode::kInternal &&
-          s.code() != common::StatusCode::kInvalidArg &&
-          s.code() != common::StatusCode::kNotFound) {
-        s = common::Status::InvalidArg(s.message());
-      }
-      return Fail(s);
-    }
+    // The reader states each error's code where it arises (bad input, a missing file, a machine
+    // that could not serve the read); the one Status-to-exit mapping decides the exit.
+    if (!r.ok()) return Fail(r.status());
     reports.push_back(std::move(*r));
   }
   if (f.diff) {
