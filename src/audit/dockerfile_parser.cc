@@ -460,7 +460,15 @@ struct ArgScope {
   std::size_t expanded = 0;
 };
 
+// Stages per Dockerfile. Real multi-stage builds have a handful; each stage costs kilobytes and
+// every FROM looks up the stages before it, so the count is refused past this, not carried.
+constexpr std::size_t kMaxStages = 1000;
+
 Status AddStage(Parser& p, DockerfileInstruction ins, const ArgScope& args) {
+  if (p.df->stages.size() >= kMaxStages) {
+    return p.Err(ins.line,
+                 fmt::format("FROM: more than {} stages (the limit per Dockerfile)", kMaxStages));
+  }
   std::vector<std::string> w = ShellWords(ins.args);
   if (!(w.size() == 1 || (w.size() == 3 && Lower(w[1]) == "as"))) {
     return p.Err(ins.line,

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -540,6 +541,20 @@ common::Result<Target> ParseUrl(const std::string& url) {
   if (const int port = std::stoi(t.port); port < 1 || port > 65535) {
     return Status::InvalidArg(
         fmt::format("--url \"{}\": port {} is outside 1..65535", url, t.port));
+  }
+  // A host that no resolver could answer is a typing error, not an unreachable server: a name
+  // (letters, digits, '-', '.', '_') or, bracketed, an IPv6 address (hex digits, ':', '.').
+  const bool bracketed = hostport[0] == '[';
+  const char* allowed = bracketed ? "0123456789abcdefABCDEF:." : nullptr;
+  for (const char c : t.host) {
+    const bool ok = allowed != nullptr ? std::strchr(allowed, c) != nullptr
+                                       : (std::isalnum(static_cast<unsigned char>(c)) != 0 ||
+                                          c == '-' || c == '.' || c == '_');
+    if (!ok || c == '\0') {
+      return Status::InvalidArg(
+          fmt::format("--url \"{}\": host \"{}\" is not a host name or an {} address", url, t.host,
+                      bracketed ? "IPv6" : "IPv4"));
+    }
   }
   return t;
 }

@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <set>
 
 #include <fmt/format.h>
@@ -22,6 +23,13 @@ const std::set<std::string>& OtherMetrics() {
   return k;
 }
 
+// Ranges of a threshold's value: a day of latency (bench --timeout is at most an hour), and a
+// billion of anything counted per second or minute.
+constexpr double kMaxLatencyThresholdUs = 86400e6;
+constexpr double kMaxRateThreshold = 1e9;
+// The largest regression a gate may allow, in percent.
+constexpr double kMaxGatePercent = 1000;
+
 // common::Trim as an owned string (the parsers below keep the pieces).
 std::string Trimmed(std::string_view s) { return std::string(common::Trim(s)); }
 
@@ -33,19 +41,28 @@ common::Result<double> ParseValue(const std::string& expr, const std::string& me
                                   const std::string& rest) {
   double v = 0;
   auto [ptr, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), v);
-  if (ec != std::errc() || ptr == rest.data() || v < 0) {
+  if (ec != std::errc() || ptr == rest.data() || v < 0 || !std::isfinite(v)) {
     return Status::InvalidArg(
-        fmt::format("threshold \"{}\": expected a non-negative number after "
-                    "the operator, found \"{}\"",
+        fmt::format("threshold \"{}\": expected a finite non-negative number after "
+                    "the operator, found \"{}\" (NaN and infinity are refused)",
                     expr, rest));
   }
   std::string unit = Trimmed(std::string(ptr, rest.data() + rest.size()));
   if (LatencyMetrics().count(metric) != 0) {
-    if (unit == "us") return v;
-    if (unit == "ms") return v * 1e3;
-    if (unit == "s") return v * 1e6;
+    const double us = unit == "us" ? v : unit == "ms" ? v * 1e3 : unit == "s" ? v * 1e6 : -1;
+    if (us < 0) {
+      return Status::InvalidArg(
+          fmt::format("threshold \"{}\": latency needs a unit us|ms|s, found \"{}\"", expr, unit));
+    }
+    if (us > kMaxLatencyThresholdUs) {
+      return Status::InvalidArg(
+          fmt::format("threshold \"{}\": latency {} is outside the range 0..86400 s", expr, rest));
+    }
+    return us;
+  }
+  if (v > kMaxRateThreshold) {
     return Status::InvalidArg(
-        fmt::format("threshold \"{}\": latency needs a unit us|ms|s, found \"{}\"", expr, unit));
+        fmt::format("threshold \"{}\": {} {} is outside the range 0..1e9", expr, metric, rest));
   }
   if (metric == "gpu_util" || metric == "errors") {
     if (unit == "%")
@@ -96,12 +113,19 @@ common::Result<Threshold> ParseThreshold(const std::string& text) {
 
 common::Result<std::vector<Threshold>> ParseThresholds(const std::vector<std::string>& texts) {
   std::vector<Threshold> out;
+  std::set<std::string> seen;
   for (const auto& text : texts) {
     for (const std::string& part : common::Split(text, ',', common::SplitMode::kKeepEmpty)) {
       if (Trimmed(part).empty()) {
         return Status::InvalidArg(fmt::format("threshold list \"{}\": empty entry", text));
       }
       TG_ASSIGN_OR_RETURN(Threshold t, ParseThreshold(part));
+      // Two bounds on one metric in one direction: one of them is dead or they contradict.
+      if (!seen.insert(t.metric + t.op.substr(0, 1)).second) {
+        return Status::InvalidArg(fmt::format(
+            "threshold \"{}\": {} {} is given twice (one bound per metric and direction)", t.text,
+            t.metric, t.op.substr(0, 1)));
+      }
       out.push_back(std::move(t));
     }
   }
@@ -161,11 +185,26 @@ common::Result<Gate> ParseGate(const std::string& text) {
   num.pop_back();
   double v = 0;
   auto [ptr, ec] = std::from_chars(num.data(), num.data() + num.size(), v);
-  if (ec != std::errc() || ptr != num.data() + num.size() || v < 0) {
-    return bad(fmt::format("\"{}\" is not a non-negative number", num));
+  if (ec != std::errc() || ptr != num.data() + num.size() || v < 0 || !std::isfinite(v)) {
+    return bad(fmt::format("\"{}\" is not a finite non-negative number", num));
   }
+  if (v > kMaxGatePercent) return bad(fmt::format("{}% is outside the range 0..1000%", num));
   g.max_change = (expr[sign] == '+' ? 1 : -1) * v / 100.0;
   return g;
+}
+
+common::Result<std::vector<Gate>> ParseGates(const std::vector<std::string>& texts) {
+  std::vector<Gate> out;
+  std::set<std::string> seen;
+  for (const auto& t : texts) {
+    TG_ASSIGN_OR_RETURN(Gate g, ParseGate(t));
+    if (!seen.insert(g.metric + (g.max_change < 0 ? "-" : "+")).second) {
+      return Status::InvalidArg(fmt::format(
+          "--fail-on \"{}\": a gate on {} in this direction is given twice", g.text, g.metric));
+    }
+    out.push_back(std::move(g));
+  }
+  return out;
 }
 
 }  // namespace tg::bench

@@ -44,5 +44,8 @@ struct Gate {
   double max_change = 0;  // signed fraction: +0.10 means "fail above +10 %"
 };
 common::Result<Gate> ParseGate(const std::string& text);  // "p95 +10%"; INVALID_ARG says why
+// Every gate of a --fail-on list; INVALID_ARG for a bad one or a metric gated twice in one
+// direction.
+common::Result<std::vector<Gate>> ParseGates(const std::vector<std::string>& texts);
 
 }  // namespace tg::bench

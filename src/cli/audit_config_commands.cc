@@ -57,7 +57,10 @@ int RunAuditDockerfile(const DockerfileArgs& a, const GlobalOptions& g) {
       return ReportError(
           Status::InvalidArg(fmt::format("--build-arg '{}': expected NAME=VALUE", kv)));
     }
-    build_args[kv.substr(0, eq)] = kv.substr(eq + 1);
+    if (!build_args.emplace(kv.substr(0, eq), kv.substr(eq + 1)).second) {
+      return ReportError(Status::InvalidArg(
+          fmt::format("--build-arg '{}': {} is given twice", kv, kv.substr(0, eq))));
+    }
   }
   std::error_code ec;
   if (!a.context.empty() && !fs::is_directory(a.context, ec)) {
@@ -259,10 +262,7 @@ Status CheckRolloutOptions(RenderArgs& a) {
     return Status::InvalidArg(fmt::format("--models-pvc '{}': not a Kubernetes object name",
                                           a.opts.models_pvc.substr(0, 64)));
   }
-  for (const auto& g : a.fail_on) {
-    auto gate = bench::ParseGate(g);
-    if (!gate.ok()) return gate.status();
-  }
+  if (auto gates = bench::ParseGates(a.fail_on); !gates.ok()) return gates.status();
   if (!a.fail_on.empty()) a.opts.fail_on = a.fail_on;
   if (a.rollout != "blue-green") {
     for (auto [given, flag] : {std::pair{!a.bench_file.empty(), "--bench-file"},

@@ -273,11 +273,13 @@ common::Result<BenchOptions> WithBenchFile(BenchOptions o) {
 common::Result<Prepared> Prepare(const BenchOptions& o) {
   Prepared p;
   p.slo_texts = o.slos;
-  TG_ASSIGN_OR_RETURN(p.thresholds, bench::ParseThresholds(p.slo_texts));
-  for (const auto& t : o.fail_on) {
-    TG_ASSIGN_OR_RETURN(bench::Gate gate, bench::ParseGate(t));
-    p.gates.push_back(gate);
+  // A bench file's thresholds were checked where they were read, with their file and line.
+  auto thresholds = bench::ParseThresholds(p.slo_texts);
+  if (!thresholds.ok()) {
+    return Status::InvalidArg(fmt::format("--slo: {}", thresholds.status().message()));
   }
+  p.thresholds = std::move(*thresholds);
+  TG_ASSIGN_OR_RETURN(p.gates, bench::ParseGates(o.fail_on));
   if (o.url.empty() == o.ab.empty()) {
     return Status::InvalidArg("bench: give exactly one of --url URL and --ab A.yaml B.yaml");
   }
@@ -432,12 +434,8 @@ int RunBench(const BenchOptions& given, const GlobalOptions& g) {
 constexpr std::uint64_t kMaxRunFileBytes = 256ULL << 20;
 
 int RunCompare(const CompareOptions& o, const GlobalOptions& g) {
-  std::vector<bench::Gate> gates;
-  for (const auto& t : o.fail_on) {
-    auto gate = bench::ParseGate(t);
-    if (!gate.ok()) return ReportError(gate.status());
-    gates.push_back(*gate);
-  }
+  auto gates = bench::ParseGates(o.fail_on);
+  if (!gates.ok()) return ReportError(gates.status());
   std::vector<RunResult> runs;
   for (const auto& f : o.files) {
     // Lists are capped while parsing: a file of 10^6 windows is refused before it is built.
@@ -451,7 +449,7 @@ int RunCompare(const CompareOptions& o, const GlobalOptions& g) {
   }
   std::vector<bench::RunComparison> cs;
   for (std::size_t i = 1; i < runs.size(); ++i) {
-    cs.push_back(bench::CompareRuns(runs[0], o.files[0], runs[i], o.files[i], gates));
+    cs.push_back(bench::CompareRuns(runs[0], o.files[0], runs[i], o.files[i], *gates));
   }
   Json j = bench::ComparisonsToJson(cs);
   Status s = WriteOutput(o.out, common::WriteJson(j, 2) + "\n", "[");

@@ -1,9 +1,11 @@
 #include "cli/option_checks.h"
 
+#include <cctype>
 #include <cerrno>
 #include <climits>
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
 #include <iomanip>
 #include <optional>
 #include <sstream>
@@ -130,9 +132,14 @@ std::optional<OptionRange> FindRange(const CLI::App* app, const CLI::Option* opt
 // " is not ..." reasons, all naming the value as given and the option's range, so the first
 // check to fail (this one runs before any the command added) says everything.
 std::string CheckText(const std::string& text, const OptionRange& r, bool is_size) {
-  if (text.empty()) return "";
   const std::string given = "'" + text + "'";
   const std::string range = "; allowed: " + RangeText(r);
+  // Empty text would otherwise become 0 or the default: a value the user did not write.
+  if (text.empty()) return "an empty value is not a number" + range;
+  if (std::isspace(static_cast<unsigned char>(text.front())) != 0 ||
+      std::isspace(static_cast<unsigned char>(text.back())) != 0) {
+    return given + " has spaces around the number" + range;
+  }
   long double v = 0;
   if (is_size) {
     auto b = audit::ParseByteSizeOrError(text);
@@ -253,6 +260,16 @@ std::string EnvironmentNote(const CLI::App& cmd, const std::string& message,
     if (!on_command_line) return " (the value comes from the environment variable " + env + ")";
   }
   return "";
+}
+
+std::vector<std::string> ProcessArgs() {
+  std::vector<std::string> args;
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::string arg;
+  for (bool first = true; std::getline(in, arg, '\0'); first = false) {
+    if (!first) args.push_back(arg);
+  }
+  return args;
 }
 
 }  // namespace tg::cli

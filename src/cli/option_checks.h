@@ -28,4 +28,8 @@ void AddNumberChecks(CLI::App* app);
 std::string EnvironmentNote(const CLI::App& cmd, const std::string& message,
                             const std::vector<std::string>& args);
 
+// This process's command-line arguments after argv[0] (from /proc/self/cmdline), for a command
+// that checks EnvironmentNote after parsing. Empty when they cannot be read. Thread-safe.
+std::vector<std::string> ProcessArgs();
+
 }  // namespace tg::cli

@@ -430,23 +430,25 @@ struct EngineArgs {
 };
 
 common::Status ResolveProfiles(const EngineArgs& a, runtime::OpenOptions* oo) {
-  auto parse = [](const std::string& text, std::map<std::string, std::vector<std::int64_t>>* out) {
+  // Each refusal names the flag it came from.
+  auto parse = [](const char* flag, const std::string& text,
+                  std::map<std::string, std::vector<std::int64_t>>* out) {
     auto r = runtime::ParseShapeList(text);
-    if (!r.ok()) return r.status();
+    if (!r.ok()) return Status::InvalidArg(std::string(flag) + ": " + r.status().message());
     *out = *r;
     return Status::Ok();
   };
   if (!a.shapes.empty()) {
-    TG_RETURN_IF_ERROR(parse(a.shapes, &oo->profile_min));
+    TG_RETURN_IF_ERROR(parse("--shapes", a.shapes, &oo->profile_min));
     oo->profile_opt = oo->profile_max = oo->profile_min;
   }
   if (!a.min_shapes.empty() || !a.opt_shapes.empty() || !a.max_shapes.empty()) {
     if (a.min_shapes.empty() || a.opt_shapes.empty() || a.max_shapes.empty()) {
       return Status::InvalidArg("--min-shapes, --opt-shapes and --max-shapes go together");
     }
-    TG_RETURN_IF_ERROR(parse(a.min_shapes, &oo->profile_min));
-    TG_RETURN_IF_ERROR(parse(a.opt_shapes, &oo->profile_opt));
-    TG_RETURN_IF_ERROR(parse(a.max_shapes, &oo->profile_max));
+    TG_RETURN_IF_ERROR(parse("--min-shapes", a.min_shapes, &oo->profile_min));
+    TG_RETURN_IF_ERROR(parse("--opt-shapes", a.opt_shapes, &oo->profile_opt));
+    TG_RETURN_IF_ERROR(parse("--max-shapes", a.max_shapes, &oo->profile_max));
   }
   return Status::Ok();
 }

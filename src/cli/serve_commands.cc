@@ -10,6 +10,7 @@
 
 #include "cli/command.h"
 #include "cli/integrity_canary.h"
+#include "cli/option_checks.h"
 #include "cli/output.h"
 #include "common/status.h"
 #include "server/config.h"
@@ -24,6 +25,7 @@ struct ServeFlags {
   double p50 = 0.0, p95 = 0.0;
   double min_gpu_util = 0.0;         // 0 = not gated
   std::vector<std::string> aliases;  // --model-alias ALIAS=MODEL
+  const CLI::App* cmd = nullptr;     // serve's options, to name a variable that gave a value
 };
 
 // --model-alias values into the alias map; each target must be an image model of `models`.
@@ -66,8 +68,11 @@ int RunServe(const GlobalOptions& g, ServeFlags& f) {
   child.policy = c.policy;
   c.op_canary = StartupCanaryOptions(child);
   // Every error leaves through the one error path, its code deciding the exit code.
-  auto fail = [](const common::Status& s, const common::Json& context = common::Json()) {
-    return ReportError(s, context);
+  // A value from a TRUEGREEN_* variable is named as the variable, which is what the user wrote.
+  auto fail = [&f](const common::Status& s, const common::Json& context = common::Json()) {
+    const std::string note =
+        f.cmd == nullptr ? "" : EnvironmentNote(*f.cmd, s.message(), ProcessArgs());
+    return ReportError(note.empty() ? s : common::Status(s.code(), s.message() + note), context);
   };
   if (f.p50 > 0) c.canary.p50_ms = f.p50;
   if (f.p95 > 0) c.canary.p95_ms = f.p95;
@@ -165,6 +170,7 @@ void RegisterServeCommands(CLI::App& app, GlobalOptions& g, CommandRegistry& r) 
   opt("--fault-file", c.fault_file, "TRUEGREEN_FAULT_FILE",
       "Test hook: 'canary-fail' or 'canary-slow' in FILE fails the background canary")
       ->type_name("FILE");
+  f->cmd = cmd;
   r.Add(cmd, [&g, f] { return RunServe(g, *f); });
 }
 

@@ -66,8 +66,12 @@ struct YamlGuardError {
 //   - an alias never refers to a node that is still open (that is a cycle: `&L [*L]`);
 //   - aliases add at most kMaxYamlAliasNodes nodes when expanded (billion laughs);
 //   - no mapping has the same scalar key twice;
-//   - single-document mode: no second document.
+//   - single-document mode: no second document, and at most kMaxYamlDocumentNodes nodes (a
+//     configuration file is small; yaml-cpp spends about 700 bytes a node, so a 4 MB list of
+//     tiny entries would otherwise cost a gigabyte before any field is checked).
 // Anchors are numbered per document by yaml-cpp, so the tables reset at each document.
+constexpr std::uint64_t kMaxYamlDocumentNodes = 100000;
+
 class YamlGuard : public YAML::EventHandler {
  public:
   // `starts`, when given, receives the mark of each document's first token.
@@ -139,8 +143,18 @@ class YamlGuard : public YAML::EventHandler {
   // Current depth of the open path (1 for a child of the root).
   int OpenDepth() const { return static_cast<int>(stack_.size()); }
 
+  // Single-document mode: one more node of the tree yaml-cpp will build.
+  void CountNode(const YAML::Mark& mark) {
+    if (single_ && ++nodes_ > kMaxYamlDocumentNodes) {
+      throw YamlGuardError{mark, "more than " + std::to_string(kMaxYamlDocumentNodes) +
+                                     " YAML nodes in one document (the limit of a configuration "
+                                     "file)"};
+    }
+  }
+
   void Leaf(const YAML::Mark& mark, YAML::anchor_t anchor, const std::string& value,
             std::uint64_t nodes, int depth, bool comparable = true) {
+    CountNode(mark);
     if (OpenDepth() + depth > kMaxYamlDepth) {
       throw YamlGuardError{mark, "nesting deeper than " + std::to_string(kMaxYamlDepth) +
                                      " levels (limit on depth, aliases included)"};
@@ -167,6 +181,7 @@ class YamlGuard : public YAML::EventHandler {
   }
 
   void Open(const YAML::Mark& mark, YAML::anchor_t anchor, bool is_map) {
+    CountNode(mark);
     if (OpenDepth() + 1 > kMaxYamlDepth) {
       throw YamlGuardError{mark, "nesting deeper than " + std::to_string(kMaxYamlDepth) +
                                      " levels (limit on depth, aliases included)"};
@@ -191,6 +206,7 @@ class YamlGuard : public YAML::EventHandler {
   bool single_;
   std::vector<YAML::Mark>* starts_;
   int documents_ = 0;
+  std::uint64_t nodes_ = 0;
   std::uint64_t alias_nodes_ = 0;
   std::map<YAML::anchor_t, Anchor> anchors_;
   std::vector<Frame> stack_;

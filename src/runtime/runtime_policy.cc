@@ -330,6 +330,13 @@ void ReadProviders(YamlMap& root, const std::string& source, RuntimePolicy* p, E
   Status s = root.Get("providers", &providers);
   e->Add(s);
   if (!s.ok()) return;
+  // An empty list given on purpose would silently mean "the profile's default order".
+  if (providers.empty() && root.node()["providers"].IsSequence()) {
+    e->Add(Status::InvalidArg(common::YamlWhere(root.node()["providers"], source) +
+                              ": field 'providers': an empty list names no provider (leave the "
+                              "field out for the profile's order)"));
+    return;
+  }
   for (std::size_t i = 0; i < providers.size(); ++i) {
     const std::string where = common::YamlWhere(root.node()["providers"][i], source) +
                               ": field 'providers[" + std::to_string(i) + "]': ";

@@ -3,12 +3,18 @@
 // the line of a field is found by one bounded pass over the file's text.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
 #include "common/status.h"
 
 namespace tg::sd {
+
+// The size of one component config file (model_index.json, a component's config.json,
+// scheduler_config.json): real ones are a few KB. A JSON document costs up to ~35 times its text
+// (an array of `{}`), so the cap, not the generic 16 MiB, bounds what reading one may cost.
+inline constexpr std::uint64_t kMaxComponentConfigBytes = 1ULL << 20;
 
 // 1-based line where the member `key` of the top-level JSON object in `text` starts; 0 when the
 // text has no such member. Linear in the text; strings are skipped with their escapes, so the same

@@ -319,7 +319,8 @@ namespace {
 Result<Json> ReadModelIndex(const std::string& dir, SdModel* m) {
   TG_RETURN_IF_ERROR(RequireFile(dir, "model_index.json"));
   TG_ASSIGN_OR_RETURN(Json index,
-                      common::LoadJsonFile((fs::path(dir) / "model_index.json").string()));
+                      common::LoadJsonFile((fs::path(dir) / "model_index.json").string(),
+                                           kMaxComponentConfigBytes));
   if (!index.is_object()) {
     return Status::InvalidArg(dir + "/model_index.json: a JSON object is required");
   }
@@ -430,7 +431,7 @@ Status CheckComponentConfigs(const std::string& dir) {
     const fs::path cfg = fs::path(dir) / part / "config.json";
     if (!fs::exists(fs::symlink_status(cfg, ec))) continue;
     TG_ASSIGN_OR_RETURN(std::string text,
-                        common::ReadFileLimited(cfg.string(), common::kMaxConfigBytes));
+                        common::ReadFileLimited(cfg.string(), kMaxComponentConfigBytes));
     TG_ASSIGN_OR_RETURN(Json c, common::ParseJson(text, cfg.string()));
     if (!c.is_object()) {
       return Status::InvalidArg(cfg.string() + ": found " + std::string(c.type_name()) +
@@ -509,7 +510,7 @@ bool IsSd2TextEncoder(const std::string& dir, std::int64_t width) {
   std::error_code ec;
   const fs::path cfg = fs::path(dir) / "text_encoder" / "config.json";
   if (fs::is_regular_file(cfg, ec)) {
-    auto j = common::LoadJsonFile(cfg.string());
+    auto j = common::LoadJsonFile(cfg.string(), kMaxComponentConfigBytes);
     if (j.ok() && j->is_object()) {
       auto it = j->find("hidden_act");
       if (it != j->end() && it->is_string()) return it->get<std::string>() == "gelu";
@@ -549,11 +550,12 @@ Status SetVaeScaling(const std::string& dir, bool sdxl, SdModel* m) {
   m->vae.scaling_source = "default for " + std::string(SdVariantName(m->variant));
   const fs::path vae_cfg = fs::path(dir) / "vae_decoder" / "config.json";
   if (fs::is_regular_file(vae_cfg, ec)) {
-    TG_ASSIGN_OR_RETURN(Json cfg, common::LoadJsonFile(vae_cfg.string()));
+    TG_ASSIGN_OR_RETURN(Json cfg, common::LoadJsonFile(vae_cfg.string(), kMaxComponentConfigBytes));
     if (auto it = cfg.find("scaling_factor"); cfg.is_object() && it != cfg.end()) {
-      if (!it->is_number() || it->get<double>() <= 0.0) {
-        return Status::InvalidArg(vae_cfg.string() + ": field scaling_factor must be a positive " +
-                                  "number, found " + it->dump());
+      // Real VAEs scale latents by about 0.1-1; a huge factor would saturate every pixel.
+      if (!it->is_number() || it->get<double>() <= 0.0 || it->get<double>() > 100.0) {
+        return Status::InvalidArg(vae_cfg.string() + ": field scaling_factor must be a number " +
+                                  "in (0, 100], found " + it->dump());
       }
       m->vae.scaling_factor = it->get<double>();
       m->vae.scaling_source = "vae_decoder/config.json";

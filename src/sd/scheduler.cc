@@ -304,7 +304,7 @@ Result<SchedulerConfig> ParseSchedulerConfig(const std::string& json_text,
 }
 
 Result<SchedulerConfig> LoadSchedulerConfig(const std::string& path) {
-  TG_ASSIGN_OR_RETURN(std::string text, common::ReadFileLimited(path, common::kMaxConfigBytes));
+  TG_ASSIGN_OR_RETURN(std::string text, common::ReadFileLimited(path, kMaxComponentConfigBytes));
   auto c = ParseSchedulerConfig(text, path);
   if (!c.ok()) return WithFieldLine(c.status(), path, text);
   return c;
