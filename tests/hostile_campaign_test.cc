@@ -143,9 +143,13 @@ void AddGateCases(std::vector<Case>* t) {
                 2,
                 "a gate on p95 in this direction is given twice"});
   // A host no resolver could answer is a usage error, not an unreachable server (exit 3).
-  t->push_back({"bench_url_host_with_space", {"bench", "--url", "http://a b:80"}, 2,
+  t->push_back({"bench_url_host_with_space",
+                {"bench", "--url", "http://a b:80"},
+                2,
                 "--url \"http://a b:80\": host \"a b\" is not a host name"});
-  t->push_back({"bench_url_ipv6_not_hex", {"bench", "--url", "http://[zz]:80"}, 2,
+  t->push_back({"bench_url_ipv6_not_hex",
+                {"bench", "--url", "http://[zz]:80"},
+                2,
                 "is not a host name or an IPv6 address"});
 }
 
