@@ -72,23 +72,26 @@ nlohmann::json FindingsToJson(const std::vector<Finding>& findings) {
   return arr;
 }
 
+std::string RenderFindingText(const Finding& f) {
+  std::string where = f.path;
+  std::string extra;
+  if (f.layer >= 0) extra += fmt::format("layer {}", f.layer);
+  if (f.line > 0) extra += fmt::format("{}line {}", extra.empty() ? "" : ", ", f.line);
+  if (f.bytes > 0) extra += fmt::format("{}{}", extra.empty() ? "" : ", ", HumanBytes(f.bytes));
+  if (!extra.empty()) where += (where.empty() ? "(" : " (") + extra + ")";
+  std::string out = fmt::format("{:<8}{}  {}{}\n", SeverityName(f.severity), f.rule, where,
+                                f.suppressed ? "  [suppressed]" : "");
+  out += fmt::format("        {}\n", f.message);
+  if (!f.fix.empty()) out += fmt::format("        fix: {}\n", f.fix);
+  if (!f.suppression.empty()) {
+    out += fmt::format("        {}: {}\n", f.suppressed ? "suppressed" : "note", f.suppression);
+  }
+  return out;
+}
+
 std::string RenderFindingsText(const std::vector<Finding>& findings) {
   std::string out;
-  for (const auto& f : findings) {
-    std::string where = f.path;
-    std::string extra;
-    if (f.layer >= 0) extra += fmt::format("layer {}", f.layer);
-    if (f.line > 0) extra += fmt::format("{}line {}", extra.empty() ? "" : ", ", f.line);
-    if (f.bytes > 0) extra += fmt::format("{}{}", extra.empty() ? "" : ", ", HumanBytes(f.bytes));
-    if (!extra.empty()) where += (where.empty() ? "(" : " (") + extra + ")";
-    out += fmt::format("{:<8}{}  {}{}\n", SeverityName(f.severity), f.rule, where,
-                       f.suppressed ? "  [suppressed]" : "");
-    out += fmt::format("        {}\n", f.message);
-    if (!f.fix.empty()) out += fmt::format("        fix: {}\n", f.fix);
-    if (!f.suppression.empty()) {
-      out += fmt::format("        {}: {}\n", f.suppressed ? "suppressed" : "note", f.suppression);
-    }
-  }
+  for (const auto& f : findings) out += RenderFindingText(f);
   return out;
 }
 

@@ -53,8 +53,9 @@ nlohmann::json FindingsToJson(const std::vector<Finding>& findings);  // array o
 //   error   image.build-tools  usr/bin/gcc-12 (layer 2, 1.2 MiB)
 //           a C compiler ships in the runtime image
 //           fix: build in a separate stage and copy only the artifacts
-// Returns "" for no findings.
+// Returns "" for no findings. RenderFindingText is one finding's block.
 std::string RenderFindingsText(const std::vector<Finding>& findings);
+std::string RenderFindingText(const Finding& f);
 
 // "1.5 GiB", "312 KiB", "17 B" (binary units, one decimal).
 std::string HumanBytes(std::uint64_t bytes);

@@ -857,7 +857,7 @@ void AddCoverageFindings(K8sAuditReport* report) {
   TrimFindings(report);
 }
 
-common::Json K8sReportToJson(const K8sAuditReport& report) {
+common::Json K8sReportHeadToJson(const K8sAuditReport& report) {
   common::Json j;
   j["documents"] = report.documents;
   j["workloads"] = report.workloads;
@@ -875,16 +875,23 @@ common::Json K8sReportToJson(const K8sAuditReport& report) {
   j["skipped"] = report.skipped;
   j["not_audited"] = report.not_audited;
   j["renderers"] = report.renderers;
-  common::Json arr = common::Json::array();
-  for (const auto& kf : report.findings) {
-    common::Json f = FindingToJson(kf.finding);
-    f["document"] = kf.document;
-    f["object"] = kf.object;
-    if (!kf.container.empty()) f["container"] = kf.container;
-    f["field"] = kf.field;
-    arr.push_back(std::move(f));
-  }
-  j["findings"] = std::move(arr);
+  j["findings"] = common::Json::array();
+  return j;
+}
+
+common::Json K8sFindingToJson(const K8sFinding& kf) {
+  common::Json f = FindingToJson(kf.finding);
+  f["document"] = kf.document;
+  f["object"] = kf.object;
+  if (!kf.container.empty()) f["container"] = kf.container;
+  f["field"] = kf.field;
+  return f;
+}
+
+common::Json K8sReportToJson(const K8sAuditReport& report) {
+  common::Json j = K8sReportHeadToJson(report);
+  common::Json& arr = j["findings"];
+  for (const auto& kf : report.findings) arr.push_back(K8sFindingToJson(kf));
   return j;
 }
 

@@ -152,6 +152,10 @@ void AddCoverageFindings(K8sAuditReport* report);
 // "skipped":[...],"not_audited":[...],"renderers":[...],"findings":[{...Finding, document, object,
 // container, field}]}
 common::Json K8sReportToJson(const K8sAuditReport& report);
+// The parts of that document, for writing it finding by finding (common/json_stream.h): the
+// document with "findings" an empty array, and one finding's object.
+common::Json K8sReportHeadToJson(const K8sAuditReport& report);
+common::Json K8sFindingToJson(const K8sFinding& finding);
 // Findings in the shared text format; location details are part of each message.
 std::string K8sReportToText(const K8sAuditReport& report);
 

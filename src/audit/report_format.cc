@@ -163,25 +163,28 @@ Result<Suppressions> LoadSuppressions(const std::string& path) {
 
 std::string TodayUtc() { return common::UtcNow("%Y-%m-%d"); }
 
+void ApplySuppressions(const Suppressions& s, std::string_view today, Finding* finding) {
+  Finding& f = *finding;
+  if (f.rule == kTruncatedRule) return;
+  for (const Suppression& e : s.entries) {
+    if (e.rule != f.rule) continue;
+    if (!e.path.empty() && f.path.find(e.path) == std::string::npos) continue;
+    // ISO dates compare as strings; the suppression holds through its expiry day.
+    if (!e.expires.empty() && std::string_view(e.expires) < today) {
+      f.suppression = fmt::format("suppression at {}:{} expired on {} and no longer applies",
+                                  s.source, e.line, e.expires);
+      continue;
+    }
+    f.suppressed = true;
+    f.suppression = fmt::format("{} ({}:{}{})", e.reason, s.source, e.line,
+                                e.expires.empty() ? "" : ", until " + e.expires);
+    break;
+  }
+}
+
 void ApplySuppressions(const Suppressions& s, std::string_view today,
                        std::vector<Finding>* findings) {
-  for (Finding& f : *findings) {
-    if (f.rule == kTruncatedRule) continue;
-    for (const Suppression& e : s.entries) {
-      if (e.rule != f.rule) continue;
-      if (!e.path.empty() && f.path.find(e.path) == std::string::npos) continue;
-      // ISO dates compare as strings; the suppression holds through its expiry day.
-      if (!e.expires.empty() && std::string_view(e.expires) < today) {
-        f.suppression = fmt::format("suppression at {}:{} expired on {} and no longer applies",
-                                    s.source, e.line, e.expires);
-        continue;
-      }
-      f.suppressed = true;
-      f.suppression = fmt::format("{} ({}:{}{})", e.reason, s.source, e.line,
-                                  e.expires.empty() ? "" : ", until " + e.expires);
-      break;
-    }
-  }
+  for (Finding& f : *findings) ApplySuppressions(s, today, &f);
 }
 
 bool GateFails(const std::vector<Finding>& findings, Severity fail_on) {
@@ -191,54 +194,70 @@ bool GateFails(const std::vector<Finding>& findings, Severity fail_on) {
   return false;
 }
 
-nlohmann::json ToSarif(const std::vector<Finding>& findings, std::string_view command,
-                       std::string_view version, const FindingCap* cap) {
-  using nlohmann::json;
-  std::map<std::string, int> rule_index;
-  json rules = json::array();
-  json results = json::array();
-  for (const Finding& f : findings) {
-    auto [it, added] = rule_index.emplace(f.rule, static_cast<int>(rules.size()));
-    if (added) {
-      // Code-scanning UIs show `help` beside each result: the fix, and where the rule is described.
-      std::string help =
-          (f.fix.empty() ? "" : "Fix: " + f.fix + ". ") + "Rule " + f.rule +
-          " is described in truegreen's " +
-          (f.rule.rfind("image.", 0) == 0 ? "docs/AUDIT_IMAGE.md" : "docs/AUDIT_CONFIG.md") + ".";
-      rules.push_back({{"id", f.rule},
-                       {"shortDescription", {{"text", f.rule}}},
-                       {"help", {{"text", help}}},
-                       {"defaultConfiguration", {{"level", SarifLevel(f.severity)}}}});
-    }
-    json r = {{"ruleId", f.rule},
-              {"ruleIndex", it->second},
-              {"level", SarifLevel(f.severity)},
-              {"message", {{"text", f.message + (f.fix.empty() ? "" : " Fix: " + f.fix)}}}};
-    if (!f.path.empty()) {
-      // Relative paths are relative to the directory the command ran in (%SRCROOT%).
-      json loc = {{"uri", f.path}};
-      if (f.path[0] != '/') loc["uriBaseId"] = "%SRCROOT%";
-      json phys = {{"artifactLocation", std::move(loc)}};
-      if (f.line > 0) phys["region"] = {{"startLine", f.line}};
-      r["locations"] = json::array({{{"physicalLocation", phys}}});
-    }
-    json props = json::object();
-    if (f.layer >= 0) props["layer"] = f.layer;
-    if (f.bytes > 0) props["bytes"] = f.bytes;
-    if (!f.suppression.empty() && !f.suppressed) props["suppressionNote"] = f.suppression;
-    if (!props.empty()) r["properties"] = props;
-    if (f.suppressed) {
-      r["suppressions"] = json::array(
-          {{{"kind", "external"}, {"status", "accepted"}, {"justification", f.suppression}}});
-    }
-    results.push_back(std::move(r));
+namespace {
+
+// The rules every result refers to by index: one reportingDescriptor per rule id, in the order
+// the ids first appear.
+struct SarifRules {
+  std::map<std::string, int> index;
+  nlohmann::json rules = nlohmann::json::array();
+};
+
+SarifRules CollectSarifRules(const FindingsView& findings) {
+  SarifRules out;
+  for (std::size_t i = 0; i < findings.size; ++i) {
+    const Finding& f = findings.at(i);
+    auto [it, added] = out.index.emplace(f.rule, static_cast<int>(out.rules.size()));
+    if (!added) continue;
+    // Code-scanning UIs show `help` beside each result: the fix, and where the rule is described.
+    std::string help =
+        (f.fix.empty() ? "" : "Fix: " + f.fix + ". ") + "Rule " + f.rule +
+        " is described in truegreen's " +
+        (f.rule.rfind("image.", 0) == 0 ? "docs/AUDIT_IMAGE.md" : "docs/AUDIT_CONFIG.md") + ".";
+    out.rules.push_back({{"id", f.rule},
+                         {"shortDescription", {{"text", f.rule}}},
+                         {"help", {{"text", help}}},
+                         {"defaultConfiguration", {{"level", SarifLevel(f.severity)}}}});
   }
+  return out;
+}
+
+nlohmann::json SarifResult(const Finding& f, int rule_index) {
+  using nlohmann::json;
+  json r = {{"ruleId", f.rule},
+            {"ruleIndex", rule_index},
+            {"level", SarifLevel(f.severity)},
+            {"message", {{"text", f.message + (f.fix.empty() ? "" : " Fix: " + f.fix)}}}};
+  if (!f.path.empty()) {
+    // Relative paths are relative to the directory the command ran in (%SRCROOT%).
+    json loc = {{"uri", f.path}};
+    if (f.path[0] != '/') loc["uriBaseId"] = "%SRCROOT%";
+    json phys = {{"artifactLocation", std::move(loc)}};
+    if (f.line > 0) phys["region"] = {{"startLine", f.line}};
+    r["locations"] = json::array({{{"physicalLocation", phys}}});
+  }
+  json props = json::object();
+  if (f.layer >= 0) props["layer"] = f.layer;
+  if (f.bytes > 0) props["bytes"] = f.bytes;
+  if (!f.suppression.empty() && !f.suppressed) props["suppressionNote"] = f.suppression;
+  if (!props.empty()) r["properties"] = props;
+  if (f.suppressed) {
+    r["suppressions"] = json::array(
+        {{{"kind", "external"}, {"status", "accepted"}, {"justification", f.suppression}}});
+  }
+  return r;
+}
+
+// The log with an empty results array (the rules moved into it).
+nlohmann::json SarifHead(SarifRules* rules, std::string_view command, std::string_view version,
+                         const FindingCap* cap) {
+  using nlohmann::json;
   json driver = {
-      {"name", "truegreen"}, {"version", std::string(version)}, {"rules", std::move(rules)}};
+      {"name", "truegreen"}, {"version", std::string(version)}, {"rules", std::move(rules->rules)}};
   json run = {{"tool", {{"driver", std::move(driver)}}},
               {"automationDetails", {{"id", std::string(command) + "/"}}},
               {"originalUriBaseIds", {{"%SRCROOT%", {{"uri", SrcRootUri()}}}}},
-              {"results", std::move(results)}};
+              {"results", json::array()}};
   if (cap != nullptr && cap->truncated()) run["invocations"] = SarifInvocations(*cap);
   return {{"$schema",
            "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/"
@@ -247,45 +266,122 @@ nlohmann::json ToSarif(const std::vector<Finding>& findings, std::string_view co
           {"runs", json::array({std::move(run)})}};
 }
 
-std::string ToJunit(const std::vector<Finding>& findings, std::string_view command,
-                    Severity fail_on) {
-  // junit-10.xsd (Jenkins xUnit) allows no `skipped` on <testsuites>; Apache Ant's schema requires
-  // time/timestamp/hostname/package/id on <testsuite> and time on <testcase>: both are met.
-  int failures = 0, skipped = 0;
-  std::string cases;
-  for (const Finding& f : findings) {
-    std::string name = Xml(f.rule + " " + Location(f));
-    std::string body;
-    if (f.suppressed) {
-      ++skipped;
-      body = fmt::format("      <skipped message=\"{}\"/>\n", Xml("suppressed: " + f.suppression));
-    } else if (static_cast<int>(f.severity) >= static_cast<int>(fail_on)) {
-      ++failures;
-      body = fmt::format("      <failure type=\"{}\" message=\"{}\">{}</failure>\n",
-                         SeverityName(f.severity), Xml(f.message),
-                         Xml(f.fix.empty() ? f.message : "fix: " + f.fix));
-    } else {
-      body = fmt::format("      <system-out>{}: {}</system-out>\n", SeverityName(f.severity),
-                         Xml(f.message));
-    }
-    cases +=
-        fmt::format("    <testcase classname=\"{}\" name=\"{}\" time=\"0\">\n{}    </testcase>\n",
-                    Xml(f.rule), name, body);
+// One testcase; counts it into *failures or *skipped.
+std::string JunitCase(const Finding& f, Severity fail_on, int* failures, int* skipped) {
+  std::string name = Xml(f.rule + " " + Location(f));
+  std::string body;
+  if (f.suppressed) {
+    ++*skipped;
+    body = fmt::format("      <skipped message=\"{}\"/>\n", Xml("suppressed: " + f.suppression));
+  } else if (static_cast<int>(f.severity) >= static_cast<int>(fail_on)) {
+    ++*failures;
+    body = fmt::format("      <failure type=\"{}\" message=\"{}\">{}</failure>\n",
+                       SeverityName(f.severity), Xml(f.message),
+                       Xml(f.fix.empty() ? f.message : "fix: " + f.fix));
+  } else {
+    body = fmt::format("      <system-out>{}: {}</system-out>\n", SeverityName(f.severity),
+                       Xml(f.message));
   }
-  int tests = static_cast<int>(findings.size());
-  if (findings.empty()) {
-    tests = 1;
-    cases = fmt::format("    <testcase classname=\"{}\" name=\"no findings\" time=\"0\"/>\n",
-                        Xml(command));
-  }
+  return fmt::format("    <testcase classname=\"{}\" name=\"{}\" time=\"0\">\n{}    </testcase>\n",
+                     Xml(f.rule), name, body);
+}
+
+std::string JunitNoFindings(std::string_view command) {
+  return fmt::format("    <testcase classname=\"{}\" name=\"no findings\" time=\"0\"/>\n",
+                     Xml(command));
+}
+
+// Everything before the testcases. junit-10.xsd (Jenkins xUnit) allows no `skipped` on
+// <testsuites>; Apache Ant's schema requires time/timestamp/hostname/package/id on <testsuite>
+// and time on <testcase>: both are met.
+std::string JunitHead(int tests, int failures, int skipped, std::string_view command) {
   return fmt::format(
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
       "<testsuites name=\"truegreen\" tests=\"{0}\" failures=\"{1}\" errors=\"0\" time=\"0\">\n"
       "  <testsuite name=\"{3}\" tests=\"{0}\" failures=\"{1}\" errors=\"0\" skipped=\"{2}\" "
-      "time=\"0\" timestamp=\"{5}\" hostname=\"{6}\" package=\"truegreen\" id=\"0\">\n"
-      "    <properties/>\n{4}    <system-out/>\n    <system-err/>\n  </testsuite>\n</testsuites>\n",
-      tests, failures, skipped, Xml(command), cases, common::UtcNow("%Y-%m-%dT%H:%M:%S"),
-      Xml(HostName()));
+      "time=\"0\" timestamp=\"{4}\" hostname=\"{5}\" package=\"truegreen\" id=\"0\">\n"
+      "    <properties/>\n",
+      tests, failures, skipped, Xml(command), common::UtcNow("%Y-%m-%dT%H:%M:%S"), Xml(HostName()));
+}
+
+constexpr std::string_view kJunitTail =
+    "    <system-out/>\n    <system-err/>\n  </testsuite>\n</testsuites>\n";
+
+}  // namespace
+
+FindingsView ViewOf(const std::vector<Finding>& findings) {
+  return {findings.size(), [&findings](std::size_t i) -> const Finding& { return findings[i]; }};
+}
+
+bool GateFails(const FindingsView& findings, Severity fail_on) {
+  for (std::size_t i = 0; i < findings.size; ++i) {
+    const Finding& f = findings.at(i);
+    if (!f.suppressed && static_cast<int>(f.severity) >= static_cast<int>(fail_on)) return true;
+  }
+  return false;
+}
+
+nlohmann::json ToSarif(const std::vector<Finding>& findings, std::string_view command,
+                       std::string_view version, const FindingCap* cap) {
+  SarifRules rules = CollectSarifRules(ViewOf(findings));
+  nlohmann::json results = nlohmann::json::array();
+  for (const Finding& f : findings) results.push_back(SarifResult(f, rules.index.at(f.rule)));
+  nlohmann::json log = SarifHead(&rules, command, version, cap);
+  log["runs"][0]["results"] = std::move(results);
+  return log;
+}
+
+void WriteSarif(const common::TextSink& sink, const FindingsView& findings,
+                std::string_view command, std::string_view version, const FindingCap* cap) {
+  SarifRules rules = CollectSarifRules(findings);
+  const nlohmann::json head = SarifHead(&rules, command, version, cap);
+  common::WriteJsonStreamed(
+      sink, head, {"runs", "0", "results"}, findings.size,
+      [&](std::size_t i) {
+        const Finding& f = findings.at(i);
+        return SarifResult(f, rules.index.at(f.rule));
+      },
+      2);
+  sink("\n");
+}
+
+std::string ToJunit(const std::vector<Finding>& findings, std::string_view command,
+                    Severity fail_on) {
+  int failures = 0, skipped = 0;
+  std::string cases;
+  for (const Finding& f : findings) cases += JunitCase(f, fail_on, &failures, &skipped);
+  int tests = static_cast<int>(findings.size());
+  if (findings.empty()) {
+    tests = 1;
+    cases = JunitNoFindings(command);
+  }
+  return JunitHead(tests, failures, skipped, command) + cases + std::string(kJunitTail);
+}
+
+void WriteJunit(const common::TextSink& sink, const FindingsView& findings,
+                std::string_view command, Severity fail_on) {
+  // The counts lead the document: one pass to count, one to write.
+  int failures = 0, skipped = 0;
+  for (std::size_t i = 0; i < findings.size; ++i) {
+    const Finding& f = findings.at(i);
+    if (f.suppressed) {
+      ++skipped;
+    } else if (static_cast<int>(f.severity) >= static_cast<int>(fail_on)) {
+      ++failures;
+    }
+  }
+  const int tests = findings.size == 0 ? 1 : static_cast<int>(findings.size);
+  sink(JunitHead(tests, failures, skipped, command));
+  int ignored_failures = 0, ignored_skipped = 0;
+  for (std::size_t i = 0; i < findings.size; ++i) {
+    sink(JunitCase(findings.at(i), fail_on, &ignored_failures, &ignored_skipped));
+  }
+  if (findings.size == 0) sink(JunitNoFindings(command));
+  sink(kJunitTail);
+}
+
+void WriteFindingsText(const common::TextSink& sink, const FindingsView& findings) {
+  for (std::size_t i = 0; i < findings.size; ++i) sink(RenderFindingText(findings.at(i)));
 }
 
 }  // namespace tg::audit

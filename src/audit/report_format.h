@@ -16,6 +16,8 @@
 // field. Rendering never fails. Thread safety: pure functions.
 #pragma once
 
+#include <cstddef>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -24,9 +26,18 @@
 
 #include "audit/finding.h"
 #include "audit/finding_cap.h"
+#include "common/json_stream.h"
 #include "common/status.h"
 
 namespace tg::audit {
+
+// Read access to a report's findings however the command holds them (Finding, K8sFinding), so
+// the writers below stream them without a copy. `at(i)` for i < size must stay valid while used.
+struct FindingsView {
+  std::size_t size = 0;
+  std::function<const Finding&(std::size_t)> at;
+};
+FindingsView ViewOf(const std::vector<Finding>& findings);
 
 enum class OutputFormat { kText, kJson, kSarif, kJunit };
 // "text" | "json" | "sarif" | "junit"; nullopt otherwise.
@@ -57,9 +68,11 @@ std::string TodayUtc();
 // finding (kTruncatedRule) is never suppressed.
 void ApplySuppressions(const Suppressions& s, std::string_view today,
                        std::vector<Finding>* findings);
+void ApplySuppressions(const Suppressions& s, std::string_view today, Finding* finding);
 
 // True when an unsuppressed finding has severity >= fail_on.
 bool GateFails(const std::vector<Finding>& findings, Severity fail_on);
+bool GateFails(const FindingsView& findings, Severity fail_on);
 
 // A SARIF 2.1.0 log with one run. `command` ("audit k8s") names the automation; every rule id seen
 // becomes a reportingDescriptor. When `cap` says findings were not listed, the run also has an
@@ -73,5 +86,15 @@ nlohmann::json ToSarif(const std::vector<Finding>& findings, std::string_view co
 // passing testcase when there are no findings.
 std::string ToJunit(const std::vector<Finding>& findings, std::string_view command,
                     Severity fail_on);
+
+// The streamed forms: the same text as WriteJson(ToSarif(...), 2) + "\n", ToJunit(...) and
+// RenderFindingsText(...), written to `sink` finding by finding (nothing but the rule table is
+// held). Never fail; write errors are the sink's.
+void WriteSarif(const common::TextSink& sink, const FindingsView& findings,
+                std::string_view command, std::string_view version,
+                const FindingCap* cap = nullptr);
+void WriteJunit(const common::TextSink& sink, const FindingsView& findings,
+                std::string_view command, Severity fail_on);
+void WriteFindingsText(const common::TextSink& sink, const FindingsView& findings);
 
 }  // namespace tg::audit

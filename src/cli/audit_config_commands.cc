@@ -26,6 +26,7 @@
 #include "cli/output.h"
 #include "cli/policy_option.h"
 #include "common/file_util.h"
+#include "common/json_stream.h"
 #include "common/json_writer.h"
 #include "common/outcome.h"
 #include "common/strings.h"
@@ -98,10 +99,13 @@ int RunAuditDockerfile(const DockerfileArgs& a, const GlobalOptions& g) {
     }
     j["stages"] = std::move(stages);
     j["runtime_chain"] = rep->runtime_chain;
-    j["findings"] = audit::FindingsToJson(rep->findings);
+    j["findings"] = common::Json::array();  // written finding by finding below
     j["verdict"] = fail ? "fail" : "pass";
     if (!out->warnings.empty()) j["warnings"] = out->warnings;
-    Print(common::WriteJson(j, 2) + "\n");
+    common::WriteJsonStreamed(
+        common::FileSink(stdout), j, {"findings"}, rep->findings.size(),
+        [&rep](std::size_t i) { return audit::FindingToJson(rep->findings[i]); }, 2);
+    Print("\n");
   } else {
     std::string chain;
     for (int i : rep->runtime_chain) {
@@ -114,7 +118,7 @@ int RunAuditDockerfile(const DockerfileArgs& a, const GlobalOptions& g) {
                : Paint("PASS", Tone::kPass) + "\n");
     Print(fmt::format("{}: {} stage(s); runtime: {}; ignore file: {}\n", a.file, rep->stages, chain,
                       rep->dockerignore.empty() ? "none" : rep->dockerignore));
-    Print(audit::RenderFindingsText(rep->findings));
+    audit::WriteFindingsText(common::FileSink(stdout), audit::ViewOf(rep->findings));
   }
   return common::ExitCodeFromOutcome(fail ? common::Outcome::kAuditFailed : common::Outcome::kOk);
 }
@@ -126,6 +130,39 @@ struct K8sArgs {
   std::string kustomize = "auto";
   AuditOutputFlags output;
 };
+
+// The report as JSON on stdout, finding by finding (common/json_stream.h): the same text as
+// WriteJson of the whole document.
+void PrintK8sJson(const audit::K8sAuditReport& rep, const std::string& matrix_name, bool fail,
+                  const std::vector<std::string>& warnings) {
+  common::Json head = audit::K8sReportHeadToJson(rep);
+  head["matrix"] = matrix_name;
+  head["verdict"] = fail ? "fail" : "pass";
+  if (!warnings.empty()) head["warnings"] = warnings;
+  common::WriteJsonStreamed(
+      common::FileSink(stdout), head, {"findings"}, rep.findings.size(),
+      [&rep](std::size_t i) { return audit::K8sFindingToJson(rep.findings[i]); }, 2);
+  Print("\n");
+}
+
+// Verdict first, like doctor; then what was read, then the findings, one at a time.
+void PrintK8sText(const audit::K8sAuditReport& rep, const std::string& matrix_name, bool fail) {
+  Print(fail ? Paint("FAIL", Tone::kFail) + fmt::format(": {} finding(s)\n", rep.findings.size())
+             : Paint("PASS", Tone::kPass) + "\n");
+  Print(fmt::format("{} document(s), {} workload(s), {} container(s){}\n", rep.documents,
+                    rep.workloads, rep.containers,
+                    matrix_name.empty() ? " (no --matrix: node affinity not checked)"
+                                        : "; matrix " + matrix_name));
+  for (const auto& r : rep.renderers) Print(fmt::format("rendered {}\n", r));
+  for (const auto& p : rep.audited) {
+    Print(fmt::format("  {} {}: {} ({})\n", p.object, p.path, p.role, p.reason));
+  }
+  if (!rep.not_audited.empty()) {
+    Print(fmt::format("NOT AUDITED: {} object(s) of unknown kinds hold pods: {}\n",
+                      rep.not_audited.size(), fmt::join(rep.not_audited, ", ")));
+  }
+  for (const auto& kf : rep.findings) Print(audit::RenderFindingText(kf.finding));
+}
 
 int RunAuditK8s(const K8sArgs& a, const GlobalOptions& g) {
   constexpr std::string_view kCmd = "audit k8s";
@@ -151,38 +188,26 @@ int RunAuditK8s(const K8sArgs& a, const GlobalOptions& g) {
   auto out = ResolveAuditOutput(a.output, g, true);
   if (!out.ok()) return ReportError(out.status());
   audit::Severity fail_on = out->fail_on.value_or(audit::Severity::kError);
-  std::vector<audit::Finding> findings;
-  for (const auto& kf : rep.findings) findings.push_back(kf.finding);
+  // The findings are capped already (rep.cap, while the documents were read): suppress them in
+  // place, then add the truncation finding, which no suppression touches.
+  if (out->suppressions) {
+    const std::string today = audit::TodayUtc();
+    for (auto& kf : rep.findings) audit::ApplySuppressions(*out->suppressions, today, &kf.finding);
+  }
+  if (rep.cap.truncated()) rep.findings.push_back({rep.cap.TruncationFinding()});
+  const audit::FindingsView view{
+      rep.findings.size(),
+      [&rep](std::size_t i) -> const audit::Finding& { return rep.findings[i].finding; }};
   bool printed = false;
-  common::Status emitted = EmitAuditReports(*out, kCmd, fail_on, &findings, &printed, &rep.cap);
+  common::Status emitted = WriteAuditReports(*out, kCmd, fail_on, view, rep.cap, &printed);
   if (!emitted.ok()) return ReportError(emitted);
-  rep.findings.resize(findings.size());  // the truncation finding, when one was added
-  for (std::size_t i = 0; i < findings.size(); ++i) rep.findings[i].finding = findings[i];
-  bool fail = audit::GateFails(findings, fail_on);
+  bool fail = audit::GateFails(view, fail_on);
   if (printed) {
     // SARIF or JUnit went to stdout.
   } else if (out->format == audit::OutputFormat::kJson) {
-    common::Json j = audit::K8sReportToJson(rep);
-    j["matrix"] = matrix_name;
-    j["verdict"] = fail ? "fail" : "pass";
-    if (!out->warnings.empty()) j["warnings"] = out->warnings;
-    Print(common::WriteJson(j, 2) + "\n");
+    PrintK8sJson(rep, matrix_name, fail, out->warnings);
   } else {
-    Print(fail ? Paint("FAIL", Tone::kFail) + fmt::format(": {} finding(s)\n", rep.findings.size())
-               : Paint("PASS", Tone::kPass) + "\n");
-    Print(fmt::format("{} document(s), {} workload(s), {} container(s){}\n", rep.documents,
-                      rep.workloads, rep.containers,
-                      matrix_name.empty() ? " (no --matrix: node affinity not checked)"
-                                          : "; matrix " + matrix_name));
-    for (const auto& r : rep.renderers) Print(fmt::format("rendered {}\n", r));
-    for (const auto& p : rep.audited) {
-      Print(fmt::format("  {} {}: {} ({})\n", p.object, p.path, p.role, p.reason));
-    }
-    if (!rep.not_audited.empty()) {
-      Print(fmt::format("NOT AUDITED: {} object(s) of unknown kinds hold pods: {}\n",
-                        rep.not_audited.size(), fmt::join(rep.not_audited, ", ")));
-    }
-    Print(audit::K8sReportToText(rep));
+    PrintK8sText(rep, matrix_name, fail);
   }
   return common::ExitCodeFromOutcome(fail ? common::Outcome::kAuditFailed : common::Outcome::kOk);
 }

@@ -1,4 +1,4 @@
-// --sarif/--junit report files go through the one atomic writer (common/file_util.h).
+// --sarif/--junit report files go through the one atomic writer, streamed (common/atomic_file.h).
 #include "cli/audit_output.h"
 
 #include <fmt/format.h>
@@ -7,8 +7,8 @@
 
 #include "audit/rule_ids.h"
 #include "cli/output.h"
-#include "common/file_util.h"
-#include "common/json_writer.h"
+#include "common/atomic_file.h"
+#include "common/json_stream.h"
 
 #ifndef TG_VERSION
 #define TG_VERSION "0.0.0"
@@ -19,10 +19,16 @@ namespace {
 
 using common::Status;
 
-// Through the one atomic writer: a new path or a regular file only (devices, FIFOs, sockets and
-// directories are refused, naming the file), never a half-written report.
-Status WriteReport(const std::string& path, const std::string& text, const char* flag) {
-  return common::WriteFileAtomic(path, text).WithPrefix(flag);
+// Through the one atomic writer, streamed: a new path or a regular file only (devices, FIFOs,
+// sockets and directories are refused, naming the file), never a half-written report, and never
+// the whole report in memory.
+Status WriteReport(const std::string& path, const char* flag,
+                   const std::function<void(const common::TextSink&)>& write) {
+  auto w = common::AtomicFileWriter::Open(path);
+  if (!w.ok()) return w.status().WithPrefix(flag);
+  common::AtomicFileWriter* file = w->get();
+  write([file](std::string_view s) { file->Write(s); });
+  return file->Commit().WithPrefix(flag);
 }
 
 }  // namespace
@@ -95,22 +101,27 @@ Status EmitAuditReports(const AuditOutput& out, std::string_view command, audit:
   }
   // After the suppressions: the truncation finding is never suppressed.
   if (cap.truncated()) findings->push_back(cap.TruncationFinding());
-  // Each document is built only when a flag or --format asks for it: an unrequested report
+  return WriteAuditReports(out, command, fail_on, audit::ViewOf(*findings), cap, printed);
+}
+
+Status WriteAuditReports(const AuditOutput& out, std::string_view command, audit::Severity fail_on,
+                         const audit::FindingsView& findings, const audit::FindingCap& cap,
+                         bool* printed) {
+  // Each document is written only when a flag or --format asks for it: an unrequested report
   // costs memory and time, and must never be what ends a plain-text run.
   const bool sarif_out = out.format == audit::OutputFormat::kSarif;
   const bool junit_out = out.format == audit::OutputFormat::kJunit;
-  std::string sarif, junit;
-  if (sarif_out || !out.sarif.empty()) {
-    sarif = common::WriteJson(audit::ToSarif(*findings, command, TG_VERSION, &cap), 2) + "\n";
-  }
-  if (junit_out || !out.junit.empty()) junit = audit::ToJunit(*findings, command, fail_on);
-  if (!out.sarif.empty()) TG_RETURN_IF_ERROR(WriteReport(out.sarif, sarif, "--sarif"));
-  if (!out.junit.empty()) TG_RETURN_IF_ERROR(WriteReport(out.junit, junit, "--junit"));
+  const auto sarif = [&](const common::TextSink& sink) {
+    audit::WriteSarif(sink, findings, command, TG_VERSION, &cap);
+  };
+  const auto junit = [&](const common::TextSink& sink) {
+    audit::WriteJunit(sink, findings, command, fail_on);
+  };
+  if (!out.sarif.empty()) TG_RETURN_IF_ERROR(WriteReport(out.sarif, "--sarif", sarif));
+  if (!out.junit.empty()) TG_RETURN_IF_ERROR(WriteReport(out.junit, "--junit", junit));
   *printed = sarif_out || junit_out;
-  if (*printed) {
-    const std::string& s = sarif_out ? sarif : junit;
-    std::fwrite(s.data(), 1, s.size(), stdout);
-  }
+  if (sarif_out) sarif(common::FileSink(stdout));
+  if (junit_out) junit(common::FileSink(stdout));
   return Status::Ok();
 }
 

@@ -50,12 +50,19 @@ common::Result<AuditOutput> ResolveAuditOutput(const AuditOutputFlags& f, const 
 
 // Keeps the first out.max_findings of `findings` (counting the rest into the cap), applies
 // suppressions, appends the truncation finding when any was not kept (audit/finding_cap.h), and
-// writes --sarif/--junit files and, for the sarif/junit formats, stdout. `earlier`, when given, is
-// the cap the command already applied while collecting (its counts are reported too). Returns OK
-// or INVALID_ARG (a report file that cannot be written). `printed` is set when stdout was written
-// (so the caller prints text/json only otherwise).
+// writes --sarif/--junit files and, for the sarif/junit formats, stdout (WriteAuditReports).
+// `earlier`, when given, is the cap the command already applied while collecting (its counts are
+// reported too). Returns OK or INVALID_ARG (a report file that cannot be written). `printed` is set
+// when stdout was written (so the caller prints text/json only otherwise).
 common::Status EmitAuditReports(const AuditOutput& out, std::string_view command,
                                 audit::Severity fail_on, std::vector<audit::Finding>* findings,
                                 bool* printed, const audit::FindingCap* earlier = nullptr);
+
+// The writing half of EmitAuditReports, for findings the command has already capped and
+// suppressed, with the truncation finding in place (audit k8s): --sarif/--junit files and, for
+// the sarif/junit formats, stdout, each streamed finding by finding. Same errors and `printed`.
+common::Status WriteAuditReports(const AuditOutput& out, std::string_view command,
+                                 audit::Severity fail_on, const audit::FindingsView& findings,
+                                 const audit::FindingCap& cap, bool* printed);
 
 }  // namespace tg::cli
