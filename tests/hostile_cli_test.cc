@@ -325,6 +325,9 @@ void AddModelCases(std::vector<Case>* t) {
   // Dimensions as the user gives them.
   t->push_back(
       {"run_shape_minus_5", DevRun({"--shape", "a:-5"}), 2, "has a negative dimension -5"});
+  t->push_back({"run_shape_zero_dimension", DevRun({"--shape", "a:1x0"}), 2,
+                "has a dimension 0 (dimensions are integers 1..16777216; a 0 dimension makes an "
+                "empty tensor)"});
   t->push_back({"run_shape_dimension_over_limit", DevRun({"--shape", "a:99999999999"}), 2,
                 "above the limit of 16777216"});
   t->push_back({"npy_shape_expression", DevRun({"--input", "a=@/npy_expr.npy"}), 2,
@@ -538,10 +541,10 @@ TEST(HostileCliOptions, ListOptionsDocumentTheRangeTheirParserEnforces) {
       {{"bench", "--help"}, "--batch", "(range each 1..100000 images, no value twice)"},
       {{"bench", "--help"}, "--steps", "(range each 1..100000 steps, no value twice)"},
       {{"bench", "--help"}, "--size", "(range each side 1..16384 pixels, no size twice)"},
-      {{"run", "--help"}, "--shape", "(range each dimension 0..16777216, no name twice)"},
+      {{"run", "--help"}, "--shape", "(range each dimension 1..16777216, no name twice)"},
       {{"engines", "build", "--help"},
        "--shapes",
-       "(range each dimension 0..16777216, no name twice)"},
+       "(range each dimension 1..16777216, no name twice)"},
   };
   for (const ListCase& c : cases) {
     testing::ProcessResult r = testing::RunTruegreen(c.help);
@@ -570,12 +573,19 @@ TEST(HostileCliOptions, ListOptionsDocumentTheRangeTheirParserEnforces) {
   EXPECT_TRUE(bench::ParseSizeList("--size", "1x16384").ok());
   EXPECT_NE(bench::ParseSizeList("--size", "16385x8").status().message().find("1..16384"),
             std::string::npos);
-  EXPECT_TRUE(runtime::ParseShapeList("a:0x16777216").ok());
+  EXPECT_TRUE(runtime::ParseShapeList("a:1x16777216").ok());
   auto past = runtime::ParseShapeList("a:16777217");
   ASSERT_FALSE(past.ok());
   EXPECT_NE(past.status().message().find("16777216"), std::string::npos) << past.status().message();
   EXPECT_FALSE(runtime::ParseShapeList("a:1,a:2").ok());
-  EXPECT_TRUE(runtime::ParseShapeList("a:0").ok());  // an empty dimension is allowed
+  // The lower bound: 0 (an empty tensor) is refused, naming the range the help states.
+  for (const char* zero : {"a:0", "a:1x0x4", "a:00"}) {
+    auto empty = runtime::ParseShapeList(zero);
+    ASSERT_FALSE(empty.ok()) << zero;
+    EXPECT_NE(empty.status().message().find("1..16777216"), std::string::npos)
+        << empty.status().message();
+    EXPECT_NE(empty.status().message().find("empty tensor"), std::string::npos);
+  }
 }
 
 }  // namespace

@@ -88,8 +88,8 @@ constexpr ListRange kListRanges[] = {
     {"bench", "--batch", "each 1..100000 images, no value twice"},
     {"bench", "--steps", "each 1..100000 steps, no value twice"},
     {"bench", "--size", "each side 1..16384 pixels, no size twice"},
-    {"run", "--shape", "each dimension 0..16777216, no name twice"},
-    {"engines build", "--shapes", "each dimension 0..16777216, no name twice"},
+    {"run", "--shape", "each dimension 1..16777216, no name twice"},
+    {"engines build", "--shapes", "each dimension 1..16777216, no name twice"},
 };
 
 std::string Number(long double v) {

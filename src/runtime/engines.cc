@@ -152,6 +152,13 @@ common::Result<std::map<std::string, std::vector<std::int64_t>>> ParseShapeList(
                                             "' has an invalid dimension '" + d +
                                             "' (expected positive integers joined by x)");
         }
+        // An ONNX dimension of 0 makes an empty tensor: a run or a TensorRT profile over no
+        // elements proves nothing about the GPU path, so it is refused like a negative one.
+        if (d.find_first_not_of('0') == std::string::npos) {
+          return common::Status::InvalidArg(
+              "shape entry '" + item + "' has a dimension " + d + " (dimensions are integers 1.." +
+              std::to_string(kMaxShapeDimension) + "; a 0 dimension makes an empty tensor)");
+        }
         if (d.size() > 12 || std::stoll(d) > kMaxShapeDimension) {
           return common::Status::InvalidArg("shape entry '" + item + "' has a dimension " + d +
                                             " above the limit of " +

@@ -72,8 +72,9 @@ common::Status WriteEngineManifest(const std::string& engine_dir, const std::str
 // overflow, where a tensor is made).
 inline constexpr std::int64_t kMaxShapeDimension = std::int64_t{1} << 24;
 
-// Parses "name:1x4x64x64,name2:1x77" into input -> shape ("" allowed for no shapes). Refuses,
-// naming the entry: a negative dimension, one above kMaxShapeDimension, an input named twice.
+// Parses "name:1x4x64x64,name2:1x77" into input -> shape ("" allowed for no shapes). Refuses
+// (INVALID_ARG, naming the entry): a dimension outside 1..kMaxShapeDimension (0 would make an
+// empty tensor; a negative one is named as negative), an input named twice.
 common::Result<std::map<std::string, std::vector<std::int64_t>>> ParseShapeList(
     const std::string& text);
 // Formats input -> shape as ORT's TensorRT option value "name:1x4x64x64,name2:1x77".
