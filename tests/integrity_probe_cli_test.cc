@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 
@@ -243,11 +244,51 @@ TEST(ProbeCli, HumanOutputAndUsageErrors) {
   EXPECT_EQ(RunTruegreen({"probe", "extra-arg"}).exit_code, 2);
 }
 
-TEST(ProbeCli, RootThatDoesNotExistIsReportedNotFatal) {
-  probe::Snapshot s = Probe({}, {"--root", "/nonexistent/root", "--no-init"});
-  EXPECT_EQ(s.devices.root, "/nonexistent/root");
-  EXPECT_FALSE(s.devices.nvidiactl.present);
-  EXPECT_EQ(s.devices.nvidiactl.error, "No such file or directory");
+// A folder the user names for a command to read (typed DIR) that does not exist, or is a file,
+// is a usage error before anything runs, naming the flag and the value: probe used to answer
+// with a snapshot of a root that is not there, doctor to fail as if the node were broken.
+TEST(ProbeCli, FolderOptionsThatDoNotExistAreUsageErrors) {
+  testing::TempDir dir;
+  const std::string missing = dir / "missing", file = dir / "file";
+  testing::WriteFile(file, "x");
+  const std::vector<std::vector<std::string>> commands = {
+      {"probe", "--root", missing},
+      {"--lib-path", missing, "probe"},
+      {"--lib-path", missing, "doctor"},
+      {"doctor", "--root", missing},
+      {"admit", "--root", missing},
+      {"serve", "--models", missing},
+      {"tokenize", "--tokenizer", missing, "a photo"},
+      {"generate", "--model", missing, "--prompt", "a photo"},
+  };
+  for (const auto& args : commands) {
+    for (const auto& value : {missing, file}) {
+      std::vector<std::string> argv = args;
+      std::replace(argv.begin(), argv.end(), missing, value);
+      const std::string flag = *(std::find(argv.begin(), argv.end(), value) - 1);
+      testing::ProcessResult r = RunTruegreen(argv);
+      const std::string what = ::testing::PrintToString(argv);
+      EXPECT_EQ(r.exit_code, 2) << what << "\n" << r.err;
+      EXPECT_THAT(r.err, HasSubstr(flag + " " + value)) << what;
+      EXPECT_THAT(r.err, HasSubstr(value == file ? "is not a directory: found a regular file"
+                                                 : "no such file or directory"))
+          << what;
+      EXPECT_THAT(r.err, HasSubstr("a directory is required")) << what;
+    }
+  }
+  // The value from the environment is named as such.
+  testing::ProcessResult env = RunTruegreen({"serve"}, {{"TRUEGREEN_MODELS", missing}});
+  EXPECT_EQ(env.exit_code, 2) << env.err;
+  EXPECT_THAT(env.err, HasSubstr("environment variable TRUEGREEN_MODELS"));
+  // Under --json the error object carries NOT_FOUND (a missing input, as for files).
+  testing::ProcessResult json = RunTruegreen({"--json", "probe", "--root", missing});
+  EXPECT_EQ(json.exit_code, 2);
+  EXPECT_THAT(json.out, HasSubstr("\"NOT_FOUND\""));
+  // A folder a command writes is left to the command: run names it itself.
+  testing::ProcessResult out = RunTruegreen(
+      {"--policy", "dev", "run", "--model", "/nonexistent.onnx", "--save-outputs", missing});
+  EXPECT_EQ(out.exit_code, 2);
+  EXPECT_THAT(out.err, HasSubstr("--model /nonexistent.onnx")) << out.err;
 }
 
 }  // namespace

@@ -106,7 +106,7 @@ TEST(RuntimeCliTest, BadShapesExit2NamingTheProblem) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"x:6x9", "dimension 1 is 9 but the model fixes it at 8"},
       {"x:6", "rank 1 but the model's input has rank 2"},
-      {"x:0x8", "dimension 0 is 0"},
+      {"x:0x8", "has a dimension 0 (dimensions are integers 1..16777216"},
       {"nosuch:1x8", "--shape names 'nosuch'"},
       {"x6x8", "is not of the form name:1x4x64x64"},
   };

@@ -133,6 +133,11 @@ int RunMain(int argc, char** argv, GlobalOptions& g) {
     if (e.get_exit_code() == 0) return app.exit(e);
     return ParseFailure(app, e, g, args);
   }
+  // A folder given to read that is not there is a usage error before anything runs (probe
+  // would describe a root that does not exist, doctor fail as if the node were broken).
+  if (tg::common::Status dirs = tg::cli::CheckInputFolders(app, args); !dirs.ok()) {
+    return tg::cli::ReportError(dirs);
+  }
   // Every argument now lives in CLI11's copies: take the originals out of /proc/self/cmdline,
   // where ORT's telemetry would otherwise parse them (a 40 KB argument overflowed its regex).
   tg::common::HideCommandLineFromProcfs(argc, argv);

@@ -14,6 +14,7 @@
 #include "audit/byte_size.h"
 #include "audit/finding.h"
 #include "audit/finding_cap.h"
+#include "common/file_util.h"
 #include "server/config.h"
 
 namespace tg::cli {
@@ -200,6 +201,17 @@ std::string CheckPathLength(const std::string& text) {
          std::to_string(PATH_MAX - 1) + " bytes, PATH_MAX)";
 }
 
+// DIR options that name a folder the command writes (created, or checked by the command with
+// its own message); every other DIR option names a folder the command reads.
+constexpr const char* kWrittenDirFlags[] = {"--ab-out", "--canary-cache-dir", "--save-outputs"};
+
+bool IsWrittenDir(const CLI::Option* opt) {
+  for (const char* flag : kWrittenDirFlags) {
+    if (opt->get_name() == flag) return true;
+  }
+  return false;
+}
+
 void AddOptionChecks(CLI::App* app, CLI::Option* opt) {
   // Options whose empty value would silently mean the default instead of what was written.
   if (opt->get_name() == "--policy" || opt->get_name() == "--scheduler") {
@@ -242,6 +254,26 @@ void AddChecks(CLI::App* app) {
 }  // namespace
 
 void AddNumberChecks(CLI::App* app) { AddChecks(app); }
+
+common::Status CheckInputFolders(const CLI::App& app, const std::vector<std::string>& args) {
+  // The global options, then those of each selected command down to the leaf.
+  for (const CLI::App* cmd = &app; cmd != nullptr;) {
+    for (const CLI::Option* opt : cmd->get_options()) {
+      if (BaseType(opt) != "DIR" || IsWrittenDir(opt) || opt->count() == 0) continue;
+      for (const std::string& value : opt->results()) {
+        common::Status st = common::CheckInputPath(value, opt->get_name(), /*dir=*/true);
+        if (!st.ok()) {
+          return common::Status(st.code(),
+                                st.message() + EnvironmentNote(*cmd, opt->get_name() + " ", args));
+        }
+      }
+    }
+    const CLI::App* next = nullptr;
+    for (const CLI::App* sub : cmd->get_subcommands()) next = sub;
+    cmd = next;
+  }
+  return common::Status::Ok();
+}
 
 std::string EnvironmentNote(const CLI::App& cmd, const std::string& message,
                             const std::vector<std::string>& args) {
