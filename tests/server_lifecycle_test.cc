@@ -78,6 +78,13 @@ TEST_F(ServerLifecycleTest, ExitOnFailFalseStaysUpAnswering503WithTheReason) {
             std::string::npos)
       << r.body;
   EXPECT_EQ(Request(port, "GET", "/healthz").status, 200);
+  // A refused node still shows what admission measured and decided (server::NodeAdmission).
+  HttpResult caps = Request(port, "GET", "/v1/capabilities");
+  ASSERT_EQ(caps.status, 200) << caps.body;
+  Json c = Json::parse(caps.body);
+  EXPECT_EQ(c["verdict"], "NOT ACCELERATED") << caps.body;
+  EXPECT_TRUE(c["snapshot"].is_object() && c["snapshot"].contains("nvml")) << caps.body;
+  EXPECT_TRUE(c["admission"].is_object()) << caps.body;
   EXPECT_EQ(Request(port, "GET", "/v2/health/ready").status, 503);
   EXPECT_EQ(Generate(port, 2).status, 503);
   EXPECT_FALSE(s.Exited());
@@ -146,6 +153,16 @@ TEST_F(ServerLifecycleTest, BadModelRepositoryExits2) {
   EXPECT_EQ(typo.Wait(), 2);
   EXPECT_NE(typo.Log().find("config.yaml:2"), std::string::npos) << typo.Log();
   EXPECT_NE(typo.Log().find("batch_dleay_ms"), std::string::npos) << typo.Log();
+}
+
+// The admit gate keeps the refusing step's code: a matrix that cannot be read is a
+// configuration error (INVALID_ARG, exit 2), not "no GPU path" (3).
+TEST_F(ServerLifecycleTest, UnreadableMatrixAtTheAdmitGateExits2) {
+  WriteFile(repo_ / "matrix.yaml", "matrix: [\n");
+  ServerProcess s({"--policy", "dev"}, {"--models", Models(), "--matrix", repo_ / "matrix.yaml"});
+  EXPECT_EQ(s.Wait(), 2) << s.Log();
+  EXPECT_NE(s.Log().find("gate admit: FAILED"), std::string::npos) << s.Log();
+  EXPECT_NE(s.Log().find("matrix.yaml"), std::string::npos) << s.Log();
 }
 
 TEST_F(ServerLifecycleTest, PortInUseExits2) {

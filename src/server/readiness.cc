@@ -62,7 +62,7 @@ void Readiness::GateDone(std::size_t i, const common::Status& s, double ms) {
   ++gates_version_;
 }
 
-void Readiness::SetAdmit(const AdmitOutcome& a) {
+void Readiness::SetAdmission(const NodeAdmission& a) {
   std::lock_guard<std::mutex> l(mu_);
   admit_ = a;
 }

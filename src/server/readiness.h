@@ -74,7 +74,7 @@ class Readiness {
   void GateRunning(std::size_t i);
   void GateDone(std::size_t i, const common::Status& s, double ms);
 
-  void SetAdmit(const AdmitOutcome& a);
+  void SetAdmission(const NodeAdmission& a);
   // The start-up canary is also the first "latest" one and the drift baseline.
   void SetStartupCanary(const CanaryResult& c);
   CanaryResult StartupCanary() const;
@@ -113,7 +113,7 @@ class Readiness {
   CanaryResult canary_;              // start-up canary
   CanaryResult last_canary_;         // latest background canary
   std::string bg_fault_;             // background canary failure ("" = holding)
-  AdmitOutcome admit_;
+  NodeAdmission admit_;
 
   struct ReadyCache {
     std::uint64_t gates_version = 0;

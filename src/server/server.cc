@@ -130,13 +130,12 @@ Status Server::RunGate(std::size_t index, const std::function<Status()>& step) {
 }
 
 Status Server::GateAdmit() {
-  AdmitOutcome a = startup_->SnapshotAndAdmit();
-  readiness_.SetAdmit(a);
-  if (a.ok) return Status::Ok();
-  // The refusing step's code: no GPU path 3, drift 4, configuration 2.
-  const common::StatusCode code =
-      a.code == common::StatusCode::kOk ? common::StatusCode::kUnavailable : a.code;
-  return Status(code, a.verdict + ": " + a.message);
+  NodeAdmission a;
+  Status s = startup_->SnapshotAndAdmit(&a);
+  readiness_.SetAdmission(a);
+  if (s.ok()) return s;
+  // The refusing step's code (no GPU path 3, drift 4, configuration 2), led by the verdict.
+  return Status(s.code(), a.verdict + ": " + s.message());
 }
 
 Status Server::GateSessions() {

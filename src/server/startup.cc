@@ -36,42 +36,35 @@ class ChainStartup : public Startup {
   ChainStartup(const ServeConfig& c, common::LibraryLoader loader)
       : config_(c), loader_(std::move(loader)) {}
 
-  AdmitOutcome SnapshotAndAdmit() override {
-    AdmitOutcome out;
+  Status SnapshotAndAdmit(NodeAdmission* out) override {
     auto p = runtime::LoadRuntimePolicy(config_.policy);
-    if (!p.ok()) {
-      out.code = p.status().code();
-      out.message = p.status().WithPrefix("--policy").message();
-      return out;
-    }
+    if (!p.ok()) return p.status().WithPrefix("--policy");
     if (!config_.matrix.empty()) p->matrix_path = config_.matrix;
     options_.canary = config_.op_canary;
     auto chain = runtime::StartupChain::Start(*p, loader_, runtime::OrtRuntime::Open(loader_),
                                               options_, &report_);
-    if (report_.snapshot) out.snapshot = probe::ToJson(*report_.snapshot);
-    if (report_.admission) out.report = report_.admission->ToJson();
+    if (report_.snapshot) out->snapshot = probe::ToJson(*report_.snapshot);
+    if (report_.admission) out->report = report_.admission->ToJson();
     // The one verdict value: admission, overturned by a refused step (policy/verdict.h).
-    if (auto v = report_.Verdict()) out.verdict = std::string(policy::VerdictName(v->verdict));
+    if (auto v = report_.Verdict()) out->verdict = std::string(policy::VerdictName(v->verdict));
     if (!chain.ok()) {
-      // The step that refused says why (drift at admit: 4; no GPU path at factory: 3).
-      out.code = chain.status().code();
-      out.message = chain.status().message();
-      // The admission's own integrity finding names the node-level cause (device nodes, driver)
+      // The step that refused says why (drift at admit: 4; no GPU path at factory: 3). The
+      // admission's own integrity finding names the node-level cause (device nodes, driver)
       // beside the step's exact error (e.g. the provider's loader text).
+      std::string message = chain.status().message();
       if (report_.admission) {
         const auto causes = report_.admission->Causes();
         if (!causes.empty()) {
           const policy::Check* c = causes.front();
-          out.message += "; admission: [" + c->id + "] " + c->found;
-          if (!c->required.empty()) out.message += "; required: " + c->required;
-          if (!c->cause.empty()) out.message += "; fix: " + c->cause;
+          message += "; admission: [" + c->id + "] " + c->found;
+          if (!c->required.empty()) message += "; required: " + c->required;
+          if (!c->cause.empty()) message += "; fix: " + c->cause;
         }
       }
-      return out;
+      return Status(chain.status().code(), message);
     }
     chain_.emplace(std::move(chain).value());
-    out.ok = true;
-    return out;
+    return Status::Ok();
   }
 
   Result<std::unique_ptr<LoadedModel>> OpenModel(const ModelSpec& spec) override {

@@ -27,15 +27,12 @@
 
 namespace tg::server {
 
-struct AdmitOutcome {
-  bool ok = false;
-  // Why !ok: the refusing step's code (UNAVAILABLE no GPU path, FAILED_PRECONDITION drift,
-  // INVALID_ARG/NOT_FOUND configuration); its exit code follows from common::ExitCodeFromStatus.
-  common::StatusCode code = common::StatusCode::kOk;
-  std::string verdict;    // "ACCELERATED", "DEGRADED (...)", "NOT ACCELERATED", ...
-  std::string message;    // the root cause when !ok ("[check] found; required; fix")
-  common::Json snapshot;  // probe::ToJson of the node
-  common::Json report;    // the admission report
+// What the admission step measured and decided, kept for /v1/capabilities whether or not it
+// admitted the node (a refused node still shows its snapshot and the report that refused it).
+struct NodeAdmission {
+  std::string verdict;    // "ACCELERATED", "DEGRADED (...)", "NOT ACCELERATED", ... ("" if none)
+  common::Json snapshot;  // probe::ToJson of the node (null if no snapshot was taken)
+  common::Json report;    // the admission report (null if admission did not run)
 };
 
 struct LoadedModel {
@@ -55,7 +52,10 @@ class Startup {
  public:
   virtual ~Startup() = default;
   // Snapshot of the node and admission against the matrix (--matrix, else the --policy matrix).
-  virtual AdmitOutcome SnapshotAndAdmit() = 0;
+  // Fills *admission with what was measured, whatever the outcome. Errors: the refusing step's
+  // status: UNAVAILABLE (no GPU path, exit 3), FAILED_PRECONDITION (drift, 4), INVALID_ARG /
+  // NOT_FOUND (configuration, 2); its message is the root cause ("[check] found; required; fix").
+  [[nodiscard]] virtual common::Status SnapshotAndAdmit(NodeAdmission* admission) = 0;
   // Sessions with placement proof. Errors: UNAVAILABLE (no GPU path / placement violated, exit
   // 3), FAILED_PRECONDITION (drift, 4), NOT_FOUND / INVALID_ARG (model files, 2).
   virtual common::Result<std::unique_ptr<LoadedModel>> OpenModel(const ModelSpec& spec) = 0;
