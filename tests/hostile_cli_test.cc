@@ -248,6 +248,20 @@ void AddOptionCases(std::vector<Case>* t) {
                 {"serve", "--models", "@/adir", "--canary-p95-ms", "1e300"},
                 2,
                 "allowed: 0..3600000 ms"});
+  // Negative ceilings are refused by the range (the command has no check of its own).
+  t->push_back(
+      {"serve_canary_p50_negative",
+       {"serve", "--models", "@/adir", "--canary-p50-ms", "-1"},
+       2,
+       "--canary-p50-ms: '-1' is outside the range of this option; allowed: 0..3600000 ms"});
+  Case p95_env{"serve_canary_p95_negative_env",
+               {"serve", "--models", "@/adir"},
+               2,
+               "--canary-p95-ms: '-0.5' is outside the range of this option; allowed: 0..3600000 "
+               "ms (0 = not gated) (the value comes from the environment variable "
+               "TRUEGREEN_CANARY_P95_MS)"};
+  p95_env.env = {{"TRUEGREEN_CANARY_P95_MS", "-0.5"}};
+  t->push_back(p95_env);
   Case env{"serve_queue_size_env_overflow",
            {"serve", "--models", "@/adir"},
            2,
