@@ -199,8 +199,11 @@ std::vector<Finding> RunOrtPairRules(const Image& image, const FileSystem& fs,
   std::map<std::string, std::vector<std::string>> providers_by_dir;
   for (const FsNode& node : fs) {
     if (node.type() != EntryType::kFile) continue;
-    const std::string path(node.path());
-    const std::string base = BaseName(path);
+    const std::string_view p = node.path();
+    const auto slash = p.rfind('/');
+    const std::string_view base = slash == std::string_view::npos ? p : p.substr(slash + 1);
+    if (!IsCoreName(base) && !IsGpuProviderName(base)) continue;  // no copy of other paths
+    const std::string path(p);
     if (IsCoreName(base)) report->cores.push_back(path);
     if (IsGpuProviderName(base)) {
       report->gpu_providers.push_back(path);

@@ -318,7 +318,7 @@ struct FileGroups {
 };
 
 // /usr/include and CUDA include directories (toolkit and pip nvidia-* wheels).
-std::string HeaderRoot(const std::string& path) {
+std::string HeaderRoot(std::string_view path) {
   if (path.starts_with("usr/include/")) return "usr/include";
   return RootAt(
       path,
@@ -335,7 +335,7 @@ std::string HeaderRoot(const std::string& path) {
       true);
 }
 
-std::string CacheRoot(const std::string& path, std::string_view base) {
+std::string CacheRoot(std::string_view path, std::string_view base) {
   std::string croot = RootAt(
       path,
       [](const auto& c, std::size_t i) {
@@ -352,7 +352,7 @@ std::string CacheRoot(const std::string& path, std::string_view base) {
   return croot;
 }
 
-bool LooksLikeSecretFile(const std::string& path, std::string_view base) {
+bool LooksLikeSecretFile(std::string_view path, std::string_view base) {
   if (base == ".env" ||
       (base.starts_with(".env.") && !base.ends_with(".example") && !base.ends_with(".sample"))) {
     return true;
@@ -364,14 +364,14 @@ bool LooksLikeSecretFile(const std::string& path, std::string_view base) {
 }
 
 // One path of the final filesystem: direct findings into `out`, grouped ones into `g`.
-void ClassifyPath(const std::string& path, const FsNode& n, FileGroups* g,
+void ClassifyPath(std::string_view path, const FsNode& n, FileGroups* g,
                   std::vector<Finding>* out) {
   bool leafish = n.type() == EntryType::kFile || n.type() == EntryType::kSymlink ||
                  n.type() == EntryType::kHardlink;
   std::string_view base = Basename(path);
   if (leafish && IsBuildTool(path)) {
-    out->push_back(Make("image.build-tools", Severity::kError, path, n.layer(), n.size(),
-                        fmt::format("build tool '{}' ships in the runtime image", base),
+    out->push_back(Make("image.build-tools", Severity::kError, std::string(path), n.layer(),
+                        n.size(), fmt::format("build tool '{}' ships in the runtime image", base),
                         "compile in a build stage and COPY only the artifacts into a slim "
                         "runtime stage"));
   }
@@ -380,7 +380,7 @@ void ClassifyPath(const std::string& path, const FsNode& n, FileGroups* g,
   std::string cp = RootAt(
       path, [](const auto& c, std::size_t i) { return c[i] == ".ipynb_checkpoints"; }, false);
   if (base.ends_with(".ipynb") && n.type() == EntryType::kFile && cp.empty()) {
-    out->push_back(Make("image.notebooks", Severity::kError, path, n.layer(), n.size(),
+    out->push_back(Make("image.notebooks", Severity::kError, std::string(path), n.layer(), n.size(),
                         "Jupyter notebook ships in the runtime image",
                         "exclude *.ipynb in .dockerignore; ship code as modules"));
   }
@@ -397,7 +397,7 @@ void ClassifyPath(const std::string& path, const FsNode& n, FileGroups* g,
       false);
   if (!vroot.empty()) AddTo(&g->vcs, vroot, n);
   if (n.type() == EntryType::kFile && LooksLikeSecretFile(path, base)) {
-    out->push_back(Make("image.secrets", Severity::kError, path, n.layer(), n.size(),
+    out->push_back(Make("image.secrets", Severity::kError, std::string(path), n.layer(), n.size(),
                         "secret-looking file ships in the image (anyone who can pull the image "
                         "can read it)",
                         "remove it, rotate the credential, and mount secrets at run time "
@@ -470,7 +470,7 @@ void SymlinkLoopRule(const FileSystem& fs, std::vector<Finding>* out) {
 std::vector<Finding> RunFileRules(const Image& image, const FileSystem& fs) {
   std::vector<Finding> out;
   FileGroups groups;
-  for (const FsNode& n : fs) ClassifyPath(std::string(n.path()), n, &groups, &out);
+  for (const FsNode& n : fs) ClassifyPath(n.path(), n, &groups, &out);
   EmitGroups(groups, &out);
   DevPackageRule(image, fs, &out);
   SymlinkLoopRule(fs, &out);
@@ -520,7 +520,7 @@ bool IsVersion(std::string_view v) {
 int Parts(std::string_view v) { return 1 + static_cast<int>(std::count(v.begin(), v.end(), '.')); }
 
 void Record(CapabilitySnapshot* s, const std::string& comp, const std::string& version,
-            const std::string& path, const FsNode& n) {
+            std::string_view path, const FsNode& n) {
   Component& c = s->components[comp];
   if (!version.empty() &&
       std::find(c.all_versions.begin(), c.all_versions.end(), version) == c.all_versions.end()) {
@@ -531,7 +531,7 @@ void Record(CapabilitySnapshot* s, const std::string& comp, const std::string& v
                 (!version.empty() && (c.version.empty() || Parts(version) > Parts(c.version)));
   if (better) {
     c.version = version;
-    c.path = path;
+    c.path = std::string(path);
     c.layer = n.layer();
   }
   if (n.type() == EntryType::kFile) c.bytes += n.size();
@@ -542,7 +542,7 @@ void Record(CapabilitySnapshot* s, const std::string& comp, const std::string& v
 CapabilitySnapshot BuildSnapshot(const Image& image, const FileSystem& fs) {
   CapabilitySnapshot s;
   for (const FsNode& n : fs) {
-    const std::string path(n.path());
+    const std::string_view path = n.path();
     std::string_view base = Basename(path);
     if (n.type() == EntryType::kFile || n.type() == EntryType::kSymlink) {
       for (const auto& lp : kLibs) {
@@ -637,7 +637,7 @@ using EnvLookup = std::function<std::optional<std::string>(const char*)>;
 void DriverLibRule(const FileSystem& fs, std::vector<Finding>* out) {
   for (const FsNode& n : fs) {
     if (n.type() != EntryType::kFile && n.type() != EntryType::kSymlink) continue;
-    const std::string path(n.path());
+    const std::string_view path = n.path();
     std::string_view base = Basename(path);
     bool driver = false;
     for (std::string_view pre : {"libcuda.so", "libnvidia-ml.so"}) {
@@ -648,14 +648,16 @@ void DriverLibRule(const FileSystem& fs, std::vector<Finding>* out) {
     }
     if (!driver || HasComponent(path, "stubs")) continue;
     if (HasComponent(path, "compat")) {
-      out->push_back(Make("image.gpu.driver-libs", Severity::kWarning, path, n.layer(), n.size(),
+      out->push_back(Make("image.gpu.driver-libs", Severity::kWarning, std::string(path), n.layer(),
+                          n.size(),
                           "CUDA forward-compatibility driver library baked in: it only works on "
                           "data-center GPUs and fails with error 804 elsewhere",
                           "drop cuda-compat unless every target node is a data-center GPU whose "
                           "driver is older than the toolkit"));
       continue;
     }
-    out->push_back(Make("image.gpu.driver-libs", Severity::kError, path, n.layer(), n.size(),
+    out->push_back(Make("image.gpu.driver-libs", Severity::kError, std::string(path), n.layer(),
+                        n.size(),
                         fmt::format("driver library '{}' baked into the image: it shadows the "
                                     "host driver the NVIDIA container toolkit injects (version "
                                     "mismatch, error 803)",
