@@ -68,6 +68,8 @@ void MakeFixtures() {
   W("run.json", RunFile());
   W("bench_nan.yaml", "slo: [\"p95<nans\"]\n");
   W("Dockerfile_arg", "ARG BASE=debian:12\nFROM $BASE\n");
+  W("clean.log", "all good\n");
+  W("supp_unknown.yaml", "suppressions:\n  - {rule: no.such.rule, reason: r}\n");
   W("policy_no_providers.yaml", "profile: dev\nallow_cpu: true\nproviders: []\n");
   std::string stages;
   for (int i = 0; i < 1001; ++i) stages += "FROM debian:12 AS s" + std::to_string(i) + "\nRUN x\n";
@@ -211,6 +213,10 @@ void AddListAndCapCases(std::vector<Case>* t) {
                 {"--policy", "@/policy_no_providers.yaml", "admit", "--snapshot", "@/snap.json"},
                 2,
                 "field 'providers': an empty list names no provider"});
+  t->push_back({"logscan_suppression_unknown_rule",
+                {"logscan", "@/clean.log", "--suppressions", "@/supp_unknown.yaml"},
+                0,
+                "@/supp_unknown.yaml:2: unknown rule id 'no.such.rule': no logscan pattern"});
   t->push_back({"dockerfile_build_arg_twice",
                 {"audit", "dockerfile", "@/Dockerfile_arg", "--build-arg", "BASE=debian:12",
                  "--build-arg", "BASE=debian:11"},

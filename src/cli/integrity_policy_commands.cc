@@ -6,9 +6,11 @@
 #include <cstdio>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "audit/finding_cap.h"
 #include "cli/audit_output.h"
 #include "cli/command_areas.h"
 #include "cli/integrity_canary.h"
@@ -314,6 +316,25 @@ int ReportLogscan(const std::string& path, const policy::LogScanSummary& r, cons
   return rc;
 }
 
+// A suppression whose rule is no pattern id (built-in, or of --patterns) matches nothing: said on
+// stderr, as the audits say it of rule ids no audit reports.
+void WarnUnknownLogscanRules(AuditOutput* out, const policy::LogScanner* scanner) {
+  if (!out->suppressions) return;
+  std::set<std::string, std::less<>> ids;
+  for (const policy::LogPattern& p : policy::LogPatterns()) ids.insert(p.id);
+  if (scanner != nullptr) {
+    for (const policy::LogPattern* p : scanner->patterns()) ids.insert(p->id);
+  }
+  for (const auto& e : out->suppressions->entries) {
+    if (ids.count(e.rule) != 0 || e.rule == audit::kTruncatedRule) continue;
+    out->warnings.push_back(out->suppressions->source + ":" + std::to_string(e.line) +
+                            ": unknown rule id '" + e.rule.substr(0, 128) +
+                            "': no logscan pattern has this id, so this suppression matches "
+                            "nothing");
+    Warn(out->warnings.back());
+  }
+}
+
 int RunLogscan(const std::string& path, const std::string& patterns, const AuditOutputFlags& flags,
                const GlobalOptions& g) {
   auto out = ResolveAuditOutput(flags, g);
@@ -324,6 +345,7 @@ int RunLogscan(const std::string& path, const std::string& patterns, const Audit
     if (!s.ok()) return ReportError(s.status());
     scanner = std::move(*s);
   }
+  WarnUnknownLogscanRules(&*out, scanner.get());
   // Findings are collected (not streamed) so the verdict can come first. Each is at most one
   // truncated line plus its explanation, and at most --max-findings are kept (the rest are
   // counted by pattern), so memory stays bounded on a log that matches on every line.
