@@ -174,6 +174,25 @@ void AddNumberAndEnvCases(std::vector<Case>* t) {
                  "--port", " 5"},
                 2,
                 "--port: ' 5' has spaces around the number"});
+  // CLI11 reads any integer as a boolean and "" as false: a typo would flip the exit gate.
+  t->push_back({"serve_exit_on_fail_two",
+                {"serve", "--models", "@/ok_models", "--port", "0", "--exit-on-fail", "2"},
+                2,
+                "--exit-on-fail: '2' is not a boolean; allowed: true, false, 1, 0, yes, no"});
+  t->push_back({"serve_exit_on_fail_env_empty_word",
+                {"serve", "--models", "@/ok_models", "--port", "0"},
+                2,
+                "'maybe' is not a boolean; allowed: true, false, 1, 0, yes, no, on, off (the value "
+                "comes from the environment variable TRUEGREEN_EXIT_ON_FAIL)",
+                kPlainRssMb,
+                20,
+                {{"TRUEGREEN_EXIT_ON_FAIL", "maybe"}}});
+  t->push_back({"serve_port_file_empty",
+                {"serve", "--models", "@/ok_models", "--port", "0", "--port-file", ""},
+                2,
+                "--port-file: an empty value names nothing"});
+  t->push_back({"bench_scheduler_blank", Bench({"--scheduler", " "}), 2,
+                "--scheduler: an empty value names nothing"});
   // Checked after parsing, and still named as the variable that gave the value.
   t->push_back({"serve_port_file_env_device",
                 {"serve", "--models", "@/ok_models", "--port", "0"},

@@ -15,6 +15,7 @@
 #include "audit/finding.h"
 #include "audit/finding_cap.h"
 #include "common/file_util.h"
+#include "common/strings.h"
 #include "server/config.h"
 
 namespace tg::cli {
@@ -212,16 +213,37 @@ bool IsWrittenDir(const CLI::Option* opt) {
   return false;
 }
 
+std::string CheckBoolean(const std::string& text) {
+  std::string lower;
+  for (char c : text) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const char* ok : {"true", "false", "1", "0", "yes", "no", "on", "off"}) {
+    if (lower == ok) return "";
+  }
+  return "'" + text + "' is not a boolean; allowed: true, false, 1, 0, yes, no, on, off";
+}
+
 void AddOptionChecks(CLI::App* app, CLI::Option* opt) {
-  // Options whose empty value would silently mean the default instead of what was written.
-  if (opt->get_name() == "--policy" || opt->get_name() == "--scheduler") {
+  // Options whose empty (or blank) value would silently mean the default instead of what was
+  // written.
+  const std::string& name = opt->get_name();
+  if (name == "--policy" || name == "--scheduler" || name == "--host") {
     opt->check(CLI::Validator(
-        [](std::string& s) { return s.empty() ? std::string("an empty value names nothing") : ""; },
+        [](std::string& s) {
+          return common::Trim(s).empty() ? std::string("an empty value names nothing") : "";
+        },
         ""));
   }
   const std::string type = BaseType(opt);
   if (IsPathType(type)) {
-    opt->transform(CLI::Validator([](std::string& s) { return CheckPathLength(s); }, ""));
+    opt->transform(CLI::Validator(
+        [](std::string& s) {
+          return s.empty() ? std::string("an empty value names nothing") : CheckPathLength(s);
+        },
+        ""));
+  }
+  if (type == "BOOLEAN") {
+    // CLI11 reads any integer as a boolean and "" as false: a typo would flip a gate.
+    opt->transform(CLI::Validator([](std::string& s) { return CheckBoolean(s); }, ""));
   }
   if (!IsNumberType(type)) {
     const std::string path = CommandPath(app);
