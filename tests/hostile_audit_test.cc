@@ -560,6 +560,22 @@ const std::vector<Case>& Cases() {
        "[doc 8]",
        70,
        1400},  // ASan: not measured; the 2.9 MB case above took 948 MB
+      {"logscan_findings_past_the_cap_counted_by_pattern",
+       [](const TempDir& d) { WriteFile(d / "run.log", Repeat("falling back to CPU\n", 30)); },
+       {"logscan", "{dir}/run.log", "--max-findings", "10"},
+       3,  // NOT ACCELERATED: the category decides the exit code, truncated or not
+       "20 more finding(s) not listed: at most 10 are listed (--max-findings); by rule: 20 "
+       "ort.cpu_fallback_retry (error)"},
+      {"logscan_truncation_in_json",
+       [](const TempDir& d) { WriteFile(d / "run.log", Repeat("falling back to CPU\n", 30)); },
+       {"--json", "logscan", "{dir}/run.log", "--max-findings", "10"},
+       3,
+       "\"truncated\": {"},
+      {"logscan_max_findings_zero_refused",
+       [](const TempDir& d) { WriteFile(d / "run.log", "x\n"); },
+       {"logscan", "{dir}/run.log", "--max-findings", "0"},
+       2,
+       "allowed: 1..100000 findings"},
       {"k8s_max_findings_zero_refused",
        [](const TempDir& d) { WriteFile(d / "m.yaml", kPod); },
        {"audit", "k8s", "{dir}/m.yaml", "--max-findings", "0"},

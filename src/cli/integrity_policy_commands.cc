@@ -296,14 +296,17 @@ int ReportLogscan(const std::string& path, const policy::LogScanSummary& r, cons
   if (out.format == audit::OutputFormat::kJson) {
     Json cats = Json::object();
     for (const auto& [c, n] : r.per_category) cats[c] = n;
-    PrintJson({{"verdict", verdict},
-               {"exit_code", rc},
-               {"file", path},
-               {"lines", r.lines},
-               {"matches", r.matches},
-               {"categories", cats},
-               {"findings", *matches},
-               {"findings_not_listed", std::max<std::int64_t>(0, r.matches - kMaxListed)}});
+    Json j = {{"verdict", verdict},
+              {"exit_code", rc},
+              {"file", path},
+              {"lines", r.lines},
+              {"matches", r.matches},
+              {"categories", cats},
+              {"findings", std::move(*matches)},
+              {"findings_not_listed", std::max<std::int64_t>(0, r.matches - kMaxListed)}};
+    // Only when matches were left out: the same finding the SARIF and JUnit reports end with.
+    if (cap.truncated()) j["truncated"] = audit::FindingToJson(findings->back());
+    PrintJson(j);
     return rc;
   }
   std::string summary =
