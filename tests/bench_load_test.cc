@@ -24,6 +24,7 @@
 
 #include "bench/loadgen.h"
 #include "tests/bench_stub_server.h"
+#include "tests/support/fake_clocks.h"
 #include "tests/support/test_util.h"
 
 extern char** environ;
@@ -41,9 +42,7 @@ bench::LoadOptions Options(const StubServer& s, double rate) {
   o.requests = {{"POST", "/v1/images/generations", R"({"prompt":"x"})"}};
   o.connections = 1;
   o.rate = rate;
-  o.warmup_s = 0.3;
-  o.window_s = 3.0;
-  o.max_trials = 1;
+  testing::SetTestWindows(&o, /*warmup_s=*/0.3, /*window_s=*/3.0, /*max_trials=*/1);
   o.timeout_s = 10;
   return o;
 }
@@ -97,21 +96,14 @@ TEST(BenchLoadTest, RealRunStopsWhenTheWindowsAreStable) {
   EXPECT_EQ(r->measured_end - r->measured_begin, std::chrono::milliseconds(1500));
 }
 
-// A FakeClock that also lets real time pass (5 ms a step), so the server answers between steps.
-class SteppingClock : public common::FakeClock {
- public:
-  void SleepFor(Duration d) override {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    Advance(d);
-  }
-};
-
 // RunLoad takes every time from LoadOptions::clock: the measured interval is exactly where the
 // fake clock puts it (a real clock's time could not equal it to the nanosecond), and requests
 // count in the fake window only because the workers stamp their completions on the same clock.
 TEST(BenchLoadTest, RunLoadTakesItsTimeFromTheClock) {
   StubServer server(/*delay_ms=*/2);
-  SteppingClock clock;
+  // Real time passes too (5 ms a step), so the server answers between steps.
+  testing::SteppedFakeClock clock(
+      [](common::Clock::TimePoint) { std::this_thread::sleep_for(std::chrono::milliseconds(5)); });
   const common::Clock::TimePoint t0 = clock.Now();
   auto o = Options(server, 0);
   o.clock = &clock;

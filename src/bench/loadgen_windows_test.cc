@@ -4,7 +4,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <string>
 #include <vector>
+
+#include "tests/support/fake_clocks.h"
 
 namespace tg::bench {
 namespace {
@@ -50,11 +53,7 @@ struct FakeRun {
 
 WindowOptions Options() {
   WindowOptions o;
-  o.warmup_s = 1;
-  o.window_s = 0.5;
-  o.max_trials = 8;
-  o.stable_windows = 3;
-  o.stability = 0.10;
+  testing::SetTestWindows(&o, /*warmup_s=*/1, /*window_s=*/0.5, /*max_trials=*/8);
   return o;
 }
 
@@ -108,69 +107,62 @@ TEST(RunWindowsTest, FewerWindowsThanTheRuleNeedsMeasureWhatThereIs) {
   EXPECT_DOUBLE_EQ(w.measured_s, 1.0);
 }
 
-// A FakeClock that sets `stop` once its time reaches `at`, as a SIGINT would at that moment.
-class InterruptingClock : public common::FakeClock {
- public:
-  InterruptingClock(std::atomic<bool>* stop, Duration at) : stop_(stop), at_(Now() + at) {}
-  void SleepFor(Duration d) override {
-    Advance(d);
-    if (Now() >= at_) stop_->store(true);
-  }
-
- private:
-  std::atomic<bool>* stop_;
-  TimePoint at_;
+// What a run of never-stable windows did when `stop` was set (as a SIGINT would) the first time
+// the clock reached `at`: the outcome, the windows read, and the run's start.
+struct Interrupted {
+  WindowOutcome w;
+  std::vector<int> read;
+  Clock::TimePoint start;
 };
 
-WindowOutcome RunInterrupted(Clock::Duration at, std::vector<int>* read, Clock::TimePoint* start) {
+Interrupted RunInterrupted(Clock::Duration at) {
   std::atomic<bool> stop{false};
-  InterruptingClock clock(&stop, at);
+  Interrupted out;
+  testing::SteppedFakeClock clock([&](Clock::TimePoint now) {
+    if (now >= out.start + at) stop.store(true);
+  });
   WindowOptions o = Options();
   o.stop = &stop;
   WindowHooks h;
   h.read_window = [&](int index, double) {
-    read->push_back(index);
+    out.read.push_back(index);
     return WindowStat{100, 1000 + 100.0 * index};  // never stable
   };
-  *start = clock.Now();
-  return RunWindows(o, clock, *start, h);
+  out.start = clock.Now();
+  out.w = RunWindows(o, clock, out.start, h);
+  return out;
 }
 
-TEST(RunWindowsTest, InterruptedInsideTheFirstWindowMeasuresThePartialWindow) {
-  std::vector<int> read;
-  Clock::TimePoint start;
-  WindowOutcome w = RunInterrupted(milliseconds(1200), &read, &start);
-  EXPECT_TRUE(w.interrupted);
-  EXPECT_TRUE(read.empty());
-  EXPECT_EQ(w.complete, 0);
-  EXPECT_TRUE(w.partial);
-  // Stopped at the first 20 ms poll at or after 1.2 s: 0.2 s into the first window.
-  EXPECT_EQ(w.measured_end, start + milliseconds(1200));
-  EXPECT_NEAR(w.measured_s, 0.2, 1e-9);
-}
-
-TEST(RunWindowsTest, InterruptedLaterKeepsTheCompleteWindows) {
-  std::vector<int> read;
-  Clock::TimePoint start;
-  WindowOutcome w = RunInterrupted(milliseconds(2100), &read, &start);
-  EXPECT_TRUE(w.interrupted);
-  EXPECT_EQ(read, (std::vector<int>{0, 1}));
-  EXPECT_EQ(w.complete, 2);
-  EXPECT_FALSE(w.partial);
-  EXPECT_EQ(w.first, 0);
-  EXPECT_EQ(w.measured_end, start + milliseconds(2000));
-  EXPECT_DOUBLE_EQ(w.measured_s, 1.0);
-}
-
-TEST(RunWindowsTest, InterruptedInTheWarmUpMeasuresNothing) {
-  std::vector<int> read;
-  Clock::TimePoint start;
-  WindowOutcome w = RunInterrupted(milliseconds(500), &read, &start);
-  EXPECT_TRUE(w.interrupted);
-  EXPECT_TRUE(read.empty());
-  EXPECT_EQ(w.complete, 0);
-  EXPECT_FALSE(w.partial);
-  EXPECT_DOUBLE_EQ(w.measured_s, 0);
+// Where the stop lands decides what is measured: inside the first window, that partial window
+// (stopped at the first 20 ms poll at or after 1.2 s: 0.2 s into it); later, the complete
+// windows; in the warm-up, nothing.
+TEST(RunWindowsTest, InterruptedRunsMeasureWhatCompletedBeforeTheStop) {
+  struct Case {
+    int at_ms;
+    std::vector<int> read;
+    int complete;
+    bool partial;
+    int measured_end_ms;  // after the start; -1: nothing was measured
+    double measured_s;
+  };
+  const Case cases[] = {
+      {1200, {}, 0, true, 1200, 0.2},
+      {2100, {0, 1}, 2, false, 2000, 1.0},
+      {500, {}, 0, false, -1, 0},
+  };
+  for (const Case& c : cases) {
+    const Interrupted r = RunInterrupted(milliseconds(c.at_ms));
+    SCOPED_TRACE("stopped at " + std::to_string(c.at_ms) + " ms");
+    EXPECT_TRUE(r.w.interrupted);
+    EXPECT_EQ(r.read, c.read);
+    EXPECT_EQ(r.w.complete, c.complete);
+    EXPECT_EQ(r.w.partial, c.partial);
+    EXPECT_EQ(r.w.first, 0);
+    if (c.measured_end_ms >= 0) {
+      EXPECT_EQ(r.w.measured_end, r.start + milliseconds(c.measured_end_ms));
+    }
+    EXPECT_NEAR(r.w.measured_s, c.measured_s, 1e-9);
+  }
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <ostream>
+
 namespace tg::server {
 namespace {
 
@@ -31,20 +33,29 @@ std::string CallRoute(const RouteTable::Match& m, const std::string& path) {
   return r.ok() ? r.value().response().body : "error";
 }
 
+// What `t` answers for a method and path: the found route's body (its name and captures), or
+// "none"; the access the match carries.
+struct Answer {
+  std::string body;
+  Access access;
+  bool operator==(const Answer&) const = default;
+};
+void PrintTo(const Answer& a, std::ostream* os) {
+  *os << a.body << " (access " << static_cast<int>(a.access) << ")";
+}
+
+Answer Ask(const RouteTable& t, const std::string& method, const std::string& path) {
+  RouteTable::Match m = t.Find(method, path);
+  return {m.route == nullptr ? "none" : CallRoute(m, path), m.access};
+}
+
 TEST(RouteTableTest, MatchesMethodAndPatternAndCapturesSegments) {
   RouteTable t = Table();
-  RouteTable::Match m = t.Find("GET", "/v2/models/mm");
-  ASSERT_NE(m.route, nullptr);
-  EXPECT_EQ(m.access, Access::kWork);
-  EXPECT_EQ(CallRoute(m, "/v2/models/mm"), "meta:mm:");
-  m = t.Find("GET", "/v2/models/mm/versions/1");
-  ASSERT_NE(m.route, nullptr);
-  EXPECT_EQ(CallRoute(m, ""), "vmeta:mm:1");
-  m = t.Find("POST", "/v2/models/sd15/infer");
-  ASSERT_NE(m.route, nullptr);
-  EXPECT_EQ(CallRoute(m, ""), "infer:sd15:");
+  EXPECT_EQ(Ask(t, "GET", "/v2/models/mm"), (Answer{"meta:mm:", Access::kWork}));
+  EXPECT_EQ(Ask(t, "GET", "/v2/models/mm/versions/1"), (Answer{"vmeta:mm:1", Access::kWork}));
+  EXPECT_EQ(Ask(t, "POST", "/v2/models/sd15/infer"), (Answer{"infer:sd15:", Access::kWork}));
   // HEAD is answered by the GET route.
-  ASSERT_NE(t.Find("HEAD", "/healthz").route, nullptr);
+  EXPECT_EQ(Ask(t, "HEAD", "/healthz"), (Answer{"live::", Access::kPublic}));
 }
 
 // The first route added that takes the method and path wins, a literal one as any other: a
@@ -55,17 +66,10 @@ TEST(RouteTableTest, TheFirstMatchingRouteWinsLiteralOrPattern) {
   t.Add("GET", "/v1/models/list", Access::kPublic, Named("list"));
   t.Add("GET", "/v1/models", Access::kToken, Named("models"));
   t.Add("POST", "/v1/models", Access::kWork, Named("post"));
-  RouteTable::Match m = t.Find("GET", "/v1/models/list");
-  ASSERT_NE(m.route, nullptr);
-  EXPECT_EQ(m.access, Access::kToken);
-  EXPECT_EQ(CallRoute(m, ""), "get::");
-  m = t.Find("HEAD", "/v1/models");
-  ASSERT_NE(m.route, nullptr);
-  EXPECT_EQ(CallRoute(m, ""), "models::");
-  m = t.Find("POST", "/v1/models");
-  ASSERT_NE(m.route, nullptr);
-  EXPECT_EQ(m.access, Access::kWork);
-  m = t.Find("DELETE", "/v1/models");
+  EXPECT_EQ(Ask(t, "GET", "/v1/models/list"), (Answer{"get::", Access::kToken}));
+  EXPECT_EQ(Ask(t, "HEAD", "/v1/models"), (Answer{"models::", Access::kToken}));
+  EXPECT_EQ(Ask(t, "POST", "/v1/models"), (Answer{"post::", Access::kWork}));
+  RouteTable::Match m = t.Find("DELETE", "/v1/models");
   EXPECT_EQ(m.route, nullptr);
   EXPECT_EQ(m.allow, "GET, POST");
 }
