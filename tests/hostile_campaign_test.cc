@@ -70,6 +70,7 @@ void MakeFixtures() {
   W("Dockerfile_arg", "ARG BASE=debian:12\nFROM $BASE\n");
   W("clean.log", "all good\n");
   W("supp_unknown.yaml", "suppressions:\n  - {rule: no.such.rule, reason: r}\n");
+  W("scheduler_config.json", R"({"_class_name": "PNDMScheduler", "num_train_timesteps": 1000})");
   W("policy_no_providers.yaml", "profile: dev\nallow_cpu: true\nproviders: []\n");
   std::string stages;
   for (int i = 0; i < 1001; ++i) stages += "FROM debian:12 AS s" + std::to_string(i) + "\nRUN x\n";
@@ -91,6 +92,8 @@ void MakeFixtures() {
   for (int i = 0; i < 1000000; ++i) objs += i ? ",{}" : "{}";
   W("objs_1M.json", objs + "]");
   ::mkdir((g_dir + "/adir").c_str(), 0755);
+  ::mkdir((g_dir + "/pipe_fifo").c_str(), 0755);
+  ::mkfifo((g_dir + "/pipe_fifo/model_index.json").c_str(), 0600);
 }
 
 class Env : public ::testing::Environment {
@@ -191,6 +194,14 @@ void AddNumberAndEnvCases(std::vector<Case>* t) {
                 {"serve", "--models", "@/ok_models", "--port", "0", "--port-file", ""},
                 2,
                 "--port-file: an empty value names nothing"});
+  t->push_back({"schedule_scheduler_unknown_named",
+                {"schedule", "--config", "@/scheduler_config.json", "--scheduler", "euler,euler"},
+                2,
+                "--scheduler: unknown scheduler 'euler,euler'"});
+  t->push_back({"generate_scheduler_unknown_named",
+                {"generate", "--model", "@/adir", "--prompt", "x", "--scheduler", "eulr"},
+                2,
+                "--scheduler: unknown scheduler 'eulr'"});
   t->push_back({"bench_scheduler_blank", Bench({"--scheduler", " "}), 2,
                 "--scheduler: an empty value names nothing"});
   // Checked after parsing, and still named as the variable that gave the value.
@@ -228,6 +239,12 @@ void AddListAndCapCases(std::vector<Case>* t) {
                  "a:1", "--max-shapes", "a:nan"},
                 2,
                 "--max-shapes: shape entry 'a:nan'"});
+  // A pipeline index that is a FIFO was reported as missing.
+  t->push_back({"generate_model_index_fifo",
+                {"--policy", "dev", "generate", "--model", "@/pipe_fifo", "--prompt", "x"},
+                2,
+                "@/pipe_fifo/model_index.json: is a FIFO (named pipe) with no writer",
+                kOrtRssMb});
   t->push_back({"policy_providers_empty",
                 {"--policy", "@/policy_no_providers.yaml", "admit", "--snapshot", "@/snap.json"},
                 2,

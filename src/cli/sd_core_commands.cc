@@ -96,7 +96,11 @@ int RunSchedule(const ScheduleOptions& o, const GlobalOptions& g) {
   auto cfg = sd::LoadSchedulerConfig(o.config);
   if (!cfg.ok()) return ReportError(cfg.status());
   auto sched = sd::CreateScheduler(o.scheduler, *cfg);
-  if (!sched.ok()) return ReportError(sched.status());
+  if (!sched.ok()) {
+    const Status& s = sched.status();
+    return ReportError(s.message().starts_with("unknown scheduler") ? s.WithPrefix("--scheduler")
+                                                                    : s);
+  }
   sd::Scheduler& s = **sched;
   Status st = s.SetTimesteps(o.steps);
   if (!st.ok()) return ReportError(st);

@@ -149,7 +149,10 @@ common::Result<sd::GenerateRequest> BuildRequest(const GenerateFlags& f) {
   auto mode = sd::ParseRngMode(f.rng);
   if (!mode.ok()) return mode.status().WithPrefix("--rng");
   req.rng = *mode;
-  TG_RETURN_IF_ERROR(sd::ValidateRequestBasics(req));
+  if (Status s = sd::ValidateRequestBasics(req); !s.ok()) {
+    // The request's own words ("unknown scheduler 'x'") name the flag the value came from.
+    return s.message().starts_with("unknown scheduler") ? s.WithPrefix("--scheduler") : s;
+  }
   // The output is checked before any work: a device, a FIFO, a directory or a missing folder is
   // refused now, not after the last denoising step.
   for (int k = 0; k < req.batch; ++k) {

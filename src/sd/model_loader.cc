@@ -9,6 +9,7 @@
 #include <string>
 
 #include "common/config.h"
+#include "common/file_util.h"
 #include "common/log.h"
 #include "sd/config_lines.h"
 
@@ -35,10 +36,11 @@ Status RequireDir(const std::string& dir, const std::string& rel, const std::str
 Status RequireFile(const std::string& dir, const std::string& rel) {
   std::error_code ec;
   const fs::path p = fs::path(dir) / rel;
-  if (!fs::is_regular_file(p, ec)) {
+  if (!fs::exists(fs::symlink_status(p, ec))) {
     return Status::NotFound("Stable Diffusion pipeline " + dir + ": file " + rel + " is missing");
   }
-  return Status::Ok();
+  // There but not a regular file (a FIFO, a directory, a dangling link): say what it is.
+  return common::CheckInputPath(p.string(), "Stable Diffusion pipeline " + dir + ": file " + rel);
 }
 
 const TensorInfo* FindTensor(const std::vector<TensorInfo>& list, std::string_view name) {
