@@ -190,6 +190,18 @@ void AddNumberAndEnvCases(std::vector<Case>* t) {
                 kPlainRssMb,
                 20,
                 {{"TRUEGREEN_EXIT_ON_FAIL", "maybe"}}});
+  // A kernel file is "regular" to stat: it was accepted at start and failed (or changed a
+  // setting) later.
+  t->push_back(
+      {"serve_port_file_proc",
+       {"serve", "--models", "@/ok_models", "--port", "0", "--port-file", "/proc/self/status"},
+       2,
+       "--port-file: /proc/self/status: is on the kernel's /proc or /sys file system"});
+  t->push_back({"serve_access_log_proc_sys",
+                {"serve", "--models", "@/ok_models", "--port", "0", "--access-log",
+                 "/proc/sys/kernel/hostname"},
+                2,
+                "refusing to write there"});
   t->push_back({"serve_port_file_empty",
                 {"serve", "--models", "@/ok_models", "--port", "0", "--port-file", ""},
                 2,

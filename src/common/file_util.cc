@@ -6,6 +6,7 @@
 #include <openssl/evp.h>
 #include <poll.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -228,6 +229,17 @@ Result<std::filesystem::path> OutputTarget(const std::string& path, bool* exists
   std::filesystem::path tp(target);
   if (!tp.has_filename() || tp.filename() == "." || tp.filename() == "..") {
     return Status::InvalidArg(path + ": names a directory, expected a file name");
+  }
+  // A file of the kernel's /proc or /sys is "regular" to stat, but no output of ours: writing one
+  // fails at best (after the work is done) and changes a kernel setting at worst.
+  constexpr long kProcMagic = 0x9fa0, kSysfsMagic = 0x62656572;
+  struct statfs fs {};
+  const std::string probe =
+      *exists ? target : (tp.has_parent_path() ? tp.parent_path().string() : std::string("."));
+  if (::statfs(probe.c_str(), &fs) == 0 &&
+      (static_cast<long>(fs.f_type) == kProcMagic || static_cast<long>(fs.f_type) == kSysfsMagic)) {
+    return Status::InvalidArg(path + ": is on the kernel's /proc or /sys file system, not a file " +
+                              "of ours; refusing to write there");
   }
   return tp;
 }
