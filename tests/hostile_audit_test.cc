@@ -510,6 +510,19 @@ const std::vector<Case>& Cases() {
        "more than 10000 YAML documents in one file",
        nullptr,
        100},
+      // 1.2 MB of JSON whose list holds 300 000 empty objects: refused at node 100 001 on the
+      // parser's events, before any tree (yaml-cpp spent 150 MB on it).
+      {"k8s_nodes_over_cap_refused_before_tree",
+       [](const TempDir& d) {
+         WriteFile(d / "m.yaml", "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":[" +
+                                     Repeat("{},", 299999) + "{}]}");
+       },
+       {"audit", "k8s", "{dir}/m.yaml"},
+       2,
+       "more than 100000 YAML nodes in one document (document 1, which starts at line 1; at "
+       "most 100000 nodes are read per document)",
+       nullptr,
+       36},  // 20 x 1.2 MB + the binary's own ~12 MB
       {"k8s_three_megabytes_within_twenty_times",
        [](const TempDir& d) { WriteFile(d / "m.yaml", ManyDeployments(5008)); },  // 2.9 MB
        {"audit", "k8s", "{dir}/m.yaml"},
