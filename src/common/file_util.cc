@@ -51,6 +51,21 @@ Status TooLarge(const std::string& name, std::uint64_t max_bytes) {
                             " bytes");
 }
 
+// Errors of this machine, not of the file named: out of descriptors or memory, a failing disk.
+// The same file can be read on a retry or elsewhere, so they are UNAVAILABLE, not INVALID_ARG.
+bool MachineFault(int err) {
+  return err == EMFILE || err == ENFILE || err == ENOMEM || err == ENOBUFS || err == EIO ||
+         err == EAGAIN || err == EINTR || err == ENOSPC;
+}
+
+Status OpenError(const std::string& what, int err) {
+  if (MachineFault(err)) {
+    return Status::Unavailable(what + ": " + std::strerror(err) +
+                               " (a failure of this machine, not of the file)");
+  }
+  return Status::InvalidArg(what + ": " + std::strerror(err));
+}
+
 // Reads `fd` to its end. A pipe opened non-blocking waits in poll() with an idle timeout, so a
 // writer that never writes is reported instead of hanging the command.
 Result<std::string> ReadAll(int fd, const std::string& name, std::uint64_t max_bytes) {
@@ -77,7 +92,7 @@ Result<std::string> ReadAll(int fd, const std::string& name, std::uint64_t max_b
       }
       continue;
     }
-    return Status::InvalidArg(name + ": read error: " + std::strerror(errno));
+    return OpenError(name + ": read error", errno);
   }
 }
 
@@ -113,12 +128,10 @@ Result<int> OpenForReading(const std::string& path, struct stat* st) {
     const int err = errno;
     if (err == ENOENT) return Status::NotFound(path + ": file not found");
     if (err == ENXIO) return Status::InvalidArg(path + ": is a socket or device without a reader");
-    return Status::InvalidArg(path + ": cannot open for reading: " + std::strerror(err));
+    return OpenError(path + ": cannot open for reading", err);
   }
   UniqueFd owner(fd);
-  if (::fstat(fd, st) != 0) {
-    return Status::InvalidArg(path + ": cannot access: " + std::strerror(errno));
-  }
+  if (::fstat(fd, st) != 0) return OpenError(path + ": cannot access", errno);
   if (!S_ISREG(st->st_mode) && !S_ISFIFO(st->st_mode)) {
     return Status::InvalidArg(path + ": is " + KindOf(st->st_mode) + ", expected a regular file");
   }

@@ -5,6 +5,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -131,6 +132,31 @@ TEST(WriteFileAtomic, LeavesNoTemporaryBehind) {
     ++entries;
   }
   EXPECT_EQ(entries, 2);  // f and g only
+}
+
+// Out of descriptors is this machine's failure, not the file's: UNAVAILABLE (exit 3), while a
+// file that is not there stays NOT_FOUND and one that cannot be read INVALID_ARG.
+TEST(ReadFileLimited, DescriptorLimitIsUnavailableNotInvalidInput) {
+  testing::TempDir d;
+  testing::WriteFile(d / "f.txt", "data\n");
+  rlimit old{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &old), 0);
+  const int lowest = ::dup(0);  // the lowest free descriptor: a limit there leaves none free
+  ASSERT_GE(lowest, 0);
+  ::close(lowest);
+  rlimit low = old;
+  low.rlim_cur = static_cast<rlim_t>(lowest);
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+  auto r = ReadFileLimited(d / "f.txt", 1024);
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &old), 0);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable) << r.status().message();
+  EXPECT_THAT(r.status().message(), HasSubstr("f.txt: cannot open for reading"));
+  EXPECT_THAT(r.status().message(), HasSubstr("not of the file"));
+  auto ok = ReadFileLimited(d / "f.txt", 1024);
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_EQ(*ok, "data\n");
+  EXPECT_EQ(ReadFileLimited(d / "none.txt", 1024).status().code(), StatusCode::kNotFound);
 }
 
 TEST(ReadFileLimited, NamedFifoWithNoWriterIsAnErrorNotAHang) {
