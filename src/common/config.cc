@@ -1,5 +1,6 @@
 #include "common/config.h"
 #include "common/json_limits.h"
+#include "common/yaml_check.h"
 #include "common/yaml_stream.h"
 
 #include <yaml-cpp/eventhandler.h>
@@ -544,6 +545,10 @@ Result<Json> LoadJsonFile(const std::string& path, std::uint64_t max_bytes,
 
 Result<Json> LoadJsonFile(const std::string& path, std::uint64_t max_bytes) {
   return LoadJsonFile(path, max_bytes, JsonLimits{});
+}
+
+Status CheckYamlDocument(const std::string& text, const std::string& source) {
+  return CheckYaml(text, source, /*single_document=*/true);
 }
 
 Result<YAML::Node> ParseYaml(const std::string& text, const std::string& source) {

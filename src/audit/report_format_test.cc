@@ -1,0 +1,97 @@
+// Suppression files: the event reader of plain files gives exactly the entries the tree reader
+// gives, and every other file still gets the tree reader's messages.
+#include "audit/report_format.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace tg::audit {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr const char* kPlain =
+    "# kept for the migration\n"
+    "suppressions:\n"
+    "  - rule: k8s.image-digest\n"
+    "    reason: pinned by tag until the registry mirror lands\n"
+    "    expires: 2031-02-28\n"
+    "  - {rule: dockerfile.user-root, reason: \"a quoted: reason\", path: deploy/}\n"
+    "  - rule: k8s.run-as-non-root\n"
+    "    reason: |\n"
+    "      a block reason\n"
+    "    expires: ~\n";
+
+void ExpectSame(const Suppressions& a, const Suppressions& b) {
+  ASSERT_EQ(a.entries.size(), b.entries.size());
+  EXPECT_EQ(a.source, b.source);
+  for (std::size_t i = 0; i < a.entries.size(); ++i) {
+    EXPECT_EQ(a.entries[i].rule, b.entries[i].rule) << i;
+    EXPECT_EQ(a.entries[i].reason, b.entries[i].reason) << i;
+    EXPECT_EQ(a.entries[i].expires, b.entries[i].expires) << i;
+    EXPECT_EQ(a.entries[i].path, b.entries[i].path) << i;
+    EXPECT_EQ(a.entries[i].line, b.entries[i].line) << i;
+  }
+}
+
+TEST(ParseSuppressions, PlainFileReadFromEvents) {
+  auto s = ParseSuppressions(kPlain, "s.yaml");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  ASSERT_EQ(s->entries.size(), 3u);
+  EXPECT_EQ(s->source, "s.yaml");
+  EXPECT_EQ(s->entries[0].rule, "k8s.image-digest");
+  EXPECT_EQ(s->entries[0].expires, "2031-02-28");
+  EXPECT_EQ(s->entries[0].line, 3);
+  EXPECT_EQ(s->entries[1].reason, "a quoted: reason");
+  EXPECT_EQ(s->entries[1].path, "deploy/");
+  EXPECT_EQ(s->entries[1].line, 6);
+  EXPECT_EQ(s->entries[2].reason, "a block reason\n");
+  EXPECT_EQ(s->entries[2].expires, "");
+  EXPECT_EQ(s->entries[2].line, 7);
+}
+
+// An anchor is outside the plain shape, so the second text goes through the tree reader: both
+// readers must agree on every field and line.
+TEST(ParseSuppressions, EventAndTreeReadersAgree) {
+  std::string anchored = kPlain;
+  anchored.replace(anchored.find("reason: pinned"), 8, "reason: &a ");
+  auto plain = ParseSuppressions(kPlain, "s.yaml");
+  auto tree = ParseSuppressions(anchored, "s.yaml");
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  ASSERT_TRUE(tree.ok()) << tree.status().message();
+  ExpectSame(*plain, *tree);
+}
+
+TEST(ParseSuppressions, FaultsKeepTheTreeReadersMessages) {
+  struct Bad {
+    const char* text;
+    const char* message;
+  };
+  const Bad cases[] = {
+      {"suppressions:\n  - rule: a\n    reason: r\n    expire: 2030-01-01\n",
+       "s.yaml:4:5: unknown field 'suppressions[].expire' (allowed here: expires, path, reason, "
+       "rule)"},
+      {"suppressions:\n  - rule: a\n",
+       "s.yaml:2:5: missing required field 'suppressions[].reason'"},
+      {"suppressions:\n  - rule: a\n    reason: ''\n", "field 'suppressions[].reason'"},
+      {"suppressions:\n  - rule: a\n    reason: r\n    expires: 2031-02-29\n",
+       "s.yaml:4:14: field 'suppressions[].expires': expected a real calendar date"},
+      {"suppressions:\n  - just text\n", "s.yaml:2:5: field 'suppressions[]': expected a mapping"},
+      {"suppressions: {}\n", "field 'suppressions': expected a list"},
+      {"suppressions: []\nextra: 1\n", "s.yaml:2:1: unknown field 'extra'"},
+      {"other: []\n", "missing required field 'suppressions'"},
+      {"suppressions:\n  - rule: a\n    rule: b\n    reason: r\n", "duplicate key 'rule'"},
+      {"", "document root: expected a mapping, found an empty document"},
+  };
+  for (const Bad& b : cases) {
+    auto s = ParseSuppressions(b.text, "s.yaml");
+    ASSERT_FALSE(s.ok()) << b.text;
+    EXPECT_THAT(s.status().message(), HasSubstr(b.message)) << b.text;
+  }
+  EXPECT_TRUE(ParseSuppressions("suppressions: []\n", "s.yaml").ok());
+}
+
+}  // namespace
+}  // namespace tg::audit
