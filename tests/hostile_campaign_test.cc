@@ -152,6 +152,11 @@ void AddGateCases(std::vector<Case>* t) {
                 {"bench", "--url", "http://a b:80"},
                 2,
                 "--url \"http://a b:80\": host \"a b\" is not a host name"});
+  t->push_back({"promote_api_server_port_99999",
+                {"k8s", "promote", "--service", "s", "--color", "green", "--api-server",
+                 "http://127.0.0.1:99999", "--namespace", "ns"},
+                2,
+                "--api-server 'http://127.0.0.1:99999': port 99999 is outside 1..65535"});
   t->push_back({"bench_url_ipv6_not_hex",
                 {"bench", "--url", "http://[zz]:80"},
                 2,

@@ -61,6 +61,10 @@ Status ParseServer(const std::string& url, K8sApiConfig* c) {
   c->host = m[2];
   if (c->host.front() == '[') c->host = c->host.substr(1, c->host.size() - 2);
   c->port = m[4].matched ? std::string(m[4]) : (c->scheme == "https" ? "443" : "80");
+  if (const int port = std::stoi(c->port); port < 1 || port > 65535) {
+    return Status::InvalidArg(
+        fmt::format("--api-server '{}': port {} is outside 1..65535", url.substr(0, 128), c->port));
+  }
   if (c->scheme == "http" && !IsLoopback(c->host)) {
     return Status::InvalidArg(fmt::format(
         "--api-server '{}': plain http is accepted only to a loopback address (the bearer token "
