@@ -535,6 +535,19 @@ const std::vector<Case>& Cases() {
        "most 100000 nodes are read per document)",
        nullptr,
        36},  // 20 x 1.2 MB + the binary's own ~12 MB
+      // The same list in YAML flow style, 9 MB: yaml-cpp queues a nested flow collection's
+      // tokens before its first event (1.2 GB); the reader stops it after 304 096 indicators.
+      {"k8s_yaml_flow_collection_over_cap_bounded",
+       [](const TempDir& d) {
+         WriteFile(d / "m.yaml",
+                   "{apiVersion: v1, kind: List, items: [" + Repeat("{},", 3000000) + "{}]}\n");
+       },
+       {"audit", "k8s", "{dir}/m.yaml"},
+       2,
+       "more than 304096 brackets and commas before the parser's next node (document 1, which "
+       "starts at line 1)",
+       nullptr,
+       80},  // 56 MB measured: the bounded queue, far under 20 x 9 MB
       {"k8s_three_megabytes_within_twenty_times",
        [](const TempDir& d) { WriteFile(d / "m.yaml", ManyDeployments(5008)); },  // 2.9 MB
        {"audit", "k8s", "{dir}/m.yaml"},

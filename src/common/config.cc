@@ -80,8 +80,12 @@ constexpr std::uint64_t kMaxYamlDocumentNodes = 100000;
 class YamlGuard : public YAML::EventHandler {
  public:
   // `starts`, when given, receives the mark of each document's first token.
-  YamlGuard(bool single_document, std::vector<YAML::Mark>* starts)
-      : single_(single_document), starts_(starts) {}
+  // `pending`, when given, is reset at each node (see GuardedSlice).
+  YamlGuard(bool single_document, std::vector<YAML::Mark>* starts, std::uint64_t* pending = nullptr)
+      : single_(single_document), starts_(starts), pending_(pending) {}
+
+  int documents() const { return documents_; }
+  int document_line() const { return document_line_; }
 
   void OnDocumentStart(const YAML::Mark& mark) override {
     if (++documents_ > 1 && single_) {
@@ -152,6 +156,7 @@ class YamlGuard : public YAML::EventHandler {
 
   // One more node of the tree yaml-cpp will build for this document.
   void CountNode(const YAML::Mark& mark) {
+    if (pending_ != nullptr) *pending_ = 0;
     if (++nodes_ <= kMaxYamlDocumentNodes) return;
     const std::string cap = std::to_string(kMaxYamlDocumentNodes);
     throw YamlGuardError{
@@ -215,6 +220,7 @@ class YamlGuard : public YAML::EventHandler {
 
   bool single_;
   std::vector<YAML::Mark>* starts_;
+  std::uint64_t* pending_;
   int documents_ = 0;
   std::uint64_t nodes_ = 0;  // in the current document
   int document_line_ = 0;    // 1-based line of the current document's start
@@ -222,6 +228,48 @@ class YamlGuard : public YAML::EventHandler {
   std::map<YAML::anchor_t, Anchor> anchors_;
   std::vector<Frame> stack_;
   std::vector<YAML::Mark> marks_;
+};
+
+// Flow indicators ('[', ']', '{', '}', ',') yaml-cpp may read past its last event. A flow
+// collection nested in another is queued token by token until it closes (it might yet be a key),
+// about 125 bytes a token, before any event reaches the guard; a collection of the document
+// node cap has at most three indicators a node ("{},"), and one 4 KiB piece is read ahead.
+constexpr std::uint64_t kMaxPendingFlowIndicators = 3 * kMaxYamlDocumentNodes + 4096;
+
+// Serves the text to the parser in 4 KiB pieces, counting the flow indicators served since the
+// guard last saw a node; past kMaxPendingFlowIndicators it ends the stream early, so yaml-cpp's
+// token queue stays bounded (about 40 MB) whatever the input's size.
+class GuardedSlice : public std::streambuf {
+ public:
+  explicit GuardedSlice(const std::string& text) : text_(text) {}
+  // Reset by the guard at each node.
+  std::uint64_t* pending() { return &pending_; }
+  bool stopped() const { return stopped_; }
+  std::size_t served() const { return next_; }
+
+ protected:
+  int_type underflow() override {
+    if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
+    if (stopped_ || next_ >= text_.size()) return traits_type::eof();
+    const std::size_t n = std::min<std::size_t>(4096, text_.size() - next_);
+    char* first = const_cast<char*>(text_.data()) + next_;
+    pending_ += static_cast<std::uint64_t>(std::count_if(first, first + n, [](char c) {
+      return c == ',' || c == '[' || c == ']' || c == '{' || c == '}';
+    }));
+    if (pending_ > kMaxPendingFlowIndicators) {
+      stopped_ = true;
+      return traits_type::eof();
+    }
+    setg(first, first, first + n);
+    next_ += n;
+    return traits_type::to_int_type(*first);
+  }
+
+ private:
+  const std::string& text_;
+  std::size_t next_ = 0;
+  std::uint64_t pending_ = 0;
+  bool stopped_ = false;
 };
 
 Status YamlError(const std::string& source, const YAML::Mark& mark, const std::string& what) {
@@ -254,16 +302,32 @@ Status CheckYaml(const std::string& text, const std::string& source, bool single
                                    std::to_string(PositionOfOffset(text, lead).line) +
                                    "; at most " + cap + " nodes are read per document)"));
   }
+  GuardedSlice slice(text);
+  YamlGuard guard(single_document, starts, slice.pending());
   try {
-    std::istringstream in(text);
+    std::istream in(&slice);
     YAML::Parser parser(in);
-    YamlGuard guard(single_document, starts);
-    while (parser.HandleNextDocument(guard)) {
+    while (parser.HandleNextDocument(guard) && !slice.stopped()) {
     }
   } catch (const YamlGuardError& e) {
-    return YamlError(source, e.mark, e.message);
+    if (!slice.stopped()) return YamlError(source, e.mark, e.message);
   } catch (const YAML::Exception& e) {
-    return YamlError(source, e.mark, e.msg);
+    if (!slice.stopped()) return YamlError(source, e.mark, e.msg);
+  }
+  if (slice.stopped()) {
+    const TextPosition p = PositionOfOffset(text, slice.served());
+    YAML::Mark mark;
+    mark.pos = static_cast<int>(slice.served());
+    mark.line = static_cast<int>(p.line) - 1;
+    mark.column = static_cast<int>(p.column) - 1;
+    return YamlError(source, mark,
+                     "more than " + std::to_string(kMaxPendingFlowIndicators) +
+                         " brackets and commas before the parser's next node (document " +
+                         std::to_string(guard.documents()) + ", which starts at line " +
+                         std::to_string(guard.document_line()) +
+                         "): a flow collection larger than the " +
+                         std::to_string(kMaxYamlDocumentNodes) +
+                         " nodes a document may have (three indicators a node at most)");
   }
   return Status::Ok();
 }
