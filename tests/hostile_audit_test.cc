@@ -498,6 +498,19 @@ const std::vector<Case>& Cases() {
        "FAIL",
        nullptr,
        20},  // 20 x 0.4 MB + the binary's own ~12 MB
+      // The same with a bad date in the last entry: named from the events too (the tree: 54 MB).
+      {"suppressions_nine_thousand_fault_at_end_within_twenty_times",
+       [](const TempDir& d) {
+         WriteFile(d / "m.yaml", kPod);
+         WriteFile(d / "s.yaml", ManySuppressions(9000) +
+                                     "  - {rule: k8s.image-digest, reason: r, expires: soon}\n");
+       },
+       {"audit", "k8s", "{dir}/m.yaml", "--suppressions", "{dir}/s.yaml"},
+       2,
+       "s.yaml:9002:50: field 'suppressions[].expires': expected a real calendar date YYYY-MM-DD, "
+       "found 'soon'",
+       nullptr,
+       20},  // 20 x 0.4 MB + the binary's own ~12 MB
       {"suppressions_three_megabytes_within_twenty_times",
        [](const TempDir& d) {
          WriteFile(d / "m.yaml", kPod);

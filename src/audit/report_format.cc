@@ -9,6 +9,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <ctime>
 #include <filesystem>
@@ -129,110 +130,222 @@ Status ReadEntry(const YAML::Node& e, const std::string& source, Suppression* s)
 }
 
 // Reads a suppressions file from the parser's events, building each Suppression directly:
-// yaml-cpp's tree costs about 500 bytes a node, 50 MB for 9000 short entries. Only a file in the
-// exact shape of a valid one is read here (a root mapping of one 'suppressions' list of mappings
-// of known scalar fields, no anchors or aliases, every entry valid); anything else stops the
-// parse, and the caller reads the file through the tree, whose checks name the fault.
+// yaml-cpp's tree costs about 500 bytes a node, 50 MB for 9000 short entries. The root must be a
+// mapping of one 'suppressions' list without anchors or aliases; anything else at that level
+// stops the parse, and the caller reads the file through the tree, whose checks name the fault.
+// A faulty entry gets the message the tree reader (ReadEntry) gives it, in the same order of
+// checks: the first faulty entry in the list is reported.
 class SuppressionEvents : public YAML::EventHandler {
  public:
-  explicit SuppressionEvents(std::vector<Suppression>* out) : out_(out) {}
-  // Whether every event fit the shape and the list was found.
+  SuppressionEvents(std::vector<Suppression>* out, const std::string& source)
+      : out_(out), source_(source) {}
+  // Whether the root had the expected shape (else the tree reader decides).
   bool plain() const { return list_seen_ && level_ == kOutside; }
+  // The first faulty entry's message; "" when every entry is valid.
+  const std::string& fault() const { return fault_; }
 
   void OnDocumentStart(const YAML::Mark&) override {}
   void OnDocumentEnd() override {}
-  void OnNull(const YAML::Mark&, YAML::anchor_t anchor) override { Value(anchor, nullptr); }
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    Node(mark, anchor, kNull, nullptr);
+  }
   void OnAlias(const YAML::Mark&, YAML::anchor_t) override { throw Unplain{}; }
-  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t anchor,
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
                 const std::string& value) override {
-    Value(anchor, &value);
+    Node(mark, anchor, kScalar, &value);
   }
-  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t anchor,
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
                        YAML::EmitterStyle::value) override {
-    if (anchor != YAML::NullAnchor || level_ != kRoot || !has_key_ || list_seen_) throw Unplain{};
-    list_seen_ = true;
-    has_key_ = false;
-    level_ = kList;
+    Open(mark, anchor, kSequence);
   }
-  void OnSequenceEnd() override { level_ = kRoot; }
+  void OnSequenceEnd() override { Close(); }
   void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
                   YAML::EmitterStyle::value) override {
-    if (anchor != YAML::NullAnchor) throw Unplain{};
-    if (level_ == kOutside) {
-      level_ = kRoot;
-    } else if (level_ == kList) {
-      entry_ = Suppression{};
-      entry_.line = mark.is_null() ? 0 : mark.line + 1;
-      level_ = kEntry;
-    } else {
-      throw Unplain{};
-    }
+    Open(mark, anchor, kMap);
   }
-  void OnMapEnd() override {
-    if (level_ == kRoot) {
-      level_ = kOutside;
-      return;
-    }
-    if (entry_.rule.empty() || entry_.reason.empty() ||
-        (!entry_.expires.empty() && !IsDate(entry_.expires))) {
-      throw Unplain{};
-    }
-    out_->push_back(std::move(entry_));
-    level_ = kList;
-  }
+  void OnMapEnd() override { Close(); }
 
   struct Unplain {};
 
  private:
   enum Level { kOutside, kRoot, kList, kEntry };
+  enum Kind { kNull, kScalar, kSequence, kMap };
+  struct Field {
+    std::string key;
+    YAML::Mark key_mark;
+    Kind kind = kNull;
+    std::string scalar;
+    YAML::Mark mark;
+  };
 
-  // A scalar (null when `value` is null): a key, or the value of the key before it.
-  void Value(YAML::anchor_t anchor, const std::string* value) {
-    if (anchor != YAML::NullAnchor || (level_ != kRoot && level_ != kEntry)) throw Unplain{};
+  std::string Where(const YAML::Mark& m) const {
+    if (m.is_null()) return source_;
+    return fmt::format("{}:{}:{}", source_, m.line + 1, m.column + 1);
+  }
+  // As the tree reader describes a value: null, a sequence, a mapping or the quoted scalar.
+  static std::string Describe(Kind kind, const std::string& scalar) {
+    if (kind == kNull) return "null";
+    if (kind == kSequence) return "a sequence";
+    if (kind == kMap) return "a mapping";
+    return "'" + scalar.substr(0, 80) + (scalar.size() > 80 ? "..." : "") + "'";
+  }
+  void Fault(std::string message) {
+    if (fault_.empty()) fault_ = std::move(message);
+  }
+
+  void Node(const YAML::Mark& mark, YAML::anchor_t anchor, Kind kind, const std::string* value) {
+    if (anchor != YAML::NullAnchor) throw Unplain{};
+    if (skip_ > 0) return;
+    if (level_ == kList) {
+      Fault(Where(mark) + ": field 'suppressions[]': expected a mapping, found " +
+            Describe(kind, value == nullptr ? "" : *value));
+      return;
+    }
+    if (level_ != kRoot && level_ != kEntry) throw Unplain{};
     if (!has_key_) {
-      if (value == nullptr) throw Unplain{};
-      if (level_ == kRoot ? *value != "suppressions" : Field(*value) == nullptr) throw Unplain{};
-      key_ = *value;
+      if (value == nullptr || (level_ == kRoot && *value != "suppressions")) throw Unplain{};
+      if (level_ == kEntry) fields_.push_back(Field{*value, mark});
       has_key_ = true;
       return;
     }
     has_key_ = false;
     if (level_ == kRoot) throw Unplain{};  // 'suppressions' is not a list
-    if (value != nullptr) *Field(key_) = *value;
+    Field& f = fields_.back();
+    f.kind = kind;
+    f.scalar = value == nullptr ? "" : *value;
+    f.mark = mark;
   }
 
-  std::string* Field(const std::string& key) {
-    if (key == "rule") return &entry_.rule;
-    if (key == "reason") return &entry_.reason;
-    if (key == "expires") return &entry_.expires;
-    if (key == "path") return &entry_.path;
+  void Open(const YAML::Mark& mark, YAML::anchor_t anchor, Kind kind) {
+    if (anchor != YAML::NullAnchor) throw Unplain{};
+    if (skip_ > 0) {
+      ++skip_;
+    } else if (level_ == kOutside && kind == kMap) {
+      level_ = kRoot;
+    } else if (level_ == kRoot && kind == kSequence && has_key_ && !list_seen_) {
+      list_seen_ = true;
+      has_key_ = false;
+      level_ = kList;
+    } else if (level_ == kList && kind == kMap) {
+      entry_mark_ = mark;
+      fields_.clear();
+      level_ = kEntry;
+    } else if (level_ == kList) {
+      Fault(Where(mark) + ": field 'suppressions[]': expected a mapping, found a sequence");
+      skip_ = 1;
+    } else if (level_ == kEntry && has_key_) {
+      has_key_ = false;
+      fields_.back().kind = kind;
+      fields_.back().mark = mark;
+      skip_ = 1;
+    } else {
+      throw Unplain{};
+    }
+  }
+
+  void Close() {
+    if (skip_ > 0) {
+      --skip_;
+    } else if (level_ == kEntry) {
+      FinishEntry();
+      level_ = kList;
+    } else if (level_ == kList) {
+      level_ = kRoot;
+    } else {
+      level_ = kOutside;
+    }
+  }
+
+  const Field* Find(std::string_view key) const {
+    for (const Field& f : fields_) {
+      if (f.key == key) return &f;
+    }
     return nullptr;
   }
 
+  // The checks of ReadEntry, in its order, with its messages.
+  std::string EntryFault() const {
+    static constexpr std::string_view kKnown[] = {"rule", "reason", "expires", "path"};
+    for (std::size_t i = 0; i < 4; ++i) {
+      const Field* f = Find(kKnown[i]);
+      const std::string field = "suppressions[]." + std::string(kKnown[i]);
+      if ((f == nullptr || f->kind == kNull) && i < 2) {
+        return Where(entry_mark_) + ": missing required field '" + field + "'";
+      }
+      if (f != nullptr && (f->kind == kSequence || f->kind == kMap)) {
+        return Where(f->mark) + ": field '" + field + "': expected a string, found " +
+               Describe(f->kind, f->scalar);
+      }
+    }
+    for (const Field& f : fields_) {
+      if (std::find(std::begin(kKnown), std::end(kKnown), f.key) == std::end(kKnown)) {
+        return Where(f.key_mark) + ": unknown field 'suppressions[]." + f.key +
+               "' (allowed here: expires, path, reason, rule)";
+      }
+    }
+    auto bad = [&](const Field* f, std::string_view expected) {
+      return Where(f->mark) + ": field 'suppressions[]." + f->key + "': expected " +
+             std::string(expected) + ", found " + Describe(f->kind, f->scalar);
+    };
+    if (Find("rule")->scalar.empty())
+      return bad(Find("rule"), "a rule id such as k8s.image-digest");
+    if (Find("reason")->scalar.empty()) return bad(Find("reason"), "a non-empty reason");
+    const Field* e = Find("expires");
+    if (e != nullptr && !e->scalar.empty() && !IsDate(e->scalar)) {
+      return bad(e, "a real calendar date YYYY-MM-DD");
+    }
+    return "";
+  }
+
+  void FinishEntry() {
+    if (!fault_.empty()) return;
+    if (std::string f = EntryFault(); !f.empty()) {
+      fault_ = std::move(f);
+      return;
+    }
+    Suppression s;
+    for (Field& f : fields_) {
+      std::string* to = f.key == "rule"     ? &s.rule
+                        : f.key == "reason" ? &s.reason
+                        : f.key == "path"   ? &s.path
+                                            : &s.expires;
+      *to = std::move(f.scalar);
+    }
+    s.line = entry_mark_.is_null() ? 0 : entry_mark_.line + 1;
+    out_->push_back(std::move(s));
+  }
+
   std::vector<Suppression>* out_;
+  const std::string& source_;
   Level level_ = kOutside;
   bool list_seen_ = false;
   bool has_key_ = false;
-  std::string key_;
-  Suppression entry_;
+  int skip_ = 0;  // depth inside a value that is not read (a collection where a scalar belongs)
+  YAML::Mark entry_mark_;
+  std::vector<Field> fields_;
+  std::string fault_;
 };
 
-// The entries of a file in the plain shape SuppressionEvents reads; nullopt for any other file.
-std::optional<std::vector<Suppression>> ReadPlainSuppressions(const std::string& text) {
+// The entries of a file whose root has the plain shape (or the first faulty entry's error);
+// nullopt for any other file.
+std::optional<Result<std::vector<Suppression>>> ReadPlainSuppressions(const std::string& text,
+                                                                      const std::string& source) {
   std::vector<Suppression> entries;
   try {
     std::istringstream in(text);
     YAML::Parser parser(in);
-    SuppressionEvents events(&entries);
+    SuppressionEvents events(&entries, source);
     while (parser.HandleNextDocument(events)) {
     }
     if (!events.plain()) return std::nullopt;
+    if (!events.fault().empty())
+      return Result<std::vector<Suppression>>(Status::InvalidArg(events.fault()));
   } catch (const SuppressionEvents::Unplain&) {
     return std::nullopt;
   } catch (const YAML::Exception&) {
     return std::nullopt;
   }
-  return entries;
+  return Result<std::vector<Suppression>>(std::move(entries));
 }
 
 }  // namespace
@@ -254,10 +367,11 @@ Result<Suppressions> ParseSuppressions(const std::string& text, const std::strin
                     kMaxSuppressions));
   }
   TG_RETURN_IF_ERROR(common::CheckYamlDocument(text, source));
-  if (auto plain = ReadPlainSuppressions(text)) {
+  if (auto plain = ReadPlainSuppressions(text, source)) {
+    if (!plain->ok()) return plain->status();
     Suppressions out;
     out.source = source;
-    out.entries = std::move(*plain);
+    out.entries = std::move(**plain);
     return out;
   }
   // Not in the plain shape: the tree's checks name what is wrong (or what is merely unusual, such

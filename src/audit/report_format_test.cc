@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 namespace tg::audit {
 namespace {
@@ -91,6 +92,44 @@ TEST(ParseSuppressions, FaultsKeepTheTreeReadersMessages) {
     EXPECT_THAT(s.status().message(), HasSubstr(b.message)) << b.text;
   }
   EXPECT_TRUE(ParseSuppressions("suppressions: []\n", "s.yaml").ok());
+}
+
+// Every fault of an entry, read from the events, gets exactly the tree reader's message: the
+// anchor on the root key sends the second text through the tree reader (its columns on line 1
+// shift, no entry's do).
+TEST(ParseSuppressions, EntryFaultsFromEventsMatchTheTreeReader) {
+  const std::vector<std::string> entries = {
+      "  - rule: a\n    reason: r\n    expire: 2030-01-01\n",
+      "  - rule: a\n",
+      "  - reason: r\n",
+      "  - rule: ~\n    reason: r\n",
+      "  - rule: a\n    reason: ''\n",
+      "  - rule: ''\n    reason: r\n",
+      "  - rule: a\n    reason: r\n    expires: 2031-02-29\n",
+      "  - rule: a\n    reason: r\n    expires: soon\n",
+      "  - rule: [a, b]\n    reason: r\n",
+      "  - rule: a\n    reason: {x: y}\n",
+      "  - rule: a\n    reason: r\n    path: [p]\n",
+      "  - rule: a\n    reason: r\n    expires: {d: 1}\n",
+      "  - just text\n",
+      "  - ~\n",
+      "  - [a, b]\n",
+      "  - {rule: a, reason: r}\n  - {rule: b, reason: r, extra: 1, more: 2}\n",
+      "  - {rule: a, reason: r}\n  - 7\n  - {rule: ''}\n",
+      "  - {rule: a, reason: r, other: x, rule2: y}\n",
+      "  - rule: a\n    other: [deep, {x: [1]}]\n    reason: r\n",
+      std::string("  - rule: ") + std::string(100, 'x') +
+          "\n    reason: r\n    expires: " + std::string(90, 'y') + "\n",
+  };
+  for (const std::string& e : entries) {
+    const std::string text = "suppressions:\n" + e;
+    auto events = ParseSuppressions(text, "s.yaml");
+    auto tree = ParseSuppressions("&r " + text, "s.yaml");
+    ASSERT_FALSE(tree.ok()) << text;
+    ASSERT_FALSE(events.ok()) << text;
+    EXPECT_EQ(events.status().code(), tree.status().code()) << text;
+    EXPECT_EQ(events.status().message(), tree.status().message()) << text;
+  }
 }
 
 }  // namespace
