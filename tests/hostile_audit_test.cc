@@ -21,6 +21,7 @@
 
 #include "tests/fixtures/make_images.h"
 #include "tests/support/hostile_bounds.h"
+#include "tests/support/hostile_fixtures.h"
 #include "tests/support/many_entry_image.h"
 #include "tests/support/test_util.h"
 
@@ -709,19 +710,6 @@ INSTANTIATE_TEST_SUITE_P(Cases, HostileAudit, ::testing::Range<std::size_t>(0, C
 // reason) never end a command with exit 1 or a signal, and every output format stays a valid
 // document: JSON and SARIF parse, JUnit is well-formed UTF-8 XML with its root element. Before
 // the one JSON writer, nlohmann threw type_error.316 on such bytes (exit 1, "uncaught").
-std::string RandomText(std::mt19937* rng) {
-  std::string s;
-  const int n = 1 + static_cast<int>((*rng)() % 24);
-  for (int i = 0; i < n; ++i) {
-    // Printable ASCII without the quoting characters of YAML and JSON, or any high byte.
-    unsigned char c = (*rng)() % 2 ? static_cast<unsigned char>(0x80 + (*rng)() % 128)
-                                   : static_cast<unsigned char>(0x30 + (*rng)() % 0x4b);
-    if (c == '\\' || c == '"' || c == ':' || c == '#') c = 'x';
-    s.push_back(static_cast<char>(c));
-  }
-  return s;
-}
-
 void ExpectValidReport(const Child& r, const std::string& what) {
   EXPECT_NE(r.exit_code, 1) << what << "\n" << r.out.substr(0, 2000);
   EXPECT_LT(r.exit_code, 128) << what << "\n" << r.out.substr(0, 2000);
@@ -731,7 +719,8 @@ TEST(HostileAuditProperty, InvalidUtf8NeverExitsOneAndEveryFormatStaysValid) {
   std::mt19937 rng(1919);
   for (int round = 0; round < 4; ++round) {
     TempDir dir;
-    const std::string a = RandomText(&rng), b = RandomText(&rng), c = RandomText(&rng);
+    const std::string a = testing::RandomFieldText(&rng), b = testing::RandomFieldText(&rng),
+                      c = testing::RandomFieldText(&rng);
     WriteFile(dir / "Dockerfile", "FROM debian" + a + ":12\nRUN echo " + b + "\n");
     WriteFile(dir / "pod.yaml", "apiVersion: v1\nkind: Pod\nmetadata:\n  name: \"p" + a +
                                     "\"\nspec:\n  containers:\n    - name: \"c" + b +

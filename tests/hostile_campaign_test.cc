@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "tests/support/hostile_bounds.h"
+#include "tests/support/hostile_fixtures.h"
 #include "tests/support/measured_run.h"
 #include "tests/support/test_util.h"
 
@@ -38,13 +39,7 @@ struct Case {
 
 std::string g_dir;
 
-std::string Expand(const std::string& a) {
-  std::string s = a;
-  for (std::size_t p = 0; (p = s.find("@/", p)) != std::string::npos; p += g_dir.size()) {
-    s.replace(p, 1, g_dir);
-  }
-  return s;
-}
+std::string Expand(const std::string& a) { return testing::ExpandFixtureDir(a, g_dir); }
 
 void W(const std::string& rel, const std::string& content) {
   testing::WriteFile(g_dir + "/" + rel, content);
@@ -52,20 +47,9 @@ void W(const std::string& rel, const std::string& content) {
 
 std::string Model() { return testing::BinaryDir() + "/models/runtime/add_int64.onnx"; }
 
-// A bench run file (bench --out) of one point.
-std::string RunFile() {
-  const std::string hist =
-      R"({"unit": "us", "lowest": 1, "highest": 3600000000, "significant_digits": 3,
-          "buckets": [[1000, 10]]})";
-  return R"({"format": "truegreen-bench/1", "points": [{"concurrency": 1, "batch": 1,
-    "size": "512x512", "steps": 20, "ok": 10, "errors": {}, "measured_s": 1.0,
-    "windows": [{"throughput": 1.0, "latency_mean_us": 1000}], "latency": )" +
-         hist + R"(, "service": )" + hist + "}]}";
-}
-
 void MakeFixtures() {
   W("snap.json", R"({"schema_version": "truegreen.snapshot/v1", "env": {}})");
-  W("run.json", RunFile());
+  W("run.json", testing::BenchRunFile());
   W("bench_nan.yaml", "slo: [\"p95<nans\"]\n");
   W("Dockerfile_arg", "ARG BASE=debian:12\nFROM $BASE\n");
   W("clean.log", "all good\n");
@@ -96,19 +80,8 @@ void MakeFixtures() {
   ::mkfifo((g_dir + "/pipe_fifo/model_index.json").c_str(), 0600);
 }
 
-class Env : public ::testing::Environment {
- public:
-  void SetUp() override {
-    dir_ = std::make_unique<testing::TempDir>();
-    g_dir = dir_->path();
-    MakeFixtures();
-  }
-  void TearDown() override { dir_.reset(); }
-
- private:
-  std::unique_ptr<testing::TempDir> dir_;
-};
-const ::testing::Environment* const kEnv = ::testing::AddGlobalTestEnvironment(new Env);
+const ::testing::Environment* const kEnv =
+    ::testing::AddGlobalTestEnvironment(new testing::FixtureDirEnvironment(&g_dir, MakeFixtures));
 
 std::vector<std::string> Bench(std::vector<std::string> extra) {
   std::vector<std::string> a = {"bench", "--url", "http://127.0.0.1:9", "--no-nvml"};

@@ -20,6 +20,7 @@
 #include "policy/snapshot_diff.h"
 #include "runtime/engines.h"
 #include "tests/support/hostile_bounds.h"
+#include "tests/support/hostile_fixtures.h"
 #include "tests/support/measured_run.h"
 #include "tests/support/test_util.h"
 
@@ -49,13 +50,7 @@ std::string g_dir;
 
 std::string Model() { return testing::BinaryDir() + "/models/runtime/add_int64.onnx"; }
 
-std::string Expand(const std::string& a) {
-  std::string s = a;
-  for (std::size_t p = 0; (p = s.find("@/", p)) != std::string::npos; p += g_dir.size()) {
-    s.replace(p, 1, g_dir);
-  }
-  return s;
-}
+std::string Expand(const std::string& a) { return testing::ExpandFixtureDir(a, g_dir); }
 
 void W(const std::string& rel, const std::string& content) {
   testing::WriteFile(g_dir + "/" + rel, content);
@@ -72,24 +67,6 @@ std::string Npy(const std::string& shape_text, std::size_t bytes) {
   out += static_cast<char>(dict.size() & 0xff);
   out += static_cast<char>(dict.size() >> 8);
   return out + dict + std::string(bytes, '\0');
-}
-
-// A bench run file (bench --out) of `points` points with `windows` windows each.
-std::string RunFile(int points, int windows, const std::string& size = "512x512") {
-  const std::string hist =
-      R"({"unit": "us", "lowest": 1, "highest": 3600000000, "significant_digits": 3,
-          "buckets": [[1000, 10]]})";
-  std::string s = R"({"format": "truegreen-bench/1", "points": [)";
-  for (int p = 0; p < points; ++p) {
-    s += std::string(p ? "," : "") + R"({"concurrency": )" + std::to_string(p + 1) +
-         R"(, "batch": 1, "size": ")" + size +
-         R"(", "steps": 20, "ok": 10, "errors": {}, "measured_s": 1.0, "windows": [)";
-    for (int w = 0; w < windows; ++w) {
-      s += std::string(w ? "," : "") + R"({"throughput": 1.0, "latency_mean_us": 1000})";
-    }
-    s += R"(], "latency": )" + hist + R"(, "service": )" + hist + "}";
-  }
-  return s + "]}";
 }
 
 // Snapshot texts of a given size: one huge list, one huge map, and 0.75 MB of small lists.
@@ -151,10 +128,10 @@ void MakeFixtures() {
   W("npy_overflow.npy", Npy("(4294967296, 4294967296, 4294967296)", 0));
   W("npy_float.npy", Npy("(3.0,)", 24));
   W("npy_ok.npy", Npy("(3,)", 24));
-  W("run_a.json", RunFile(1, 3));
-  W("run_windows_1001.json", RunFile(1, 1001));
-  W("run_points_1025.json", RunFile(1025, 1));
-  W("run_windows_million.json", RunFile(1, 1000000));
+  W("run_a.json", testing::BenchRunFile(1, 3));
+  W("run_windows_1001.json", testing::BenchRunFile(1, 1001));
+  W("run_points_1025.json", testing::BenchRunFile(1025, 1));
+  W("run_windows_million.json", testing::BenchRunFile(1, 1000000));
   W("snap_16MB.json", SnapshotWithDevices(600000));  // 15.6 MB, under the 16 MiB read limit
   W("snap_env_big.json", SnapshotWithEnv(60000));
   W("snap_075MB.json", SnapshotWithDevices(30000));
@@ -169,7 +146,7 @@ void MakeFixtures() {
                            data + "]}]}");
   }
   // compare with a file name that is not valid UTF-8: the JSON array output must say so.
-  W("run_\xff\xfe.json", RunFile(1, 3));
+  W("run_\xff\xfe.json", testing::BenchRunFile(1, 3));
   // ONNX external data of length 2^63-1 (python3-onnx writes the model; small files only).
   ::mkdir((g_dir + "/ext").c_str(), 0755);
   const std::string script =
@@ -196,19 +173,8 @@ void MakeFixtures() {
   }
 }
 
-class Env : public ::testing::Environment {
- public:
-  void SetUp() override {
-    dir_ = std::make_unique<testing::TempDir>();
-    g_dir = dir_->path();
-    MakeFixtures();
-  }
-  void TearDown() override { dir_.reset(); }
-
- private:
-  std::unique_ptr<testing::TempDir> dir_;
-};
-const ::testing::Environment* const kEnv = ::testing::AddGlobalTestEnvironment(new Env);
+const ::testing::Environment* const kEnv =
+    ::testing::AddGlobalTestEnvironment(new testing::FixtureDirEnvironment(&g_dir, MakeFixtures));
 
 // ---- the table ------------------------------------------------------------------------------
 

@@ -13,25 +13,12 @@
 
 #include "common/json_writer.h"
 #include "tests/support/hostile_bounds.h"
+#include "tests/support/hostile_fixtures.h"
 #include "tests/support/measured_run.h"
 #include "tests/support/test_util.h"
 
 namespace tg::testing {
 namespace {
-
-// 1..24 bytes: printable ASCII that needs no quoting in YAML, JSON or a path (no '/', quotes,
-// ':', '#', '\\', space), or any byte with the high bit set (mostly invalid UTF-8 sequences).
-std::string RandomText(std::mt19937* rng) {
-  std::string s;
-  const int n = 1 + static_cast<int>((*rng)() % 24);
-  for (int i = 0; i < n; ++i) {
-    unsigned char c = (*rng)() % 2 ? static_cast<unsigned char>(0x80 + (*rng)() % 128)
-                                   : static_cast<unsigned char>(0x30 + (*rng)() % 0x4b);
-    if (c == '\\' || c == '"' || c == ':' || c == '#') c = 'x';
-    s.push_back(static_cast<char>(c));
-  }
-  return s;
-}
 
 // Runs whose output was checked (not refused as input): the property must see real documents.
 int g_checked = 0;
@@ -91,16 +78,6 @@ void CheckJson(const std::vector<std::string>& base) {
   ExpectValidDocument(r.out, "json", what);
 }
 
-std::string RunFile() {
-  const std::string hist =
-      R"({"unit": "us", "lowest": 1, "highest": 3600000000, "significant_digits": 3,
-          "buckets": [[1000, 10]]})";
-  return R"({"format": "truegreen-bench/1", "points": [{"concurrency": 1, "batch": 1,
-    "size": "512x512", "steps": 20, "ok": 10, "errors": {}, "measured_s": 1.0,
-    "windows": [{"throughput": 1.0, "latency_mean_us": 1000}], "latency": )" +
-         hist + R"(, "service": )" + hist + "}]}";
-}
-
 void AuditCases(const TempDir& dir, const std::string& a, const std::string& b,
                 const std::string& c) {
   const std::string dockerfile = dir / ("Dockerfile" + a);
@@ -136,14 +113,15 @@ TEST(HostileProperty, InvalidUtf8InEveryOtherTextFieldKeepsEveryOutputValid) {
   std::mt19937 rng(4242);
   for (int round = 0; round < 3; ++round) {
     TempDir dir;
-    const std::string a = RandomText(&rng), b = RandomText(&rng), c = RandomText(&rng);
+    const std::string a = RandomFieldText(&rng), b = RandomFieldText(&rng),
+                      c = RandomFieldText(&rng);
     AuditCases(dir, a, b, c);
     LogscanCases(dir, a, b, c);
     const std::string sched = dir / "scheduler_config.json";
     WriteFile(sched, R"({"_class_name": "PNDMScheduler", "num_train_timesteps": 1000})");
     CheckJson({"schedule", "--config", sched, "--scheduler", a});
     const std::string run = dir / ("run" + b + ".json");
-    WriteFile(run, RunFile());
+    WriteFile(run, BenchRunFile());
     CheckJson({"compare", run, run});
     MeasuredOutcome r = RunMeasured({"compare", run, run, "--out", dir / "cmp.json"}, 20);
     EXPECT_NE(r.exit_code, 1) << r.err;
