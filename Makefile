@@ -34,15 +34,21 @@ fuzz: setup
 format-check:
 	@bash scripts/format_check.sh
 
-# truegreen's own runtime image, built without a Docker daemon (buildah, or umoci as fallback).
+# truegreen's own runtime image, built without a Docker daemon (buildah, or umoci as fallback),
+# smoke-tested in its root filesystem: doctor with the deployment's matrix and serve on the small
+# SD 1.5 pipeline (scripts/image_smoke.sh). TENSORRT_DIR=<a TensorRT 10 install> ships TensorRT
+# and its provider; the image is then judged by deploy/matrix.production-tensorrt.yaml.
+TENSORRT_DIR ?=
+IMAGE_MATRIX := $(if $(TENSORRT_DIR),deploy/matrix.production-tensorrt.yaml,deploy/matrix.production.yaml)
 image: build
-	@bash scripts/build_image.sh --binary build/bin/truegreen --out build/image/truegreen.tar
+	@bash scripts/build_image.sh --binary build/bin/truegreen --out build/image/truegreen.tar \
+	  $(if $(TENSORRT_DIR),--tensorrt-dir $(TENSORRT_DIR)) --smoke-matrix $(IMAGE_MATRIX) \
+	  --smoke-pipeline build/models/sd-tiny/sd15-legacy
 
-# Our own deploy/ must pass our own audits: image size budget and rules, Dockerfile, manifests.
+# Our own deploy/ must pass our own audits, as deployed: the image against the matrix deploy/k8s
+# mounts (size budget and rules too), the Dockerfile, the manifests (scripts/audit_deploy.sh).
 audit-deploy: image
-	@build/bin/truegreen audit image build/image/truegreen.tar --budget 2GiB
-	@build/bin/truegreen audit dockerfile deploy/Dockerfile --context .
-	@build/bin/truegreen audit k8s deploy/k8s --matrix deploy/matrix.production.yaml
+	@bash scripts/audit_deploy.sh --binary build/bin/truegreen --image build/image/truegreen.tar
 
 # The whole suite, in a release build and again under ASan/UBSan, plus short fuzz runs and the
 # audit of our own image and deployment.

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "../tests/fixtures/make_images.h"
-#include "audit/image_audit.h"
+#include "audit/image/image_audit.h"
 
 namespace {
 

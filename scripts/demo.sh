@@ -107,7 +107,10 @@ echo "\$ $TG bench --ab ${ab}/workers-1.yaml ${ab}/workers-2.yaml --concurrency 
 if $TG bench --ab "${ab}/workers-1.yaml" "${ab}/workers-2.yaml" --model sd15 --concurrency 4 \
   --size 256x256 --steps 4 --warmup 1 --window 2 --max-trials 3 --no-progress \
   --ab-out "${ab}/report" > "${ab}/stdout.txt" 2> "${ab}/stderr.txt"; then
-  sed -n '/^| /p' "${ab}/report/compare.md" | head -12
+  # The table (a short run: a point with fewer samples than the P95 interval needs says "too few
+  # samples (n = A/B)", not a verdict),
+  # the capability diff and the gates line.
+  sed -n '/^| \|^Capability diff\|^Regression gates/p' "${ab}/report/compare.md" | head -16
   echo "report: ${ab}/report/compare.html (and compare.md, compare.json, one JSON/HTML per side)"
 else
   echo "A/B did not complete:"; tail -20 "${ab}/stderr.txt"; fail=1

@@ -81,6 +81,9 @@ real_workload() {
   step "generate full SD 1.5 fp16 512x512 20 steps gpu" -- "$tg" "${lib[@]}" "${pol[@]}" --json generate --model "$sd15" --prompt "$p" --steps 20 --size 512x512 -o "$work/full-sd15-20.png"
   step "generate full SD 1.5 fp16 512x512 50 steps gpu" -- "$tg" "${lib[@]}" "${pol[@]}" --json generate --model "$sd15" --prompt "$p" --steps 50 --size 512x512 -o "$work/full-sd15-50.png"
   step "generate full SDXL fp16 1024x1024 20 steps gpu" -- "$tg" "${lib[@]}" "${pol[@]}" --json generate --model "$xl" --prompt "$p" --steps 20 --size 1024x1024 -o "$work/full-sdxl-20.png"
+  # The attention rewrite off: the unfused graph's time and memory beside the above.
+  step "generate full SD 1.5 fp16 512x512 50 steps gpu, rewrite off" -- "$tg" "${lib[@]}" "${pol[@]}" --json generate --model "$sd15" --prompt "$p" --steps 50 --size 512x512 --no-fuse-attention -o "$work/full-sd15-50-unfused.png"
+  step "generate full SDXL fp16 1024x1024 20 steps gpu, rewrite off" -- "$tg" "${lib[@]}" "${pol[@]}" --json generate --model "$xl" --prompt "$p" --steps 20 --size 1024x1024 --no-fuse-attention -o "$work/full-sdxl-20-unfused.png"
   step "serve full SD 1.5 fp16 + bench 1,16,32" -- python3 "$root/scripts/gpu_serve_check.py" "$tg" "${gpu_ort:--}" "$work/cuda_policy.yaml" "$sd15" --bench 1,16,32 --size 512x512 --steps 20 --window 15
   step "pathology A: full SD 1.5 fp32 512x512 2 steps gpu" -- "$tg" "${lib[@]}" "${pol[@]}" --json generate --model "$sd15f" --prompt "$p" --steps 2 --size 512x512 -o "$work/patho-gpu.png"
   step "pathology A: full SD 1.5 fp32 512x512 2 steps cpu" -- "$tg" --policy dev --json generate --model "$sd15f" --prompt "$p" --steps 2 --size 512x512 -o "$work/patho-cpu.png"

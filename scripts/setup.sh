@@ -17,8 +17,9 @@ PACKAGES=(
   clang libclang-rt-14-dev clang-format
   libboost-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev
   libspng-dev libpng-dev zlib1g-dev libutf8proc-dev libarchive-dev libssl-dev libzstd-dev libre2-dev
+  libonnx-dev libprotobuf-dev  # runtime/onnx_model.h: ONNX models, checker, shape inference
   libgtest-dev libgmock-dev libbenchmark-dev
-  python3 python3-onnx python3-numpy python3-jsonschema libxml2-utils prometheus curl
+  python3 python3-onnx python3-numpy python3-jsonschema python3-yaml libxml2-utils prometheus curl
   umoci skopeo buildah zstd tar gzip file binutils
   openssl  # certificates for the HTTPS test of `k8s promote` (tests/audit_k8s_tls_test.cc)
   chromium  # headless screenshot test of the bench HTML report (tests/bench_load_test.cc)

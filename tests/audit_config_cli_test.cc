@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "policy/matrix.h"
 #include "tests/support/test_util.h"
 
 namespace tg::testing {
@@ -126,6 +127,24 @@ TEST(AuditConfigCli, DeployK8sIsTheRenderOutput) {
   }
   EXPECT_EQ(joined, y.out) << "deploy/k8s is out of date: regenerate it from `truegreen k8s "
                               "render --matrix deploy/matrix.production.yaml --image truegreen`";
+}
+
+// `k8s render` without --matrix renders for the embedded production matrix: the same
+// requirements as deploy/matrix.production.yaml and the ConfigMap deploy/k8s mounts
+// (policy/matrix_test.cc holds those two equal), and the same objects but for the matrix text.
+TEST(AuditConfigCli, RenderDefaultsToTheProductionMatrix) {
+  ProcessResult d = RunTruegreen({"--json", "k8s", "render", "--image", "truegreen"});
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  ProcessResult f = RunTruegreen({"--json", "k8s", "render", "--matrix",
+                                  Src("deploy/matrix.production.yaml"), "--image", "truegreen"});
+  ASSERT_EQ(f.exit_code, 0) << f.err;
+  auto dj = nlohmann::json::parse(d.out), fj = nlohmann::json::parse(f.out);
+  ASSERT_EQ(dj.size(), fj.size());
+  auto embedded = policy::ParseMatrix(dj[0]["data"]["matrix.yaml"].get<std::string>(), "render");
+  ASSERT_TRUE(embedded.ok()) << embedded.status().message();
+  EXPECT_EQ(embedded->Fingerprint(), policy::ProductionMatrix().Fingerprint());
+  dj[0]["data"]["matrix.yaml"] = fj[0]["data"]["matrix.yaml"];
+  EXPECT_EQ(dj, fj);
 }
 
 TEST(AuditConfigCli, RenderPassesAuditAndCarriesMatrixAffinity) {

@@ -13,8 +13,9 @@
 #include <set>
 #include <sstream>
 
-#include "audit/dockerfile_audit.h"
-#include "audit/dockerfile_parser.h"
+#include "audit/dockerfile/dockerfile_audit.h"
+#include "audit/dockerfile/dockerfile_parser.h"
+#include "common/strings.h"
 #include "tests/support/test_util.h"
 
 namespace tg::testing {
@@ -72,8 +73,7 @@ std::string Prepare(const Case& c) {
   bool has_from = false;
   std::istringstream in(c.text);
   for (std::string line; std::getline(in, line);) {
-    std::string up = line.substr(0, 5);
-    for (char& ch : up) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    const std::string up = common::Upper(std::string_view(line).substr(0, 5));
     if (up.rfind("FROM ", 0) == 0) has_from = true;
     if (c.onbuild && up.rfind("RUN ", 0) == 0) line = "ONBUILD " + line;
     out += line + "\n";

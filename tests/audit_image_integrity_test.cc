@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "audit/image_audit.h"
-#include "audit/oci_image.h"
+#include "audit/image/image_audit.h"
+#include "audit/image/oci_image.h"
 #include "tests/fixtures/make_images.h"
 #include "tests/support/test_util.h"
 

@@ -1,6 +1,6 @@
-// `audit image` and the ONNX Runtime pair inside an image (audit/image_ort.h): the real CPU-built
-// core (setup's test fixture) beside a GPU provider fails image.ort.pair through the CLI's
-// child-process inspector; the real GPU-flavour core setup installs passes beside the real
+// `audit image` and the ONNX Runtime pair inside an image (audit/image/image_ort.h): the real
+// CPU-built core (setup's test fixture) beside a GPU provider fails image.ort.pair through the
+// CLI's child-process inspector; the real GPU-flavour core setup installs passes beside the real
 // providers, as does the fake GPU-flavour core (tests/fakegpu/fake_ort_core.c); a provider from
 // another release, a provider without its core, a core that cannot be loaded and --no-load each
 // say what they found, and never pass silently.
@@ -9,8 +9,8 @@
 #include <filesystem>
 #include <set>
 
-#include "audit/image_audit.h"
-#include "audit/image_ort.h"
+#include "audit/image/image_audit.h"
+#include "audit/image/image_ort.h"
 #include "common/config.h"
 #include "tests/fixtures/make_images.h"
 #include "tests/support/test_util.h"
@@ -240,6 +240,73 @@ TEST(AuditImageOrtRules, VersionStringsAreWholeNulDelimitedTriples) {
   testing::WriteFile(t / "p.so", bytes + std::string(1, '\0'));
   EXPECT_EQ(VersionStringsInFile(t / "p.so"), (std::vector<std::string>{"1.29.0", "2.0.0"}));
   EXPECT_TRUE(VersionStringsInFile(t / "missing.so").empty());
+}
+
+// image.gpu.needed (audit/image/image_needed.h): every DT_NEEDED of a GPU provider resolves inside
+// the image. The fake CUDA provider (tests/fakegpu) is a real ELF linking libcudart.so.13,
+// libcuda.so.1, libcublas.so.13, libcublasLt.so.13 and libcurand.so.10; the image ships the real
+// fake libraries for all but libcublasLt (and libcuda, which the container toolkit injects), and
+// a stand-in for each system library they need.
+std::vector<FileSpec> FakeCudaStack(const std::set<std::string>& left_out) {
+  const std::string dir = testing::FakeGpuDir() + "/";
+  std::vector<FileSpec> files = {File("opt/truegreen/lib/libonnxruntime_providers_cuda.so",
+                                      testing::ReadFile(dir + "libonnxruntime_providers_cuda.so"))};
+  for (const char* lib :
+       {"libcudart.so.13", "libcublas.so.13", "libcublasLt.so.13", "libcurand.so.10"}) {
+    if (left_out.count(lib) == 0) {
+      files.push_back(
+          File(std::string("usr/local/cuda/lib64/") + lib, testing::ReadFile(dir + lib)));
+    }
+  }
+  for (const char* lib : {"libc.so.6", "libm.so.6", "libdl.so.2", "libpthread.so.0", "librt.so.1",
+                          "libgcc_s.so.1", "libstdc++.so.6", "ld-linux-x86-64.so.2"}) {
+    files.push_back(File(std::string("lib/x86_64-linux-gnu/") + lib, "system library"));
+  }
+  return files;
+}
+
+std::vector<const Finding*> Needed(const ImageAuditReport& r, const std::string& rule) {
+  std::vector<const Finding*> out;
+  for (const auto& f : r.findings) {
+    if (f.rule == rule) out.push_back(&f);
+  }
+  return out;
+}
+
+TEST(AuditImageNeeded, MissingCublasLtIsNamedWithTheProviderThatNeedsIt) {
+  ImageSpec spec = Image(FakeCudaStack({"libcublasLt.so.13"}));
+  spec.env.push_back("LD_LIBRARY_PATH=/opt/truegreen/lib:/usr/local/cuda/lib64");
+  auto r = AuditWith(spec, {});
+  auto missing = Needed(r, "image.gpu.needed");
+  ASSERT_EQ(missing.size(), 1u);
+  EXPECT_EQ(missing[0]->severity, Severity::kError);
+  EXPECT_EQ(missing[0]->path, "opt/truegreen/lib/libonnxruntime_providers_cuda.so");
+  EXPECT_NE(missing[0]->message.find("libcublasLt.so.13 is not in the image"), std::string::npos)
+      << missing[0]->message;
+  EXPECT_NE(missing[0]->message.find("libonnxruntime_providers_cuda.so needs it"),
+            std::string::npos)
+      << missing[0]->message;
+  EXPECT_TRUE(r.failed);
+  EXPECT_TRUE(Needed(r, "image.gpu.needed-unchecked").empty());
+  // The whole stack: nothing missing (libcuda.so.1 is the toolkit's), the CUDA libraries' own
+  // DT_NEEDED read too.
+  ImageSpec whole = Image(FakeCudaStack({}));
+  whole.env.push_back("LD_LIBRARY_PATH=/usr/local/cuda/lib64");
+  auto ok = AuditWith(whole, {});
+  EXPECT_TRUE(Needed(ok, "image.gpu.needed").empty()) << ok.findings.size();
+  EXPECT_TRUE(Needed(ok, "image.gpu.needed-unchecked").empty());
+  // Without LD_LIBRARY_PATH the dynamic linker would not look in /usr/local/cuda/lib64.
+  auto unfound = AuditWith(Image(FakeCudaStack({})), {});
+  EXPECT_EQ(Needed(unfound, "image.gpu.needed").size(), 4u);
+}
+
+// A provider that is no ELF file is reported as not checked, never passed silently.
+TEST(AuditImageNeeded, UnreadableProviderIsNotChecked) {
+  auto r =
+      AuditWith(Image({File("opt/ort/lib/libonnxruntime_providers_cuda.so", "not an elf")}), {});
+  auto unchecked = Needed(r, "image.gpu.needed-unchecked");
+  ASSERT_EQ(unchecked.size(), 1u);
+  EXPECT_NE(unchecked[0]->message.find("NOT checked"), std::string::npos);
 }
 
 }  // namespace

@@ -8,9 +8,9 @@
 
 #include <filesystem>
 
-#include "audit/image_audit.h"
-#include "audit/image_fs.h"
-#include "audit/oci_image.h"
+#include "audit/image/image_audit.h"
+#include "audit/image/image_fs.h"
+#include "audit/image/oci_image.h"
 #include "tests/fixtures/make_images.h"
 #include "tests/support/test_util.h"
 

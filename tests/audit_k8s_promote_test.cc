@@ -14,6 +14,7 @@
 #include <functional>
 #include <mutex>
 
+#include "common/strings.h"
 #include "tests/support/test_util.h"
 
 namespace tg::testing {
@@ -58,8 +59,7 @@ class StubApiServer {
       if (header_end == std::string::npos) {
         header_end = in.find("\r\n\r\n");
         if (header_end == std::string::npos) continue;
-        std::string lower = in.substr(0, header_end);
-        for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+        const std::string lower = common::Lower(std::string_view(in).substr(0, header_end));
         std::size_t cl = lower.find("content-length:");
         if (cl != std::string::npos) want = std::stoul(lower.substr(cl + 15));
       }
@@ -77,8 +77,7 @@ class StubApiServer {
       std::size_t e = in.find("\r\n", pos);
       std::string h = in.substr(pos, e - pos);
       std::size_t colon = h.find(':');
-      std::string name = h.substr(0, colon);
-      for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      const std::string name = common::Lower(std::string_view(h).substr(0, colon));
       std::string value = h.substr(colon + 1);
       while (!value.empty() && value.front() == ' ') value.erase(0, 1);
       r.headers[name] = value;

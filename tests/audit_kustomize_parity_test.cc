@@ -8,7 +8,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "audit/kustomize.h"
+#include "audit/k8s/kustomize.h"
 #include "tests/support/test_util.h"
 
 namespace tg::testing {

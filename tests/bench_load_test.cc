@@ -5,11 +5,11 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -25,9 +25,8 @@
 #include "bench/loadgen.h"
 #include "tests/bench_stub_server.h"
 #include "tests/support/fake_clocks.h"
+#include "tests/support/measured_run.h"
 #include "tests/support/test_util.h"
-
-extern char** environ;
 
 namespace tg {
 namespace {
@@ -450,8 +449,12 @@ TEST(BenchCliTest, RunWritesOutputsSloFailureExitsFiveAndCompareGates) {
 
   // A second, identical-config run: compare says "no significant change" or a small one; a run
   // against a slower server fails the p95 gate with exit 5; a malformed gate is exit 2.
+  // The slower run measures long enough for compare's verdict (110 samples a side; shorter runs
+  // say "too few samples").
   server.set_delay_ms(12);
-  r = RunTruegreen(QuickRun(server, d, "b"));
+  auto slow_args = QuickRun(server, d, "b");
+  *(std::find(slow_args.begin(), slow_args.end(), "--window") + 1) = "2.0";
+  r = RunTruegreen(slow_args);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto same = RunTruegreen({"compare", d / "a.json", d / "a.json", "--fail-on", "p95 +10%"});
   EXPECT_EQ(same.exit_code, 0) << same.out << same.err;
@@ -559,16 +562,12 @@ TEST(BenchCliTest, SigintWritesWhatWasMeasured) {
                                    d / "i.json",
                                    "--csv",
                                    d / "i.csv"};
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, (d / "stdout").c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = -1;
-  ASSERT_EQ(posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ), 0);
-  posix_spawn_file_actions_destroy(&fa);
+  testing::ChildIo io;
+  io.out_file = d / "stdout";
+  io.inherit_stderr = true;  // the test's own stderr and stdin, as before
+  io.setup_stdin = [] {};
+  const pid_t pid = testing::SpawnChild(std::move(args), io);
+  ASSERT_GT(pid, 0);
   // SIGINT once the server has answered 400 requests, not after a fixed sleep: at one connection
   // and >= 2 ms a request that is >= 0.8 s of load, so >= 0.6 s past the 0.2 s warm-up, on any
   // machine, however slow. A child that ends first, or a server that never gets there, fails.

@@ -16,13 +16,14 @@
 #include <string>
 #include <vector>
 
-#include "audit/rule_ids.h"
+#include "audit/report/rule_ids.h"
 #include "common/json_writer.h"
 
 #include "tests/fixtures/make_images.h"
 #include "tests/support/hostile_bounds.h"
 #include "tests/support/hostile_fixtures.h"
 #include "tests/support/many_entry_image.h"
+#include "tests/support/measured_run.h"
 #include "tests/support/test_util.h"
 
 namespace tg::testing {
@@ -34,28 +35,17 @@ struct Child {
   long max_rss_kib = 0;
 };
 
-// fork/exec with stdout+stderr into a temporary file, then wait4() for the peak RSS. A CPU limit
-// turns a hang into a failure instead of a stuck test.
+// The child with stdout+stderr into one file (SpawnChild), then wait4() for the peak RSS. A CPU
+// limit turns a hang into a failure instead of a stuck test.
 Child RunMeasured(const std::vector<std::string>& args, const std::string& out_path) {
   std::vector<std::string> argv = {TruegreenPath()};
   argv.insert(argv.end(), args.begin(), args.end());
-  std::vector<char*> cargv;
-  for (auto& a : argv) cargv.push_back(a.data());
-  cargv.push_back(nullptr);
   Child c;
-  pid_t pid = fork();
-  if (pid == 0) {
-    int fd = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    int in = open("/dev/null", O_RDONLY);
-    if (fd < 0 || in < 0) _exit(126);
-    dup2(in, 0);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    rlimit cpu{60, 60};
-    setrlimit(RLIMIT_CPU, &cpu);
-    execv(cargv[0], cargv.data());
-    _exit(127);
-  }
+  ChildIo io;
+  io.out_file = out_path;
+  io.file_mode = 0600;
+  io.cpu_limit_s = 60;
+  const pid_t pid = SpawnChild(std::move(argv), io);
   int status = 0;
   rusage ru{};
   if (pid > 0 && wait4(pid, &status, 0, &ru) == pid) {
@@ -196,11 +186,14 @@ void WriteOddImage(const std::string& out, const std::string& mode) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
 }
 
-// A suppressions file of `n` entries (about 30 bytes each).
+// A suppressions file of `n` entries (about 45 bytes each), each its own path: one rule and
+// path twice is refused.
 std::string ManySuppressions(int n) {
   std::string s = "suppressions:\n";
-  for (int i = 0; i < n; ++i)
-    s += "  - {rule: k8s.image-digest, reason: r" + std::to_string(i) + "}\n";
+  for (int i = 0; i < n; ++i) {
+    const std::string k = std::to_string(i);
+    s += "  - {rule: k8s.image-digest, reason: r" + k + ", path: p" + k + "/}\n";
+  }
   return s;
 }
 
@@ -518,7 +511,7 @@ const std::vector<Case>& Cases() {
          std::string s = "suppressions:\n";
          for (int i = 0; i < 10000; ++i) {
            s += "  - rule: k8s.image-digest\n    reason: " + std::string(270, 'x') +
-                std::to_string(i) + "\n";
+                std::to_string(i) + "\n    path: p" + std::to_string(i) + "/\n";
          }
          WriteFile(d / "s.yaml", s);  // 3.1 MB
        },
@@ -808,7 +801,7 @@ namespace {
 TEST(AuditRuleIds, EveryRuleLiteralInTheSourcesIsKnown) {
   const std::regex literal("\"((dockerfile|k8s|image)\\.[a-z0-9.-]+)\"");
   int seen = 0;
-  for (const auto& e : std::filesystem::directory_iterator(SourceDir() + "/src/audit")) {
+  for (const auto& e : std::filesystem::recursive_directory_iterator(SourceDir() + "/src/audit")) {
     const std::string name = e.path().filename().string();
     if (e.path().extension() != ".cc" || name.ends_with("_test.cc")) continue;
     const std::string text = ReadFile(e.path().string());

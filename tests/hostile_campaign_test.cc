@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/onnx_builder.h"
 #include "tests/support/hostile_bounds.h"
 #include "tests/support/hostile_fixtures.h"
 #include "tests/support/measured_run.h"
@@ -78,6 +79,33 @@ void MakeFixtures() {
   ::mkdir((g_dir + "/adir").c_str(), 0755);
   ::mkdir((g_dir + "/pipe_fifo").c_str(), 0755);
   ::mkfifo((g_dir + "/pipe_fifo/model_index.json").c_str(), 0600);
+  // A model whose inputs declare a dimension of -5 (ONNX Runtime takes it as symbolic and runs).
+  namespace onnx = runtime::onnx;
+  onnx::Graph g;
+  g.nodes.push_back({"Add", {"a", "b"}, {"c"}, {}});
+  g.inputs = {{"a", onnx::ElemType::kFloat, {1, -5}}, {"b", onnx::ElemType::kFloat, {1, -5}}};
+  g.outputs = {{"c", onnx::ElemType::kFloat, {1, -5}}};
+  W("neg_dim.onnx", onnx::SerializeModel(g));
+  // Run files a bench never writes: 2^40 connections, a fractional request count.
+  std::string run = testing::BenchRunFile();
+  std::string huge = run, frac = run;
+  huge.replace(huge.find("\"concurrency\": 1"), 16, "\"concurrency\": 1099511627776");
+  frac.replace(frac.find("\"ok\": 10"), 8, "\"ok\": 10.5");
+  W("run_concurrency_2e40.json", huge);
+  W("run_ok_fraction.json", frac);
+  // engines verify configs whose shapes are bad: checked before the GPU identity is asked for.
+  for (const auto& [name, shapes] : std::map<std::string, std::string>{
+           {"minus1", "a:-1"}, {"1e11", "a:1e11"}, {"colons", ":::"}}) {
+    W("verify_" + name + ".yaml",
+      "models:\n  - model: " + Model() + "\n    shapes: [\"" + shapes + "\"]\n");
+  }
+  W("bench_body_1e999.yaml", "api: kserve\nmodel: m\nbody: {inputs: [{data: [1e999]}]}\n");
+  W("bench_body_nan.yaml", "api: kserve\nmodel: m\nbody: {inputs: [{data: [.nan]}]}\n");
+  W("supp_typo.yaml", "suppressions:\n  - {rule: k8s.imag-digest, reason: r}\n");
+  W("supp_twice.yaml",
+    "suppressions:\n  - {rule: k8s.image-digest, reason: r}\n"
+    "  - {rule: k8s.image-digest, reason: again}\n");
+  W("pod.yaml", "kind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: i}]}\n");
 }
 
 const ::testing::Environment* const kEnv =
@@ -277,11 +305,58 @@ void AddListAndCapCases(std::vector<Case>* t) {
                 10});
 }
 
+// Round five: inputs that were taken as valid, each refused with exit 2 naming the
+// field, what was found and what is required, before anything that depends on the machine.
+void AddRoundFiveCases(std::vector<Case>* t) {
+  t->push_back({"run_input_dimension_minus5",
+                {"run", "--model", "@/neg_dim.onnx"},
+                2,
+                "--model: @/neg_dim.onnx: input 'a' dimension 1: found -5; required a size >= 0 "
+                "or a symbolic name"});
+  t->push_back({"compare_concurrency_2e40",
+                {"compare", "@/run.json", "@/run_concurrency_2e40.json"},
+                2,
+                "points[0].concurrency: found 1099511627776; required an integer in 1..100000"});
+  t->push_back({"compare_ok_fraction",
+                {"compare", "@/run_ok_fraction.json", "@/run.json"},
+                2,
+                "points[0].ok: found 10.5; required an integer in 0..9007199254740992"});
+  for (const auto& [name, shapes] : std::vector<std::pair<std::string, std::string>>{
+           {"minus1", "shape entry 'a:-1' has a negative dimension -1"},
+           {"1e11", "shape entry 'a:1e11'"},
+           {"colons", "shape entry ':::'"}}) {
+    t->push_back({"engines_verify_shapes_" + name,
+                  {"engines", "verify", "--config", "@/verify_" + name + ".yaml"},
+                  2,
+                  shapes});
+  }
+  t->push_back({"bench_file_body_1e999", Bench({"--bench-file", "@/bench_body_1e999.yaml"}), 2,
+                "@/bench_body_1e999.yaml:3:25: field body.inputs[0].data[0]: found 1e999; "
+                "required a finite number"});
+  t->push_back({"bench_file_body_nan", Bench({"--bench-file", "@/bench_body_nan.yaml"}), 2,
+                "field body.inputs[0].data[0]: found .nan; required a finite number"});
+  t->push_back({"suppression_typo_warns_nearest",
+                {"audit", "k8s", "@/pod.yaml", "--suppressions", "@/supp_typo.yaml"},
+                6,
+                "@/supp_typo.yaml:2: unknown rule id 'k8s.imag-digest': no audit reports it, so "
+                "this suppression matches nothing (did you mean 'k8s.image-digest'?)"});
+  t->push_back({"suppression_typo_strict_refused",
+                {"audit", "k8s", "@/pod.yaml", "--suppressions", "@/supp_typo.yaml", "--strict"},
+                2,
+                "(did you mean 'k8s.image-digest'?) (refused under --strict)"});
+  t->push_back({"suppression_same_rule_twice",
+                {"audit", "k8s", "@/pod.yaml", "--suppressions", "@/supp_twice.yaml"},
+                2,
+                "@/supp_twice.yaml:3: field 'rule': found 'k8s.image-digest' again (first at line "
+                "2); required at most one entry per rule and path"});
+}
+
 std::vector<Case> AllCases() {
   std::vector<Case> t;
   AddGateCases(&t);
   AddNumberAndEnvCases(&t);
   AddListAndCapCases(&t);
+  AddRoundFiveCases(&t);
   return t;
 }
 

@@ -118,24 +118,12 @@ Outcome RunCase(const Case& c) {
     argv.push_back(testing::TruegreenPath());
     for (const auto& a : c.args) argv.push_back(Expand(a));
   }
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    // stdout and stderr first: with stdin closed, open() would otherwise hand out descriptor 0.
-    int o = ::open(out_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int e = ::open(err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (o < 3 || e < 3) _exit(126);  // the harness always runs with 0-2 open
-    ::dup2(o, 1);
-    ::dup2(e, 2);
-    ::close(o);
-    ::close(e);
-    SetUpStdin(c, in_file);
-    std::vector<char*> raw;
-    for (auto& a : argv) raw.push_back(a.data());
-    raw.push_back(nullptr);
-    ::execv(raw[0], raw.data());
-    _exit(127);
-  }
-  return testing::WaitMeasured(pid, kTimeoutS, out_file, err_file);
+  testing::ChildIo child;
+  child.out_file = out_file;
+  child.err_file = err_file;
+  child.setup_stdin = [&] { SetUpStdin(c, in_file); };  // after stdout/stderr, as SpawnChild does
+  return testing::WaitMeasured(testing::SpawnChild(std::move(argv), child), kTimeoutS, out_file,
+                               err_file);
 }
 
 // ---- fixtures -------------------------------------------------------------------------------

@@ -350,19 +350,20 @@ namespace tg {
 namespace {
 
 // What each module under src/ may include besides itself: common <- probe <- policy <- runtime <-
-// sd <- server/bench/cli; audit <- policy. A module not in this table fails the test, so a new
-// module has to be placed in the order deliberately.
+// sd <- server/bench/cli; audit <- policy; deploy <- audit. A module not in this table fails the
+// test, so a new module has to be placed in the order deliberately.
 const std::map<std::string, std::set<std::string>>& AllowedModuleDeps() {
   static const std::map<std::string, std::set<std::string>> kAllowed = {
       {"common", {}},
       {"probe", {"common"}},
       {"policy", {"common", "probe"}},
       {"audit", {"common", "probe", "policy"}},
+      {"deploy", {"common", "probe", "policy", "audit"}},
       {"runtime", {"common", "probe", "policy"}},
       {"sd", {"common", "probe", "policy", "runtime"}},
       {"server", {"common", "probe", "policy", "runtime", "sd"}},
       {"bench", {"common", "probe", "policy", "runtime", "sd"}},
-      {"cli", {"common", "probe", "policy", "runtime", "sd", "audit", "server", "bench"}},
+      {"cli", {"common", "probe", "policy", "runtime", "sd", "audit", "deploy", "server", "bench"}},
   };
   return kAllowed;
 }
@@ -393,7 +394,7 @@ TEST(HouseRulesTest, ModuleIncludesFollowTheDependencyOrder) {
       if (target != module && !allowed->second.contains(target)) {
         offenders.push_back(where + module + " includes " + target + "/" + header +
                             " against the order common <- probe <- policy <- runtime <- sd <- "
-                            "server/bench/cli; audit <- policy");
+                            "server/bench/cli; audit <- policy; deploy <- audit");
       }
       if (target != module && header.ends_with("_internal.h")) {
         offenders.push_back(where + module + " includes another module's internal header " +
@@ -461,9 +462,20 @@ TEST(HouseRulesTest, ArchitectureDocStatesTheModuleOrderTheIncludesFollow) {
   EXPECT_TRUE(parsed.at("a").empty());
 }
 
+// Whether `name` is a file in the module folder `dir` or in one of its rooms (src/audit/k8s/).
+bool InModule(const fs::path& dir, const std::string& name) {
+  if (fs::exists(dir / name)) return true;
+  if (!fs::is_directory(dir)) return false;
+  for (const auto& room : fs::directory_iterator(dir)) {
+    if (room.is_directory() && fs::exists(room.path() / name)) return true;
+  }
+  return false;
+}
+
 // docs/ARCHITECTURE.md has a paragraph per module ("**name** (depends on ...)"), one for each
 // folder under src/ and none for a module that does not exist, and every header or source file a
-// paragraph names exists: a bare name ("session.h") in that module's folder, a path with a folder
+// paragraph names exists: a bare name ("session.h") in that module's folder or one of its rooms, a
+// path with a folder
 // ("bench/sd_step_bench.cc", "tools/gen_sd.py") from the repository root or from src/.
 TEST(HouseRulesTest, ArchitectureDocHasAParagraphPerModuleNamingExistingFiles) {
   const fs::path root = testing::SourceDir();
@@ -488,7 +500,7 @@ TEST(HouseRulesTest, ArchitectureDocHasAParagraphPerModuleNamingExistingFiles) {
       ++names_checked;
       const bool exists = name.find('/') != std::string::npos
                               ? fs::exists(root / name) || fs::exists(root / "src" / name)
-                              : !module.empty() && fs::exists(root / "src" / module / name);
+                              : !module.empty() && InModule(root / "src" / module, name);
       if (!exists && (name.find('/') != std::string::npos || !module.empty())) {
         offenders.push_back("line " + std::to_string(n) + ": " + name + " does not exist" +
                             (module.empty() ? "" : " (in the " + module + " paragraph)"));
@@ -831,6 +843,148 @@ TEST(HouseRulesTest, OnlyTheMappingsNameANonZeroExitCode) {
   EXPECT_TRUE(offenders.empty())
       << "return common::ExitCodeFromOutcome(common::Outcome::k...) for a result (common/"
          "outcome.h), ReportError(status) for an error: "
+      << ::testing::PrintToString(offenders);
+}
+
+// The literal non-zero exit codes in `source`'s code (comments and strings ignored), as
+// "line N: text":
+//  - every `exit(N)`, `_exit(N)`, `_Exit(N)` or `quick_exit(N)` (std:: or :: qualified or not)
+//    with a non-zero integer literal, wherever it stands: each ends the process with that code;
+//  - every `return N;` with a non-zero integer literal in the body of an exit path: `main`, a
+//    function named in `exit_paths`, or, when `every_int_function` (a src/cli/ file), any function
+//    declared to return `int` (command.h: a runner returns the process exit code, and so do the
+//    helpers it returns through). Lambdas inside such a body count as the body. Other int
+//    functions (a count, an HTTP status, a rank) are not exit paths and may return any literal.
+std::vector<std::string> LiteralExitCodes(const std::string& source, bool every_int_function,
+                                          const std::set<std::string>& exit_paths = {}) {
+  const std::string code = CodeOnly(source);
+  static const std::regex kNotAFunction(R"re(^\s*(namespace|struct|class|enum|union|extern)\b)re");
+  static const std::regex kIntFunction(R"re((^|[^\w:])int\s+(\w+::)*(\w+)\s*\($)re");
+  // [begin, end) offsets of the exit paths' bodies.
+  std::vector<std::pair<std::size_t, std::size_t>> bodies;
+  struct Open {
+    bool function, exit_path;
+    std::size_t at;
+  };
+  std::vector<Open> stack;
+  std::string head;
+  auto in_function = [&] {
+    return std::any_of(stack.begin(), stack.end(), [](const Open& o) { return o.function; });
+  };
+  for (std::size_t i = 0; i < code.size(); ++i) {
+    const char c = code[i];
+    if (c == '{') {
+      const std::size_t paren = head.find('(');
+      const bool function = !in_function() && paren != std::string::npos &&
+                            !std::regex_search(head, kNotAFunction) &&
+                            head.substr(0, paren).find('=') == std::string::npos;
+      bool exit_path = false;
+      std::smatch m;
+      const std::string signature = head.substr(0, paren == std::string::npos ? 0 : paren + 1);
+      if (function && std::regex_search(signature, m, kIntFunction)) {
+        const std::string name = m[3];
+        exit_path = name == "main" || every_int_function || exit_paths.count(name) > 0;
+      }
+      stack.push_back({function, exit_path, i});
+      head.clear();
+    } else if (c == '}' || c == ';') {
+      if (c == '}' && !stack.empty()) {
+        if (stack.back().exit_path) bodies.emplace_back(stack.back().at, i);
+        stack.pop_back();
+      }
+      head.clear();
+    } else if (!in_function()) {
+      head += c == '\n' ? ' ' : c;
+    }
+  }
+  struct Hit {
+    std::size_t at;
+    std::string text;
+  };
+  std::vector<Hit> hits;
+  static const std::regex kExitCall(
+      R"re((^|[^\w.>:])((std)?::)?(_exit|exit|_Exit|quick_exit)\s*\(\s*([0-9]+)\s*\))re");
+  for (auto it = std::sregex_iterator(code.begin(), code.end(), kExitCall);
+       it != std::sregex_iterator(); ++it) {
+    if (std::stoll((*it)[5]) == 0) continue;
+    const auto lead = static_cast<std::size_t>(it->length(1));  // the character before the call
+    hits.push_back({static_cast<std::size_t>(it->position()) + lead, it->str().substr(lead)});
+  }
+  static const std::regex kReturn(R"re(\breturn\s+([0-9]+)\s*;)re");
+  for (auto it = std::sregex_iterator(code.begin(), code.end(), kReturn);
+       it != std::sregex_iterator(); ++it) {
+    const std::size_t at = static_cast<std::size_t>(it->position());
+    if (std::stoll((*it)[1]) == 0) continue;
+    const bool in_exit_path = std::any_of(
+        bodies.begin(), bodies.end(), [&](const auto& b) { return b.first < at && at < b.second; });
+    if (in_exit_path) hits.push_back({at, it->str()});
+  }
+  std::sort(hits.begin(), hits.end(), [](const Hit& a, const Hit& b) { return a.at < b.at; });
+  std::vector<std::string> out;
+  for (const Hit& h : hits) {
+    const auto line = std::count(code.begin(), code.begin() + static_cast<long>(h.at), '\n') + 1;
+    out.push_back("line " + std::to_string(line) + ": " + h.text);
+  }
+  return out;
+}
+
+TEST(HouseRulesTest, TheLiteralExitCheckerFindsLiteralCodesInExitPaths) {
+  const std::string sample =
+      "// return 3; in a comment\n"
+      "int main(int argc, char** argv) {\n"
+      "  if (argc > 5) return 3;\n"
+      "  const char* s = \"return 4;\";\n"
+      "  return 0;\n"
+      "}\n"
+      "int Count(const std::vector<int>& v) { if (v.empty()) return 1; return 2; }\n"
+      "int RunChild() {\n"
+      "  auto f = [&]() -> int { return 7; };\n"
+      "  return f();\n"
+      "}\n"
+      "void Die() { std::exit(2); }\n"
+      "void Child() { ::_exit(127); }\n"
+      "void Fine() { exit(0); app.exit(e); }\n"
+      "int F() { return common::ExitCodeFromStatus(s); }\n";
+  EXPECT_EQ(LiteralExitCodes(sample, false, {"RunChild"}),
+            (std::vector<std::string>{"line 3: return 3;", "line 9: return 7;",
+                                      "line 12: std::exit(2)", "line 13: ::_exit(127)"}));
+  // In a src/cli/ file every int function is an exit path: Count's literals are codes there.
+  EXPECT_EQ(LiteralExitCodes(sample, true).size(), 6u);
+  EXPECT_EQ(LiteralExitCodes(sample, false).size(), 3u);  // RunChild not named: its 7 is no code
+}
+
+// The functions outside src/cli/ whose int value is a process's exit code: the bodies of the
+// hidden child subcommands. Each must exist (a renamed one would silently leave the rule).
+const std::set<std::string>& ExitPathsOutsideCli() {
+  static const std::set<std::string> kPaths = {"RunCanaryChild"};
+  return kPaths;
+}
+
+// No code picks a non-zero exit code as a literal either: a command's `return 3;` or an
+// `exit(3)` would bypass the two mappings the named-code rule above protects. Tests are exempt.
+TEST(HouseRulesTest, NoLiteralNonZeroExitCodeOutsideTheMappings) {
+  const fs::path root(testing::SourceDir());
+  const std::set<std::string> mappings = {"src/common/status.cc", "src/common/outcome.cc"};
+  std::vector<std::string> offenders;
+  std::set<std::string> paths_seen;
+  int cli_files = 0;
+  for (const auto& f : FilesUnder(root / "src", {".cc", ".h"})) {
+    const std::string rel = fs::relative(f, root).string();
+    if (f.filename().string().ends_with("_test.cc") || mappings.count(rel)) continue;
+    const std::string text = testing::ReadFile(f.string());
+    const bool cli = rel.starts_with("src/cli/");
+    cli_files += cli ? 1 : 0;
+    for (const auto& name : ExitPathsOutsideCli()) {
+      if (text.find(" " + name + "(") != std::string::npos) paths_seen.insert(name);
+    }
+    for (const auto& o : LiteralExitCodes(text, cli, ExitPathsOutsideCli())) {
+      offenders.push_back(rel + " " + o);
+    }
+  }
+  EXPECT_GT(cli_files, 10) << "the scan did not see src/cli/";
+  EXPECT_EQ(paths_seen, ExitPathsOutsideCli()) << "an exit path named here no longer exists";
+  EXPECT_TRUE(offenders.empty())
+      << "return common::ExitCodeFromOutcome(...) or ExitCodeFromStatus(...), or ReportError(s): "
       << ::testing::PrintToString(offenders);
 }
 

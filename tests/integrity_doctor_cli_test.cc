@@ -92,6 +92,29 @@ TEST(DoctorCli, StartupChainStepsInJson) {
   EXPECT_EQ(ds[3]["detail"], "skipped: no GPU provider attached");
 }
 
+// Each "startup:" line is complete: one that announces a list lists it; none ends on a colon.
+TEST(DoctorCli, NoStartupLineEndsWithAColon) {
+  std::size_t seen = 0;
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"doctor"},
+        std::vector<std::string>{"--policy", "dev", "doctor"}}) {
+    testing::ProcessResult r = testing::RunTruegreen(args, kEnv);
+    for (std::size_t pos = 0; pos < r.out.size();) {
+      const std::size_t nl = std::min(r.out.find('\n', pos), r.out.size());
+      std::string line = r.out.substr(pos, nl - pos);
+      pos = nl + 1;
+      if (!line.starts_with("startup:")) continue;
+      ++seen;
+      while (!line.empty() && line.back() == ' ') line.pop_back();
+      EXPECT_NE(line.back(), ':') << line << "\n" << r.out;
+      if (line.find("cannot be attached:") != std::string::npos) {
+        EXPECT_GT(line.size(), line.find("cannot be attached:") + 20) << line;
+      }
+    }
+  }
+  EXPECT_GE(seen, 3u) << "doctor printed no startup lines";
+}
+
 // The failing check ids of `truegreen --json doctor <args>`, with exit code 3 asserted.
 std::set<std::string> FailingChecks(const std::vector<std::string>& args) {
   std::vector<std::string> argv = {"--json", "doctor"};
@@ -113,23 +136,19 @@ std::set<std::string> FailingChecks(const std::vector<std::string>& args) {
 // never the ONNX Runtime core or its pairing.
 TEST(DoctorCli, SetupPairFailsOnlyForTheDriverAndTheDevices) {
   if (GpuPathHere()) GTEST_SKIP() << "this machine has a working GPU path";
-  std::string m = testing::ReadFile(testing::SourceDir() + "/deploy/matrix.production.yaml");
-  const std::string trt = "tensorrt: \"10\"\n";
-  const std::string both = "[TensorrtExecutionProvider, CUDAExecutionProvider]";
-  ASSERT_NE(m.find(trt), std::string::npos) << m;
-  ASSERT_NE(m.find(both), std::string::npos) << m;
-  m.replace(m.find(trt), trt.size(), "");
-  m.replace(m.find(both), both.size(), "[CUDAExecutionProvider]");
-  testing::TempDir dir;
-  testing::WriteFile(dir / "cuda.yaml", m);
-  EXPECT_EQ(FailingChecks({"--matrix", dir / "cuda.yaml"}),
-            (std::set<std::string>{"driver.library", "devices.nodes", "devices.count",
-                                   "onnxruntime.provider.CUDAExecutionProvider"}));
-  // The production matrix adds TensorRT, which this machine does not have; nothing else.
-  EXPECT_EQ(FailingChecks({}),
-            (std::set<std::string>{"driver.library", "devices.nodes", "devices.count",
-                                   "onnxruntime.provider.CUDAExecutionProvider", "tensorrt",
-                                   "onnxruntime.provider.TensorrtExecutionProvider"}));
+  const std::set<std::string> driver_and_devices = {"driver.library", "devices.nodes",
+                                                    "devices.count",
+                                                    "onnxruntime.provider.CUDAExecutionProvider"};
+  // The production matrix (what truegreen's image ships): the CUDA provider, no TensorRT.
+  EXPECT_EQ(FailingChecks({}), driver_and_devices);
+  EXPECT_EQ(FailingChecks({"--matrix", testing::SourceDir() + "/deploy/matrix.production.yaml"}),
+            driver_and_devices);
+  // The TensorRT variant adds TensorRT, which this machine does not have; nothing else.
+  std::set<std::string> with_trt = driver_and_devices;
+  with_trt.insert({"tensorrt", "onnxruntime.provider.TensorrtExecutionProvider"});
+  EXPECT_EQ(
+      FailingChecks({"--matrix", testing::SourceDir() + "/deploy/matrix.production-tensorrt.yaml"}),
+      with_trt);
 }
 
 }  // namespace

@@ -58,8 +58,19 @@ TEST(RuntimeSessionTest, DevProfileIsAllCpuAndDegraded) {
   // Dev: the violations are reported (advisory) but do not fail the session.
   EXPECT_TRUE(r.placement.ok);
   EXPECT_FALSE(r.placement.cpu_compute_ops.empty());
-  EXPECT_EQ(r.attention.verdict, "unfused");
-  EXPECT_EQ(r.attention.unfused_chains, 1);
+  // Its one self-attention is rewritten at open (attention_fusion.h) and checked.
+  EXPECT_EQ(r.attention.verdict, "fused") << r.attention.fusion;
+  EXPECT_EQ(r.attention.unfused_chains, 0);
+  EXPECT_EQ(r.attention.fused_by_truegreen, 1);
+  EXPECT_EQ(r.attention.fusion.rfind("fused by truegreen: 1 of 1 chains", 0), 0u)
+      << r.attention.fusion;
+  OpenOptions as_exported;
+  as_exported.fuse_attention = false;
+  auto plain = f.Open(Model("unet_tiny.onnx"), as_exported);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->report().attention.verdict, "unfused");
+  EXPECT_EQ(plain->report().attention.unfused_chains, 1);
+  EXPECT_EQ(plain->report().attention.fusion, "off");
   ASSERT_EQ(s->inputs().size(), 1u);
   EXPECT_EQ(s->inputs()[0].name, "sample");
   EXPECT_EQ(s->inputs()[0].shape, (std::vector<std::int64_t>{1, 4, 16, 16}));

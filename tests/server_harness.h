@@ -21,6 +21,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/strings.h"
+#include "tests/support/measured_run.h"
 #include "tests/support/test_util.h"
 
 namespace tg::testing {
@@ -44,8 +46,7 @@ struct HttpResult {
   std::string head;
   std::string body;
   std::string Header(const std::string& name) const {
-    std::string h = head;
-    for (auto& c : h) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const std::string h = common::Lower(head);
     auto p = h.find("\r\n" + name + ":");
     if (p == std::string::npos) return "";
     p += name.size() + 3;
@@ -145,19 +146,12 @@ class ServerProcess {
     argv.insert(argv.end(), global.begin(), global.end());
     argv.insert(argv.end(), {"serve", "--port", "0", "--port-file", port_file_});
     argv.insert(argv.end(), args.begin(), args.end());
-    pid_ = fork();
-    if (pid_ == 0) {
-      int fd = open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      dup2(fd, 2);
-      int null = open("/dev/null", O_WRONLY);
-      dup2(null, 1);
-      for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
-      std::vector<char*> cargv;
-      for (auto& a : argv) cargv.push_back(a.data());
-      cargv.push_back(nullptr);
-      execv(cargv[0], cargv.data());
-      _exit(127);
-    }
+    ChildIo io;
+    io.err_file = log_;  // stdout to /dev/null
+    io.env = env;
+    // stdin stays the test's, as before: a server reads none.
+    io.setup_stdin = [] {};
+    pid_ = SpawnChild(std::move(argv), io);
   }
   ~ServerProcess() {
     if (pid_ > 0 && exit_code_ < 0) {
@@ -210,6 +204,7 @@ class ServerProcess {
   }
   void Signal(int sig) { kill(pid_, sig); }
   int port() const { return port_; }
+  pid_t pid() const { return pid_; }
   std::string Log() const { return ReadFile(log_); }
   std::string Dir() const { return dir_.path(); }
 

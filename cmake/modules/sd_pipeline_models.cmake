@@ -25,7 +25,8 @@ add_custom_command(
 add_custom_target(sd_tiny_models ALL DEPENDS ${TG_SD_TINY_STAMP})
 
 # Tests that open the pipelines must not start before they exist.
-foreach(t sd_unit_tests sd_pipeline_cli_test sd_generator_test sd_workload_test)
+foreach(t sd_unit_tests sd_pipeline_cli_test sd_generator_test sd_workload_test runtime_unit_tests
+    sd_attention_fusion_test)
   if(TARGET ${t})
     add_dependencies(${t} sd_tiny_models)
   endif()

@@ -2,15 +2,61 @@
 
 #include <fmt/format.h>
 
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <string_view>
+
 #include "bench/slo.h"
 #include "common/config.h"
 #include "common/file_util.h"
 #include "common/json_writer.h"
+#include "common/strings.h"
 
 namespace tg::bench {
 
 using common::Result;
 using common::Status;
+
+namespace {
+
+// A plain scalar that YAML or strtod reads as a number JSON cannot hold: YAML's .nan / .inf, and
+// anything strtod takes to NaN, infinity or past the double range (1e999).
+bool NonFiniteNumber(const std::string& s) {
+  const std::string lower = common::Lower(s);
+  const std::string_view v = lower.starts_with('+') || lower.starts_with('-')
+                                 ? std::string_view(lower).substr(1)
+                                 : std::string_view(lower);
+  if (v == ".nan" || v == ".inf") return true;
+  if (s.empty()) return false;
+  char* end = nullptr;
+  errno = 0;
+  const double d = std::strtod(s.c_str(), &end);
+  if (end != s.c_str() + s.size()) return false;  // not a number at all: a string
+  return !std::isfinite(d) || (errno == ERANGE && std::fabs(d) == HUGE_VAL);
+}
+
+// Every number of the body is finite, before any request is built: JSON has no NaN or infinity,
+// and the run would otherwise start and fail on the server (or send null).
+Status CheckBodyNumbers(const YAML::Node& node, const std::string& path, const std::string& field) {
+  if (node.IsMap()) {
+    for (const auto& kv : node) {
+      TG_RETURN_IF_ERROR(CheckBodyNumbers(kv.second, path, field + "." + kv.first.Scalar()));
+    }
+  } else if (node.IsSequence()) {
+    for (std::size_t i = 0; i < node.size(); ++i) {
+      TG_RETURN_IF_ERROR(CheckBodyNumbers(node[i], path, fmt::format("{}[{}]", field, i)));
+    }
+  } else if (node.IsScalar() && node.Tag() != "!" && NonFiniteNumber(node.Scalar())) {
+    return Status::InvalidArg(fmt::format(
+        "{}: field {}: found {}; required a finite number (a JSON request body has no NaN or "
+        "infinity; quote it to send a string)",
+        common::YamlWhere(node, path), field, node.Scalar()));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
 
 Result<BenchFile> ParseBenchFile(const std::string& text, const std::string& path) {
   TG_ASSIGN_OR_RETURN(YAML::Node root, common::ParseYaml(text, path));
@@ -38,8 +84,10 @@ Result<BenchFile> ParseBenchFile(const std::string& text, const std::string& pat
   TG_RETURN_IF_ERROR(map.Get("model", &f.model));
   if (f.model && f.model->empty()) return map.FieldError("model", "a model name");
   TG_ASSIGN_OR_RETURN(std::optional<common::YamlMap> body, map.GetMap("body"));
-  if (body)
+  if (body) {
+    TG_RETURN_IF_ERROR(CheckBodyNumbers(body->node(), path, "body"));
     f.body = common::WriteJson(common::YamlToJson(body->node()), -1, common::JsonNotice::kNone);
+  }
   TG_RETURN_IF_ERROR(map.Finish());
   return f;
 }

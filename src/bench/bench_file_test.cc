@@ -46,6 +46,13 @@ TEST(BenchFileTest, BadInputNamesTheFileLineAndField) {
            Case{"slo: p95<8s\n", "slo"},
            Case{"body: \"{}\"\n", "body"},
            Case{"- a\n- b\n", "b.yaml"},
+           // Numbers a JSON body cannot hold: refused before any request, naming line and field.
+           Case{"body:\n  data: [1, 1e999]\n",
+                "b.yaml:2:13: field body.data[1]: found 1e999; "
+                "required a finite number"},
+           Case{"body: {x: .nan}\n", "field body.x: found .nan"},
+           Case{"body: {x: -.Inf}\n", "field body.x: found -.Inf"},
+           Case{"body: {x: {y: nan}}\n", "field body.x.y: found nan"},
        }) {
     auto f = ParseBenchFile(c.text, "b.yaml");
     ASSERT_FALSE(f.ok()) << c.text;
@@ -53,6 +60,15 @@ TEST(BenchFileTest, BadInputNamesTheFileLineAndField) {
     EXPECT_NE(f.status().message().find(c.want), std::string::npos)
         << c.text << " -> " << f.status().message();
   }
+}
+
+TEST(BenchFileTest, AQuotedNonFiniteWordIsAString) {
+  auto f = ParseBenchFile("body: {x: \"1e999\", y: \".nan\", z: 1e300}\n", "b.yaml");
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  const auto body = nlohmann::json::parse(*f->body);
+  EXPECT_EQ(body["x"], "1e999");
+  EXPECT_EQ(body["y"], ".nan");
+  EXPECT_EQ(body["z"], 1e300);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "bench/compare.h"
 
 #include <algorithm>
+#include <array>
 
 #include <fmt/format.h>
 
@@ -60,7 +61,131 @@ void CheckGates(const std::vector<Gate>& gates, RunComparison& rc) {
 
 std::string Ci(const Interval& i) { return fmt::format("[{:.3f}, {:.3f}]", i.lo, i.hi); }
 
+std::string Verdict(const PointComparison& pc) {
+  const std::uint64_t na = pc.a->latency.count(), nb = pc.b->latency.count();
+  if (std::min(na, nb) < MinSamplesForInterval(0.95)) {
+    return fmt::format("too few samples (n = {}/{})", na, nb);
+  }
+  // z < 0: A's latencies rank lower than B's, so B is slower.
+  return pc.mw.p_value >= 0.05 ? "~" : (pc.mw.z < 0 ? "slower" : "faster");
+}
+
+// Removes the members excluded wherever they appear, at every depth.
+void StripExcluded(Json* j) {
+  if (j->is_object()) {
+    for (const auto& x : CapabilityDiffExclusions()) {
+      if (!x.section) j->erase(x.name);
+    }
+  }
+  if (j->is_object() || j->is_array()) {
+    for (auto& e : *j) StripExcluded(&e);
+  }
+}
+
+// One capability difference as table cells: change, path, A's value, B's value.
+std::array<std::string, 4> DiffCells(const Json& d) {
+  auto value = [&](const char* side) {
+    return d.contains(side) ? common::WriteJson(d[side], -1, common::JsonNotice::kNone)
+                            : std::string();
+  };
+  return {d.value("kind", std::string()), d.value("path", std::string()), value("before"),
+          value("after")};
+}
+
+const Json& Differences(const RunComparison& c) {
+  static const Json kNone = Json::array();
+  if (!c.capability_diff.is_object()) return kNone;
+  auto it = c.capability_diff.find("differences");
+  return it != c.capability_diff.end() && it->is_array() ? *it : kNone;
+}
+
+std::string MarkdownCell(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    if (ch == '|') out += '\\';
+    out += ch == '\n' ? ' ' : ch;
+  }
+  return out;
+}
+
+std::string CapabilityDiffMarkdown(const RunComparison& c) {
+  if (c.capability_diff.is_null()) {
+    return "Capability diff: not available (a run has no server snapshot)\n";
+  }
+  const Json& diffs = Differences(c);
+  if (diffs.empty()) return "Capability diff: no capability differences\n";
+  std::string md = fmt::format(
+      "Capability diff ({} -> {}):\n\n| change | path | {} | {} |\n"
+      "|---|---|---|---|\n",
+      MarkdownCell(c.a_name), MarkdownCell(c.b_name), MarkdownCell(c.a_name),
+      MarkdownCell(c.b_name));
+  for (const auto& d : diffs) {
+    auto cells = DiffCells(d);
+    md += "|";
+    for (const auto& cell : cells) md += " " + MarkdownCell(cell) + " |";
+    md += "\n";
+  }
+  return md;
+}
+
+std::string CapabilityDiffHtml(const RunComparison& c) {
+  std::string h = "<h3>Capability diff</h3>\n";
+  if (c.capability_diff.is_null()) {
+    return h + "<p id=\"capability-diff\">not available (a run has no server snapshot)</p>\n";
+  }
+  const Json& diffs = Differences(c);
+  if (diffs.empty()) return h + "<p id=\"capability-diff\">no capability differences</p>\n";
+  h += "<table id=\"capability-diff\"><tr><th>change</th><th>path</th><th>" + HtmlEscape(c.a_name) +
+       "</th><th>" + HtmlEscape(c.b_name) + "</th></tr>\n";
+  for (const auto& d : diffs) {
+    h += "<tr>";
+    for (const auto& cell : DiffCells(d)) h += "<td class=\"l\">" + HtmlEscape(cell) + "</td>";
+    h += "</tr>\n";
+  }
+  return h + "</table>\n";
+}
+
+std::string GatesLine(const RunComparison& c) {
+  if (!c.gates_given) return "Regression gates: none given";
+  return c.gate_failures.empty() ? "Regression gates: pass" : "Regression gates FAILED";
+}
+
 }  // namespace
+
+const std::vector<CapabilityExclusion>& CapabilityDiffExclusions() {
+  static const std::vector<CapabilityExclusion> kList = {
+      {"canary", true, "the timed canary's latency samples, percentiles and when it ran"},
+      {"background_canary", true, "the same, for the latest background canary"},
+      {"taken_at", false, "when the snapshot was taken"},
+      {"at_unix", false, "when a canary ran"},
+      {"ms", false, "a startup step's duration"},
+      {"total_ms", false, "the startup chain's duration"},
+      {"wall_ms", false, "the op canary's duration"},
+      {"create_ms", false, "a session's creation time"},
+      {"samples_ms", false, "latency samples"},
+      {"p50_ms", false, "a latency percentile"},
+      {"p95_ms", false, "a latency percentile"},
+      {"from_cache", false, "whether this start found the op canary's verdict cached"},
+      {"children", false, "how many child processes the op canary started this time"},
+      {"utilization", false, "a live NVML reading"},
+      {"memory_used_bytes", false, "a live NVML reading"},
+      {"pcie_tx_bytes_per_second", false, "a live NVML reading"},
+      {"pcie_rx_bytes_per_second", false, "a live NVML reading"},
+      {"power_watts", false, "a live NVML reading"},
+  };
+  return kList;
+}
+
+Json CapabilityView(const Json& capabilities) {
+  Json view = capabilities;
+  if (view.is_object()) {
+    for (const auto& x : CapabilityDiffExclusions()) {
+      if (x.section) view.erase(x.name);
+    }
+  }
+  StripExcluded(&view);
+  return view;
+}
 
 RunComparison CompareRuns(const RunResult& a, const std::string& a_name, const RunResult& b,
                           const std::string& b_name, const std::vector<Gate>& gates) {
@@ -87,15 +212,17 @@ RunComparison CompareRuns(const RunResult& a, const std::string& a_name, const R
       pc.mw = MannWhitneyU(pa.latency, pb.latency);
       pc.ks = KsDistance(pa.latency, pb.latency);
       pc.overlap = OverlapCoefficient(pa.latency, pb.latency);
-      // z < 0: A's latencies rank lower than B's, so B is slower.
-      pc.verdict = pc.mw.p_value >= 0.05 ? "~" : (pc.mw.z < 0 ? "slower" : "faster");
+      pc.verdict = Verdict(pc);
     }
     rc.points.push_back(std::move(pc));
   }
   if (!a.server_capabilities.is_null() && !b.server_capabilities.is_null()) {
-    rc.capability_diff =
-        policy::DiffToJson(policy::DiffJson(a.server_capabilities, b.server_capabilities));
+    // The views are alive while the entries (which point into them) become JSON.
+    const Json va = CapabilityView(a.server_capabilities);
+    const Json vb = CapabilityView(b.server_capabilities);
+    rc.capability_diff = policy::DiffToJson(policy::DiffJson(va, vb));
   }
+  rc.gates_given = !gates.empty();
   CheckGates(gates, rc);
   return rc;
 }
@@ -118,14 +245,10 @@ std::string ComparisonsToMarkdown(const std::vector<RunComparison>& cs) {
           p.throughput_ratio, Ci(p.throughput_ci), p.p50_ratio, Ci(p.p50_ci), p.p95_ratio,
           Ci(p.p95_ci), p.mw.p_value, p.ks, p.overlap, p.verdict);
     }
-    md += "\nCapability diff: ";
-    if (c.capability_diff.is_null())
-      md += "not available (a run has no server snapshot)\n";
-    else if (c.capability_diff.empty())
-      md += "none\n";
-    else
-      md += "\n\n```\n" + common::WriteJson(c.capability_diff, 1) + "\n```\n";
-    if (!c.gate_failures.empty()) {
+    md += "\n" + CapabilityDiffMarkdown(c);
+    if (c.gate_failures.empty()) {
+      md += "\n" + GatesLine(c) + "\n";
+    } else {
       md += "\n**Regression gates FAILED:**\n";
       for (const auto& f : c.gate_failures) md += "- " + f + "\n";
     }
@@ -160,6 +283,9 @@ Json ComparisonsToJson(const std::vector<RunComparison>& cs) {
                    {"prompt_sets_differ", c.prompt_sets_differ},
                    {"points", pts},
                    {"capability_diff", c.capability_diff},
+                   {"gates", !c.gates_given            ? "none given"
+                             : c.gate_failures.empty() ? "pass"
+                                                       : "failed"},
                    {"gate_failures", c.gate_failures},
                    {"gates_pass", c.gate_failures.empty()}});
   }
@@ -170,8 +296,10 @@ std::string ComparisonsToHtml(const std::vector<RunComparison>& cs) {
   std::string h = HtmlHead("truegreen compare");
   for (const auto& c : cs) {
     h += "<h2>" + HtmlEscape(c.a_name) + " &rarr; " + HtmlEscape(c.b_name) + "</h2>\n";
-    h += c.gate_failures.empty() ? "<p class=\"pass\">Regression gates: pass</p>\n"
-                                 : "<p class=\"fail\">Regression gates FAILED</p>\n<ul>";
+    h += fmt::format("<p class=\"{}\">{}</p>\n",
+                     c.gate_failures.empty() ? (c.gates_given ? "pass" : "l") : "fail",
+                     GatesLine(c));
+    if (!c.gate_failures.empty()) h += "<ul>";
     for (const auto& f : c.gate_failures) h += "<li class=\"fail\">" + HtmlEscape(f) + "</li>";
     if (!c.gate_failures.empty()) h += "</ul>\n";
     h += "<table><tr><th>point</th><th>throughput B/A</th><th>P50 B/A</th><th>P95 B/A</th>"
@@ -191,13 +319,7 @@ std::string ComparisonsToHtml(const std::vector<RunComparison>& cs) {
                     {CdfSeries(c.a_name, p.a->latency), CdfSeries(c.b_name, p.b->latency)}) +
            "\n";
     }
-    h += "<h3>Capability diff</h3>\n<table id=\"capability-diff\">";
-    if (c.capability_diff.is_null()) h += "<tr><td class=\"l\">not available</td></tr>";
-    for (const auto& d : c.capability_diff.is_array() ? c.capability_diff : Json::array()) {
-      h += "<tr><td class=\"l\">" +
-           HtmlEscape(common::WriteJson(d, -1, common::JsonNotice::kNone)) + "</td></tr>";
-    }
-    h += "</table>\n";
+    h += CapabilityDiffHtml(c);
   }
   return h + HtmlTail();
 }

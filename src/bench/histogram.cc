@@ -1,5 +1,6 @@
 #include "bench/histogram.h"
 #include "common/json_writer.h"
+#include "common/percentile.h"
 
 #include <algorithm>
 #include <bit>
@@ -111,10 +112,12 @@ double Histogram::Mean() const {
 }
 
 std::int64_t Histogram::ValueAtPercentile(double percentile) const {
+  return ValueAtRank(common::NearestRank(percentile, total_));
+}
+
+std::int64_t Histogram::ValueAtRank(std::uint64_t rank) const {
   if (total_ == 0) return 0;
-  percentile = std::clamp(percentile, 0.0, 100.0);
-  auto rank = static_cast<std::uint64_t>(percentile / 100.0 * static_cast<double>(total_) + 0.5);
-  rank = std::max<std::uint64_t>(rank, 1);
+  rank = std::clamp<std::uint64_t>(rank, 1, total_);
   std::uint64_t seen = 0;
   for (std::size_t i = 0; i < counts_.size(); ++i) {
     seen += counts_[i];

@@ -39,8 +39,10 @@ class Histogram {
   // Mean of the samples using each bucket's median equivalent value (HdrHistogram's convention).
   double Mean() const;
   // Highest equivalent value of the sample at `percentile` (0..100]; 0 when empty. The sample
-  // rank is round(percentile/100 * count), at least 1 (HdrHistogram's getValueAtPercentile).
+  // rank is the nearest rank, ceil(percentile/100 * count) (common/percentile.h).
   std::int64_t ValueAtPercentile(double percentile) const;
+  // Highest equivalent value of the sample of 1-based `rank` (clamped to 1..count); 0 when empty.
+  std::int64_t ValueAtRank(std::uint64_t rank) const;
 
   // Bucket view, for statistics over two histograms with equal bucketing.
   std::size_t bucket_count() const { return counts_.size(); }

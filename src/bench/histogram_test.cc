@@ -6,14 +6,14 @@
 #include <cmath>
 #include <random>
 
+#include "common/percentile.h"
+
 namespace tg::bench {
 namespace {
 
 std::int64_t ExactPercentile(std::vector<std::int64_t> v, double p) {
   std::sort(v.begin(), v.end());
-  auto rank = static_cast<std::size_t>(p / 100.0 * static_cast<double>(v.size()) + 0.5);
-  rank = std::max<std::size_t>(rank, 1);
-  return v[rank - 1];
+  return v[common::NearestRank(p, v.size()) - 1];
 }
 
 TEST(HistogramTest, PercentilesMatchSortedSamplesWithinThreeDigits) {

@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
+#include "common/json_writer.h"
+
 namespace tg::bench {
 namespace {
 
@@ -63,8 +67,53 @@ Json PointToJson(const PointResult& p) {
   };
 }
 
+// nlohmann's get<int>() wraps 2^40 and get<std::uint64_t>() truncates 2.5: a count or a sweep
+// value must be a JSON integer in its range, found as written otherwise.
+Status CheckInteger(const Json& v, const std::string& field, std::uint64_t lo, std::uint64_t hi) {
+  // A parsed positive integer is number_unsigned, one built from an int number_integer.
+  const bool in_range =
+      v.is_number_unsigned() ? v.get<std::uint64_t>() >= lo && v.get<std::uint64_t>() <= hi
+      : v.is_number_integer()
+          ? v.get<std::int64_t>() >= 0 && static_cast<std::uint64_t>(v.get<std::int64_t>()) >= lo &&
+                static_cast<std::uint64_t>(v.get<std::int64_t>()) <= hi
+          : false;
+  if (in_range) return Status::Ok();
+  return Status::InvalidArg(fmt::format("{}: found {}; required an integer in {}..{}", field,
+                                        common::WriteJson(v, -1, common::JsonNotice::kNone), lo,
+                                        hi));
+}
+
+Status CheckFiniteNonNegative(const Json& v, const std::string& field) {
+  if (v.is_number() && std::isfinite(v.get<double>()) && v.get<double>() >= 0) return Status::Ok();
+  return Status::InvalidArg(fmt::format("{}: found {}; required a finite number >= 0", field,
+                                        common::WriteJson(v, -1, common::JsonNotice::kNone)));
+}
+
+// The fields of a point that name the sweep and count what happened, checked before reading.
+Status CheckPointNumbers(const Json& j, const std::string& where) {
+  constexpr std::uint64_t kCountMax = std::uint64_t{1} << 53;  // exact in a double
+  for (const char* key : {"concurrency", "batch", "steps"}) {
+    if (j.contains(key)) TG_RETURN_IF_ERROR(CheckInteger(j[key], where + "." + key, 1, 100000));
+  }
+  if (j.contains("ok")) TG_RETURN_IF_ERROR(CheckInteger(j["ok"], where + ".ok", 0, kCountMax));
+  if (j.contains("errors") && j["errors"].is_object()) {
+    for (const auto& [k, v] : j["errors"].items()) {
+      TG_RETURN_IF_ERROR(CheckInteger(v, where + ".errors." + k, 0, kCountMax));
+    }
+  }
+  if (j.contains("trials")) {
+    TG_RETURN_IF_ERROR(CheckInteger(j["trials"], where + ".trials", 0, kMaxWindowsPerPoint));
+  }
+  for (const char* key : {"rate", "measured_s", "client_cpu_us_per_request"}) {
+    if (j.contains(key)) TG_RETURN_IF_ERROR(CheckFiniteNonNegative(j[key], where + "." + key));
+  }
+  return Status::Ok();
+}
+
 common::Result<PointResult> PointFromJson(const Json& j, const std::string& where) {
   PointResult p;
+  if (!j.is_object()) return Status::InvalidArg(where + ": required an object (one sweep point)");
+  TG_RETURN_IF_ERROR(CheckPointNumbers(j, where));
   try {
     p.config.concurrency = j.at("concurrency").get<int>();
     p.config.batch = j.at("batch").get<int>();

@@ -31,7 +31,6 @@ constexpr double kMaxRateThreshold = 1e9;
 constexpr double kMaxGatePercent = 1000;
 
 // common::Trim as an owned string (the parsers below keep the pieces).
-std::string Trimmed(std::string_view s) { return std::string(common::Trim(s)); }
 
 const char* kMetricList =
     "p50|p90|p95|p99|p99.9|max|mean|throughput|images_per_min|gpu_util|errors";
@@ -47,7 +46,7 @@ common::Result<double> ParseValue(const std::string& expr, const std::string& me
                     "the operator, found \"{}\" (NaN and infinity are refused)",
                     expr, rest));
   }
-  std::string unit = Trimmed(std::string(ptr, rest.data() + rest.size()));
+  std::string unit(common::Trim(std::string(ptr, rest.data() + rest.size())));
   if (LatencyMetrics().count(metric) != 0) {
     const double us = unit == "us" ? v : unit == "ms" ? v * 1e3 : unit == "s" ? v * 1e6 : -1;
     if (us < 0) {
@@ -88,7 +87,7 @@ common::Result<double> ParseValue(const std::string& expr, const std::string& me
 }  // namespace
 
 common::Result<Threshold> ParseThreshold(const std::string& text) {
-  std::string expr = Trimmed(text);
+  std::string expr(common::Trim(text));
   std::size_t op_pos = expr.find_first_of("<>");
   if (op_pos == std::string::npos) {
     return Status::InvalidArg(fmt::format(
@@ -96,7 +95,7 @@ common::Result<Threshold> ParseThreshold(const std::string& text) {
   }
   Threshold t;
   t.text = expr;
-  t.metric = Trimmed(expr.substr(0, op_pos));
+  t.metric = common::Trim(expr.substr(0, op_pos));
   if (LatencyMetrics().count(t.metric) == 0 && OtherMetrics().count(t.metric) == 0) {
     return Status::InvalidArg(fmt::format("threshold \"{}\": unknown metric \"{}\", expected {}",
                                           expr, t.metric, kMetricList));
@@ -107,7 +106,8 @@ common::Result<Threshold> ParseThreshold(const std::string& text) {
     t.op += "=";
     ++value_pos;
   }
-  TG_ASSIGN_OR_RETURN(t.value, ParseValue(expr, t.metric, Trimmed(expr.substr(value_pos))));
+  TG_ASSIGN_OR_RETURN(
+      t.value, ParseValue(expr, t.metric, std::string(common::Trim(expr.substr(value_pos)))));
   return t;
 }
 
@@ -116,7 +116,7 @@ common::Result<std::vector<Threshold>> ParseThresholds(const std::vector<std::st
   std::set<std::string> seen;
   for (const auto& text : texts) {
     for (const std::string& part : common::Split(text, ',', common::SplitMode::kKeepEmpty)) {
-      if (Trimmed(part).empty()) {
+      if (common::Trim(part).empty()) {
         return Status::InvalidArg(fmt::format("threshold list \"{}\": empty entry", text));
       }
       TG_ASSIGN_OR_RETURN(Threshold t, ParseThreshold(part));
@@ -167,7 +167,7 @@ void EvaluateSlos(const std::vector<Threshold>& thresholds, PointResult& p) {
 }
 
 common::Result<Gate> ParseGate(const std::string& text) {
-  std::string expr = Trimmed(text);
+  std::string expr(common::Trim(text));
   std::size_t sign = expr.find_first_of("+-");
   auto bad = [&](const std::string& why) {
     return Status::InvalidArg(fmt::format(
@@ -176,11 +176,11 @@ common::Result<Gate> ParseGate(const std::string& text) {
   if (sign == std::string::npos) return bad("no +N% or -N% change");
   Gate g;
   g.text = expr;
-  g.metric = Trimmed(expr.substr(0, sign));
+  g.metric = common::Trim(expr.substr(0, sign));
   if (LatencyMetrics().count(g.metric) == 0 && OtherMetrics().count(g.metric) == 0) {
     return bad(fmt::format("unknown metric \"{}\"", g.metric));
   }
-  std::string num = Trimmed(expr.substr(sign + 1));
+  std::string num(common::Trim(expr.substr(sign + 1)));
   if (num.empty() || num.back() != '%') return bad("the change must end with %");
   num.pop_back();
   double v = 0;

@@ -48,25 +48,31 @@ double KsDistance(const Histogram& a, const Histogram& b) {
   return static_cast<double>(static_cast<long double>(d) / static_cast<long double>(na * nb));
 }
 
+int OverlapBins(std::uint64_t n_a, std::uint64_t n_b) {
+  std::uint64_t n = std::min(n_a, n_b);
+  if (n == 0) return 0;
+  auto k = static_cast<int>(std::floor(std::sqrt(static_cast<double>(n))));
+  return std::clamp(k, 1, 64);
+}
+
 double OverlapCoefficient(const Histogram& a, const Histogram& b) {
   if (a.count() == 0 || b.count() == 0) return a.count() == b.count() ? 1 : 0;
   using Wide = unsigned __int128;
-  Wide na = a.count(), nb = b.count(), s = 0;
+  const Wide na = a.count(), nb = b.count(), pooled = na + nb;
+  const Wide k = static_cast<Wide>(OverlapBins(a.count(), b.count()));
+  Wide s = 0, ca = 0, cb = 0, seen = 0, closed = 0;
   for (std::size_t i = 0; i < a.bucket_count(); ++i) {
-    s += std::min(Wide{a.count_at_index(i)} * nb, Wide{b.count_at_index(i)} * na);
+    ca += a.count_at_index(i);
+    cb += b.count_at_index(i);
+    seen += a.count_at_index(i) + b.count_at_index(i);
+    // Close the bin once the pooled count reaches its quantile: seen / pooled >= (closed + 1) / k.
+    if (seen * k >= (closed + 1) * pooled || seen == pooled) {
+      s += std::min(ca * nb, cb * na);
+      ca = cb = 0;
+      while (closed < k && seen * k >= (closed + 1) * pooled) ++closed;
+    }
   }
   return static_cast<double>(static_cast<long double>(s) / static_cast<long double>(na * nb));
-}
-
-std::int64_t ValueAtRank(const Histogram& h, std::uint64_t rank) {
-  if (h.count() == 0) return 0;
-  rank = std::clamp<std::uint64_t>(rank, 1, h.count());
-  std::uint64_t seen = 0;
-  for (std::size_t i = 0; i < h.bucket_count(); ++i) {
-    seen += h.count_at_index(i);
-    if (seen >= rank) return h.HighestEquivalent(h.ValueAtIndex(i));
-  }
-  return h.max();
 }
 
 Interval QuantileInterval(const Histogram& h, double q) {
@@ -75,7 +81,16 @@ Interval QuantileInterval(const Histogram& h, double q) {
   double half = 1.96 * std::sqrt(n * q * (1 - q));
   auto lo = static_cast<std::uint64_t>(std::max(1.0, std::floor(n * q - half)));
   auto hi = static_cast<std::uint64_t>(std::min(n, std::ceil(n * q + half) + 1));
-  return {static_cast<double>(ValueAtRank(h, lo)), static_cast<double>(ValueAtRank(h, hi))};
+  return {static_cast<double>(h.ValueAtRank(lo)), static_cast<double>(h.ValueAtRank(hi))};
+}
+
+std::uint64_t MinSamplesForInterval(double q) {
+  for (std::uint64_t n = 1; n < 100000; ++n) {
+    double dn = static_cast<double>(n);
+    double half = 1.96 * std::sqrt(dn * q * (1 - q));
+    if (std::floor(dn * q - half) >= 1 && std::ceil(dn * q + half) + 1 <= dn) return n;
+  }
+  return 100000;
 }
 
 Interval QuantileRatioInterval(const Histogram& a, const Histogram& b, double q) {

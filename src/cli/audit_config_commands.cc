@@ -12,12 +12,10 @@
 #include <memory>
 #include <regex>
 
-#include "audit/dockerfile_audit.h"
-#include "audit/dockerfile_parser.h"
-#include "audit/k8s_audit.h"
-#include "audit/k8s_client.h"
-#include "audit/k8s_render.h"
-#include "audit/kustomize.h"
+#include "audit/dockerfile/dockerfile_audit.h"
+#include "audit/dockerfile/dockerfile_parser.h"
+#include "audit/k8s/k8s_audit.h"
+#include "audit/k8s/kustomize.h"
 #include "bench/bench_file.h"
 #include "bench/slo.h"
 #include "cli/audit_k8s_commands.h"
@@ -30,6 +28,8 @@
 #include "common/json_writer.h"
 #include "common/outcome.h"
 #include "common/strings.h"
+#include "deploy/k8s_client.h"
+#include "deploy/k8s_render.h"
 #include "policy/matrix.h"
 
 namespace tg::cli {
@@ -255,7 +255,7 @@ struct RenderArgs {
   std::string rollout = "single";
   std::string bench_file;
   std::vector<std::string> fail_on;
-  audit::K8sRenderOptions opts;
+  deploy::K8sRenderOptions opts;
 };
 
 // The bench file the gate Job runs with: a YAML mapping whose `slo` list holds at least one valid
@@ -283,7 +283,7 @@ Status CheckRolloutOptions(RenderArgs& a) {
     return Status::InvalidArg(fmt::format("--min-replicas {} is above --max-replicas {}",
                                           a.opts.min_replicas, a.opts.max_replicas));
   }
-  if (!a.opts.models_pvc.empty() && !audit::IsK8sObjectName(a.opts.models_pvc)) {
+  if (!a.opts.models_pvc.empty() && !deploy::IsK8sObjectName(a.opts.models_pvc)) {
     return Status::InvalidArg(fmt::format("--models-pvc '{}': not a Kubernetes object name",
                                           a.opts.models_pvc.substr(0, 64)));
   }
@@ -299,7 +299,7 @@ Status CheckRolloutOptions(RenderArgs& a) {
     }
     return Status::Ok();
   }
-  a.opts.rollout = audit::Rollout::kBlueGreen;
+  a.opts.rollout = deploy::Rollout::kBlueGreen;
   if (a.bench_file.empty()) {
     return Status::InvalidArg(
         "--rollout blue-green needs --bench-file FILE: the SLOs the gate Job benchmarks the new "
@@ -316,9 +316,12 @@ Status CheckRolloutOptions(RenderArgs& a) {
 }
 
 int RunK8sRender(RenderArgs a, const GlobalOptions& g) {
-  auto text = common::ReadFileLimited(a.matrix, common::kMaxConfigBytes);
+  // No --matrix: the embedded production matrix (deploy/matrix.production.yaml's requirements).
+  auto text = a.matrix.empty()
+                  ? common::Result<std::string>(std::string(policy::ProductionMatrixYaml()))
+                  : common::ReadFileLimited(a.matrix, common::kMaxConfigBytes);
   if (!text.ok()) return ReportError(text.status());
-  auto m = policy::ParseMatrix(*text, a.matrix);
+  auto m = policy::ParseMatrix(*text, a.matrix.empty() ? "<embedded production>" : a.matrix);
   if (!m.ok()) return ReportError(m.status());
   static const std::regex kName("^[a-z0-9]([-a-z0-9]{0,40}[a-z0-9])?$");
   if (!std::regex_match(a.opts.name, kName)) {
@@ -355,11 +358,11 @@ int RunK8sRender(RenderArgs a, const GlobalOptions& g) {
     Warn(fmt::format("live image '{}' is not pinned by digest", a.opts.live_image));
   }
   a.opts.matrix_text = *text;
-  std::vector<audit::RenderJson> docs = audit::RenderK8sObjects(*m, a.opts);
+  std::vector<deploy::RenderJson> docs = deploy::RenderK8sObjects(*m, a.opts);
   if (g.json) {
-    Print(common::WriteJson(audit::RenderJson(docs), 2) + "\n");
+    Print(common::WriteJson(deploy::RenderJson(docs), 2) + "\n");
   } else {
-    Print(audit::JsonToYamlDocuments(docs));
+    Print(deploy::JsonToYamlDocuments(docs));
   }
   return kExitOk;
 }
@@ -454,7 +457,11 @@ void RegisterAuditConfigCommands(CLI::App& app, CLI::App& audit, GlobalOptions& 
       "Print the Kubernetes objects for a version matrix: Deployment, Service, autoscaling on "
       "queue depth, monitoring, alerts, node admission; --rollout blue-green adds a gated "
       "promotion (YAML; --json for a JSON array)");
-  render->add_option("--matrix", ra->matrix, "Version matrix file")->required()->type_name("FILE");
+  render
+      ->add_option("--matrix", ra->matrix,
+                   "Version matrix file (default: the embedded production matrix, as "
+                   "deploy/matrix.production.yaml)")
+      ->type_name("FILE");
   render->add_option("--image", ra->opts.image, "Image reference, pinned: name@sha256:<digest>")
       ->type_name("REF");
   render->add_option("--name", ra->opts.name, "Object name prefix (default truegreen)");

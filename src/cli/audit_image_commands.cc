@@ -15,10 +15,10 @@
 
 #include <fmt/format.h>
 
-#include "audit/byte_size.h"
-#include "audit/image_audit.h"
-#include "audit/image_ref.h"
-#include "audit/rule_ids.h"
+#include "audit/image/image_audit.h"
+#include "audit/image/image_ref.h"
+#include "audit/report/byte_size.h"
+#include "audit/report/rule_ids.h"
 #include "cli/audit_output.h"
 #include "cli/command_areas.h"
 #include "cli/output.h"

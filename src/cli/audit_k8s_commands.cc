@@ -13,11 +13,11 @@
 #include <memory>
 #include <thread>
 
-#include "audit/k8s_client.h"
-#include "audit/k8s_render.h"
 #include "cli/output.h"
 #include "common/file_util.h"
 #include "common/log.h"
+#include "deploy/k8s_client.h"
+#include "deploy/k8s_render.h"
 
 namespace tg::cli {
 namespace {
@@ -25,7 +25,7 @@ namespace {
 using common::Status;
 
 struct ApiFlags {
-  audit::K8sApiOverrides api;
+  deploy::K8sApiOverrides api;
   double timeout_s = 30;
 };
 
@@ -47,14 +47,14 @@ void AddApiFlags(CLI::App* c, ApiFlags& f) {
       ->type_name("SECONDS");
 }
 
-common::Result<audit::K8sApiConfig> Resolve(const ApiFlags& f) {
-  auto c = audit::ResolveK8sApiConfig(f.api);
+common::Result<deploy::K8sApiConfig> Resolve(const ApiFlags& f) {
+  auto c = deploy::ResolveK8sApiConfig(f.api);
   if (c.ok()) c->timeout_ms = static_cast<int>(f.timeout_s * 1000);
   return c;
 }
 
 Status CheckName(const std::string& flag, const std::string& value) {
-  if (audit::IsK8sObjectName(value)) return Status::Ok();
+  if (deploy::IsK8sObjectName(value)) return Status::Ok();
   return Status::InvalidArg(
       fmt::format("{} '{}': not a Kubernetes object name (lower case letters, digits, '-' and '.')",
                   flag, value.substr(0, 64)));
@@ -62,7 +62,7 @@ Status CheckName(const std::string& flag, const std::string& value) {
 
 struct PromoteArgs {
   ApiFlags api;
-  std::string service, color, label = audit::kColorLabel;
+  std::string service, color, label = deploy::kColorLabel;
   std::string baseline_configmap, baseline_file, baseline_key = "baseline.json";
 };
 
@@ -87,12 +87,12 @@ int RunPromote(const PromoteArgs& a, const GlobalOptions& g) {
   }
   auto cfg = Resolve(a.api);
   if (!cfg.ok()) return ReportError(cfg.status());
-  auto previous = audit::SwitchServiceSelector(*cfg, a.service, a.label, a.color);
+  auto previous = deploy::SwitchServiceSelector(*cfg, a.service, a.label, a.color);
   if (!previous.ok()) return ReportError(previous.status());
   Status stored = Status::Ok();
   if (!baseline.empty()) {
     stored =
-        audit::StoreConfigMapValue(*cfg, a.baseline_configmap, a.baseline_key, baseline, a.color);
+        deploy::StoreConfigMapValue(*cfg, a.baseline_configmap, a.baseline_key, baseline, a.color);
   }
   common::Json j = {{"namespace", cfg->namespace_name},
                     {"service", a.service},
@@ -135,7 +135,7 @@ int RunWaitReady(const WaitArgs& a, const GlobalOptions& g) {
   const auto deadline = Clock::now() + std::chrono::duration<double>(a.timeout_s);
   std::string last;
   for (;;) {
-    auto r = audit::ReadDeploymentRollout(*cfg, a.deployment);
+    auto r = deploy::ReadDeploymentRollout(*cfg, a.deployment);
     // A refusal (RBAC, no such Deployment) will not heal by waiting; a network blip may.
     if (!r.ok() && r.status().code() != common::StatusCode::kUnavailable) {
       return ReportError(r.status());

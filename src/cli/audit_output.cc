@@ -5,7 +5,7 @@
 
 #include <cstdio>
 
-#include "audit/rule_ids.h"
+#include "audit/report/rule_ids.h"
 #include "cli/output.h"
 #include "common/atomic_file.h"
 #include "common/json_stream.h"
@@ -47,6 +47,9 @@ void AddAuditOutputFlags(CLI::App* cmd, AuditOutputFlags* f) {
                   "YAML file of rule ids with reasons and optional expiry; suppressed findings "
                   "are still reported")
       ->type_name("FILE");
+  cmd->add_flag("--strict", f->strict,
+                "Refuse (exit 2) a suppressions file naming a rule id nothing reports (a typo); "
+                "without it that is a warning naming the nearest known id");
   cmd->add_option("--max-findings", f->max_findings,
                   "List at most N findings (default 25000, the most SARIF results GitHub code "
                   "scanning accepts per run); past them findings are counted by rule, and the "
@@ -77,6 +80,9 @@ common::Result<AuditOutput> ResolveAuditOutput(const AuditOutputFlags& f, const 
   if (!f.suppressions.empty()) {
     TG_ASSIGN_OR_RETURN(out.suppressions, audit::LoadSuppressions(f.suppressions));
     if (audit_rule_ids) out.warnings = audit::UnknownRuleWarnings(*out.suppressions);
+    if (f.strict && !out.warnings.empty()) {
+      return Status::InvalidArg(out.warnings.front() + " (refused under --strict)");
+    }
     for (const auto& e : out.suppressions->entries) {
       if (e.rule != audit::kTruncatedRule) continue;
       out.warnings.push_back(fmt::format(

@@ -3,7 +3,8 @@
 //   --sarif FILE / --junit FILE      also write SARIF 2.1.0 / JUnit XML to FILE
 //   --fail-on error|warning|info     the lowest severity that fails the command
 //   --suppressions FILE              rule ids with reasons and optional expiry (report_format.h)
-//   --max-findings N                 list at most N findings (audit/finding_cap.h; default 25000)
+//   --max-findings N                 at most N findings listed (audit/report/finding_cap.h, 25000)
+//   --strict                         refuse a suppression naming a rule id nothing reports
 // Failure behaviour: bad values, an unreadable suppression file, or a report file that exists and
 // is not a regular file are usage errors (exit 2) naming the flag or file. Not thread-safe.
 #pragma once
@@ -14,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "audit/finding.h"
-#include "audit/finding_cap.h"
-#include "audit/report_format.h"
+#include "audit/report/finding.h"
+#include "audit/report/finding_cap.h"
+#include "audit/report/report_format.h"
 #include "cli/command.h"
 
 namespace tg::cli {
@@ -27,6 +28,7 @@ struct AuditOutputFlags {
   std::string fail_on;  // "" = the command's default
   std::string suppressions;
   std::size_t max_findings = audit::kDefaultMaxFindings;
+  bool strict = false;  // --strict: a suppression naming an unknown rule id is refused
 };
 // Adds the flags above to `cmd`, bound to *flags (which must outlive parsing and the runner).
 void AddAuditOutputFlags(CLI::App* cmd, AuditOutputFlags* flags);
@@ -42,15 +44,15 @@ struct AuditOutput {
   // written to stderr; commands add them to their JSON output as "warnings".
   std::vector<std::string> warnings;
 };
-// With `audit_rule_ids`, suppressions whose rule is not an audit rule id (audit/rule_ids.h) are
-// warned about (stderr and AuditOutput::warnings); logscan, whose ids are pattern ids, passes
+// With `audit_rule_ids`, suppressions whose rule is not an audit rule id (audit/report/rule_ids.h)
+// are warned about (stderr and AuditOutput::warnings); logscan, whose ids are pattern ids, passes
 // false.
 common::Result<AuditOutput> ResolveAuditOutput(const AuditOutputFlags& f, const GlobalOptions& g,
                                                bool audit_rule_ids = false);
 
 // Keeps the first out.max_findings of `findings` (counting the rest into the cap), applies
-// suppressions, appends the truncation finding when any was not kept (audit/finding_cap.h), and
-// writes --sarif/--junit files and, for the sarif/junit formats, stdout (WriteAuditReports).
+// suppressions, appends the truncation finding when any was not kept (audit/report/finding_cap.h),
+// and writes --sarif/--junit files and, for the sarif/junit formats, stdout (WriteAuditReports).
 // `earlier`, when given, is the cap the command already applied while collecting (its counts are
 // reported too). Returns OK or INVALID_ARG (a report file that cannot be written). `printed` is set
 // when stdout was written (so the caller prints text/json only otherwise).

@@ -33,6 +33,15 @@ runtime::CanaryOptions StartupCanaryOptions(const GlobalOptions& g);
 // The same with doctor's --canary-* flags applied (time limit, cache directory or no cache).
 runtime::CanaryOptions DoctorCanaryOptions(const GlobalOptions& g, const CanaryFlags& f);
 
+// The startup chain of run and generate up to its "factory" step: opens this process's one
+// OrtRuntime through g's loader, sets `options->canary` to StartupCanaryOptions(g) and starts the
+// chain with `policy`, recording into `startup` (not null). The caller then opens its model,
+// records "open" and calls Finish with the same `options`. Errors: the chain's refusal.
+common::Result<runtime::StartupChain> StartCommandChain(const GlobalOptions& g,
+                                                        const runtime::RuntimePolicy& policy,
+                                                        runtime::StartupOptions* options,
+                                                        runtime::StartupReport* startup);
+
 // The error path of a command that ran the startup chain (run, generate): ReportError with the
 // chain's steps so far beside the error object under --json, else as lines on stderr before the
 // error line. Returns the exit code of `status` (common::ExitCodeFromStatus).

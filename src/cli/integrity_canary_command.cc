@@ -12,6 +12,7 @@
 #include "common/process.h"
 #include "common/status.h"
 #include "common/strings.h"
+#include "runtime/canary.h"
 #include "runtime/ort_runtime.h"
 #include "runtime/runtime_policy.h"
 #include "runtime/session.h"
@@ -23,17 +24,6 @@ namespace {
 // The hidden subcommand that is the op canary's child process, and its one option.
 constexpr const char* kCanaryChildCommand = "__canary-child";
 constexpr const char* kCasesFlag = "--cases";
-
-std::string DefaultCacheDir() {
-  if (const char* d = std::getenv("TRUEGREEN_CACHE_DIR"); d != nullptr && *d) return d;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x != nullptr && *x) {
-    return std::string(x) + "/truegreen";
-  }
-  if (const char* h = std::getenv("HOME"); h != nullptr && *h) {
-    return std::string(h) + "/.cache/truegreen";
-  }
-  return "";
-}
 
 int RunChild(const GlobalOptions& g, const std::string& cases) {
   auto fatal = [](const std::string& msg, int code) {
@@ -99,15 +89,25 @@ runtime::CanaryOptions StartupCanaryOptions(const GlobalOptions& g) {
   o.child_argv.insert(o.child_argv.end(),
                       {"--policy", g.policy, "--log-level", g.log_level, kCanaryChildCommand});
   o.cases_flag = kCasesFlag;
-  o.cache_dir = DefaultCacheDir();
+  o.cache_dir = runtime::DefaultCacheDir();
   o.key.policy = g.policy;
   return o;
+}
+
+common::Result<runtime::StartupChain> StartCommandChain(const GlobalOptions& g,
+                                                        const runtime::RuntimePolicy& policy,
+                                                        runtime::StartupOptions* options,
+                                                        runtime::StartupReport* startup) {
+  options->canary = StartupCanaryOptions(g);
+  const common::LibraryLoader loader = g.Loader();
+  const auto ort = runtime::OrtRuntime::Open(loader);  // the process's one runtime
+  return runtime::StartupChain::Start(policy, loader, ort, *options, startup);
 }
 
 runtime::CanaryOptions DoctorCanaryOptions(const GlobalOptions& g, const CanaryFlags& f) {
   runtime::CanaryOptions o = StartupCanaryOptions(g);
   o.timeout = std::chrono::milliseconds(f.timeout_ms);
-  o.cache_dir = f.no_cache ? "" : (f.cache_dir.empty() ? DefaultCacheDir() : f.cache_dir);
+  o.cache_dir = f.no_cache ? "" : (f.cache_dir.empty() ? runtime::DefaultCacheDir() : f.cache_dir);
   return o;
 }
 

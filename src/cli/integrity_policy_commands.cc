@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "audit/finding_cap.h"
+#include "audit/report/finding_cap.h"
 #include "cli/audit_output.h"
 #include "cli/command_areas.h"
 #include "cli/integrity_canary.h"
@@ -19,6 +19,7 @@
 #include "common/json_writer.h"
 #include "common/outcome.h"
 #include "common/status.h"
+#include "common/strings.h"
 #include "policy/admission.h"
 #include "policy/logscan.h"
 #include "policy/matrix.h"
@@ -320,9 +321,10 @@ int ReportLogscan(const std::string& path, const policy::LogScanSummary& r, cons
 }
 
 // A suppression whose rule is no pattern id (built-in, or of --patterns) matches nothing: said on
-// stderr, as the audits say it of rule ids no audit reports.
-void WarnUnknownLogscanRules(AuditOutput* out, const policy::LogScanner* scanner) {
-  if (!out->suppressions) return;
+// stderr, as the audits say it of rule ids no audit reports; refused under --strict.
+common::Status WarnUnknownLogscanRules(AuditOutput* out, const policy::LogScanner* scanner,
+                                       bool strict) {
+  if (!out->suppressions) return common::Status::Ok();
   std::set<std::string, std::less<>> ids;
   for (const policy::LogPattern& p : policy::LogPatterns()) ids.insert(p.id);
   if (scanner != nullptr) {
@@ -330,12 +332,26 @@ void WarnUnknownLogscanRules(AuditOutput* out, const policy::LogScanner* scanner
   }
   for (const auto& e : out->suppressions->entries) {
     if (ids.count(e.rule) != 0 || e.rule == audit::kTruncatedRule) continue;
+    // The nearest pattern id (at most 3 edits) for a typo; ids over 80 bytes are not compared.
+    std::string near;
+    std::size_t best = 4;
+    for (const std::string& id : ids) {
+      if (e.rule.size() > 80) break;
+      if (std::size_t d = common::EditDistance(e.rule, id); d < best) {
+        best = d;
+        near = id;
+      }
+    }
     out->warnings.push_back(out->suppressions->source + ":" + std::to_string(e.line) +
                             ": unknown rule id '" + e.rule.substr(0, 128) +
                             "': no logscan pattern has this id, so this suppression matches "
-                            "nothing");
+                            "nothing" +
+                            (near.empty() ? "" : " (did you mean '" + near + "'?)"));
+    if (strict)
+      return common::Status::InvalidArg(out->warnings.back() + " (refused under --strict)");
     Warn(out->warnings.back());
   }
+  return common::Status::Ok();
 }
 
 int RunLogscan(const std::string& path, const std::string& patterns, const AuditOutputFlags& flags,
@@ -348,7 +364,9 @@ int RunLogscan(const std::string& path, const std::string& patterns, const Audit
     if (!s.ok()) return ReportError(s.status());
     scanner = std::move(*s);
   }
-  WarnUnknownLogscanRules(&*out, scanner.get());
+  if (common::Status st = WarnUnknownLogscanRules(&*out, scanner.get(), flags.strict); !st.ok()) {
+    return ReportError(st);
+  }
   // Findings are collected (not streamed) so the verdict can come first. Each is at most one
   // truncated line plus its explanation, and at most --max-findings are kept (the rest are
   // counted by pattern), so memory stays bounded on a log that matches on every line.

@@ -19,6 +19,7 @@
 #include "common/process_args.h"
 #include "common/sanitizer_defaults.h"
 #include "common/status.h"
+#include "common/telemetry.h"
 
 namespace {
 
@@ -93,6 +94,8 @@ int ParseFailure(const CLI::App& app, const CLI::ParseError& e, GlobalOptions& g
 
 int RunMain(int argc, char** argv, GlobalOptions& g) {
   using tg::cli::CommandRegistry;
+  // Before any thread or library exists: ONNX Runtime's telemetry stays off unless opted in.
+  tg::common::ApplyOrtTelemetryPolicy();
   const std::vector<std::string> args(argv + 1, argv + argc);
   const EarlyFlags early = ScanEarly(args);
   g.json = early.json;

@@ -11,9 +11,9 @@
 #include <sstream>
 #include <string>
 
-#include "audit/byte_size.h"
-#include "audit/finding.h"
-#include "audit/finding_cap.h"
+#include "audit/report/byte_size.h"
+#include "audit/report/finding.h"
+#include "audit/report/finding_cap.h"
 #include "common/file_util.h"
 #include "common/strings.h"
 #include "server/config.h"
@@ -49,6 +49,7 @@ constexpr OptionRange kRanges[] = {
     {"generate", "--guidance", 0, 100, false, "(guidance scale)"},
     {"generate", "--batch", 1, 8, false, "images"},
     {"generate", "--seed", 0, kU64Max, false, "(seed)"},
+    {"generate", "--memory-budget", 0, 1125899906842624.0L, false, "bytes (a SIZE such as 2GiB)"},
     {"audit image", "--budget", 1, 1125899906842624.0L, false, "bytes (a SIZE such as 2GiB)"},
     {"audit image", "--max-findings", audit::kMinMaxFindings, audit::kMaxMaxFindings, false,
      "findings"},
@@ -214,8 +215,7 @@ bool IsWrittenDir(const CLI::Option* opt) {
 }
 
 std::string CheckBoolean(const std::string& text) {
-  std::string lower;
-  for (char c : text) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string lower = common::Lower(text);
   for (const char* ok : {"true", "false", "1", "0", "yes", "no", "on", "off"}) {
     if (lower == ok) return "";
   }

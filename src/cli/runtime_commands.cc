@@ -18,12 +18,15 @@
 #include "cli/command.h"
 #include "cli/integrity_canary.h"
 #include "cli/output.h"
+#include "common/clock.h"
 #include "common/config.h"
 #include "common/file_util.h"
 #include "common/json_writer.h"
 #include "common/log.h"
 #include "common/outcome.h"
+#include "common/percentile.h"
 #include "runtime/engines.h"
+#include "runtime/onnx_graph.h"
 #include "runtime/session.h"
 #include "runtime/startup.h"
 
@@ -43,6 +46,7 @@ struct RunArgs {
   int warmup = 1;
   std::string mode = "default";  // default | plain | bound
   bool placement_from_log = false;
+  bool no_fuse_attention = false;
   std::string save_outputs;  // directory for output .npy files
   double max_p99_ms = 0;     // performance gate: p99 latency above this is exit 5 (0: no gate)
 };
@@ -117,6 +121,11 @@ common::Result<std::vector<std::int64_t>> InputShape(
 // chain so a missing or unreadable file is a usage error (exit 2) whatever the node.
 Status CheckRunInputs(const RunArgs& a) {
   TG_RETURN_IF_ERROR(common::CheckInputPath(a.model, "--model"));
+  // The declared input shapes, read from the file: ONNX Runtime would take a negative size as a
+  // symbolic one and run. A file this reader cannot parse is left to ONNX Runtime to judge.
+  if (auto graph = runtime::ReadOnnxGraph(a.model); graph.ok()) {
+    TG_RETURN_IF_ERROR(runtime::CheckDeclaredInputDims(*graph, a.model).WithPrefix("--model"));
+  }
   std::set<std::string> names;
   for (const auto& spec : a.inputs) {
     const auto eq = spec.find('=');
@@ -190,13 +199,6 @@ common::Result<std::vector<runtime::NamedTensor>> BuildInputs(const runtime::Ses
   return out;
 }
 
-double Percentile(const std::vector<double>& sorted, double p) {
-  if (sorted.empty()) return 0.0;
-  std::size_t idx = static_cast<std::size_t>(p / 100.0 * static_cast<double>(sorted.size()) + 0.5);
-  idx = std::min(sorted.size() - 1, idx == 0 ? 0 : idx - 1);
-  return sorted[idx];
-}
-
 struct Measurement {
   std::vector<double> ms;  // one latency per timed run
   double wall_s = 0.0;     // the whole timed loop, for throughput
@@ -252,9 +254,9 @@ Json LatencyJson(const RunArgs& a, const Measurement& m) {
           {"warmup", a.warmup},
           {"mean_ms", mean},
           {"min_ms", sorted.front()},
-          {"p50_ms", Percentile(sorted, 50)},
-          {"p90_ms", Percentile(sorted, 90)},
-          {"p99_ms", Percentile(sorted, 99)},
+          {"p50_ms", common::PercentileOfSorted(sorted, 50)},
+          {"p90_ms", common::PercentileOfSorted(sorted, 90)},
+          {"p99_ms", common::PercentileOfSorted(sorted, 99)},
           {"max_ms", sorted.back()}};
 }
 
@@ -387,21 +389,17 @@ int RunCommand(const GlobalOptions& g, const RunArgs& a) {
   // this command's own open (for diagnosis: a violation still shows the report) -> canary.
   runtime::StartupReport startup;
   runtime::StartupOptions so;
-  so.canary = StartupCanaryOptions(g);
-  const common::LibraryLoader loader = g.Loader();
-  const auto ort = runtime::OrtRuntime::Open(loader);  // the process's one runtime
-  auto chain = runtime::StartupChain::Start(*policy, loader, ort, so, &startup);
+  auto chain = StartCommandChain(g, *policy, &so, &startup);
   if (!chain.ok()) return ReportChainError(g, chain.status(), startup);
   const runtime::SessionFactory* factory = &chain->factory();
   runtime::OpenOptions oo;
   oo.placement_from_log = a.placement_from_log;
+  oo.fuse_attention = !a.no_fuse_attention;
   Status violation;
   const auto open0 = std::chrono::steady_clock::now();
   auto session = factory->OpenForDiagnosis(a.model, oo, &violation);
-  runtime::StartupChain::RecordStep(
-      &startup, "open",
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - open0).count(),
-      session.ok() ? violation : session.status(), true, a.model);
+  runtime::StartupChain::RecordStep(&startup, "open", common::MsSince(open0),
+                                    session.ok() ? violation : session.status(), true, a.model);
   if (!session.ok()) return ReportChainError(g, session.status(), startup);
   const runtime::SessionReport& rep = session->report();
   if (!violation.ok()) {
@@ -567,41 +565,57 @@ struct VerifyKeyContext {
   std::string dir;
 };
 
-// Checks the engine artifacts of models[index] (one per shape set): appends one result each and
-// counts the missing ones; in text mode prints each line as it is checked.
-Status VerifyModelEngines(const GlobalOptions& g, const EngineArgs& a, const YAML::Node& node,
-                          std::size_t index, const VerifyKeyContext& ctx, Json* results,
-                          int* missing) {
+// One entry of the config's models: the model file, its sha256 and its parsed shape sets.
+struct VerifyModel {
+  std::string model;
+  std::string sha;
+  std::vector<std::string> sets;  // as written ("" when none)
+  std::vector<std::map<std::string, std::vector<std::int64_t>>> shapes;
+};
+
+// Reads and checks models[index] (fields, shape sets, the model file), before anything that
+// depends on the machine: a bad entry is a usage error whatever the node.
+common::Result<VerifyModel> ReadVerifyModel(const EngineArgs& a, const YAML::Node& node,
+                                            std::size_t index) {
   TG_ASSIGN_OR_RETURN(
       common::YamlMap m,
       common::YamlMap::From(node, a.config, "models[" + std::to_string(index) + "]"));
-  std::string model;
-  std::vector<std::string> shape_sets;
-  TG_RETURN_IF_ERROR(m.Get("model", &model, true));
-  TG_RETURN_IF_ERROR(m.Get("shapes", &shape_sets));
+  VerifyModel v;
+  TG_RETURN_IF_ERROR(m.Get("model", &v.model, true));
+  TG_RETURN_IF_ERROR(m.Get("shapes", &v.sets));
   TG_RETURN_IF_ERROR(m.Finish());
-  if (!model.empty() && model[0] != '/') {
-    // Relative model paths are relative to the config file.
-    const auto slash = a.config.rfind('/');
-    if (slash != std::string::npos) model = a.config.substr(0, slash + 1) + model;
-  }
-  TG_ASSIGN_OR_RETURN(std::string sha, common::Sha256File(model));
-  if (shape_sets.empty()) shape_sets.push_back("");
-  for (const auto& set : shape_sets) {
+  if (v.sets.empty()) v.sets.push_back("");
+  for (const auto& set : v.sets) {
     auto shapes = runtime::ParseShapeList(set);
     if (!shapes.ok()) return m.FieldError("shapes", shapes.status().message());
-    const auto key_in = runtime::MakeEngineKeyInputs(ctx.fingerprint, ctx.gpu, sha, ctx.precision,
-                                                     *shapes, *shapes, *shapes);
+    v.shapes.push_back(std::move(shapes).value());
+  }
+  if (!v.model.empty() && v.model[0] != '/') {
+    // Relative model paths are relative to the config file.
+    const auto slash = a.config.rfind('/');
+    if (slash != std::string::npos) v.model = a.config.substr(0, slash + 1) + v.model;
+  }
+  TG_ASSIGN_OR_RETURN(v.sha, common::Sha256File(v.model));
+  return v;
+}
+
+// Checks the engine artifacts of one model (one per shape set): appends one result each and
+// counts the missing ones; in text mode prints each line as it is checked.
+void VerifyModelEngines(const GlobalOptions& g, const VerifyModel& v, const VerifyKeyContext& ctx,
+                        Json* results, int* missing) {
+  for (std::size_t i = 0; i < v.sets.size(); ++i) {
+    const auto key_in = runtime::MakeEngineKeyInputs(ctx.fingerprint, ctx.gpu, v.sha, ctx.precision,
+                                                     v.shapes[i], v.shapes[i], v.shapes[i]);
     const std::string key = runtime::EngineKey(key_in);
     const bool present = runtime::EngineArtifactPresent(ctx.dir, key);
     if (!present) ++*missing;
-    results->push_back({{"model", model}, {"shapes", set}, {"key", key}, {"present", present}});
+    results->push_back(
+        {{"model", v.model}, {"shapes", v.sets[i]}, {"key", key}, {"present", present}});
     if (!g.json) {
-      std::cout << (present ? "ok       " : "MISSING  ") << model << " [" << set << "] key " << key
-                << "\n";
+      std::cout << (present ? "ok       " : "MISSING  ") << v.model << " [" << v.sets[i] << "] key "
+                << key << "\n";
     }
   }
-  return Status::Ok();
 }
 
 int EnginesVerify(const GlobalOptions& g, const EngineArgs& a) {
@@ -611,6 +625,12 @@ int EnginesVerify(const GlobalOptions& g, const EngineArgs& a) {
   VerifyConfig cfg;
   Status st = ReadVerifyConfig(a, *policy, &cfg);
   if (!st.ok()) return ReportError(st);
+  std::vector<VerifyModel> models;
+  for (std::size_t i = 0; i < cfg.models.size(); ++i) {
+    auto v = ReadVerifyModel(a, cfg.models[i], i);
+    if (!v.ok()) return ReportError(v.status());
+    models.push_back(std::move(v).value());
+  }
 
   auto fp = runtime::PolicyMatrixFingerprint(policy->matrix_path,
                                              policy->profile == runtime::Profile::kProduction);
@@ -620,10 +640,7 @@ int EnginesVerify(const GlobalOptions& g, const EngineArgs& a) {
   const VerifyKeyContext ctx{*fp, *gpu, cfg.precision, runtime::ResolveEngineDir(cfg.engine_dir)};
   Json results = Json::array();
   int missing = 0;
-  for (std::size_t i = 0; i < cfg.models.size(); ++i) {
-    st = VerifyModelEngines(g, a, cfg.models[i], i, ctx, &results, &missing);
-    if (!st.ok()) return ReportError(st);
-  }
+  for (const VerifyModel& v : models) VerifyModelEngines(g, v, ctx, &results, &missing);
   if (g.json) {
     std::cout << common::WriteJson(Json{{"ok", missing == 0},
                                         {"command", "engines verify"},
@@ -667,6 +684,9 @@ void RegisterRuntimeCommands(CLI::App& app, GlobalOptions& g, CommandRegistry& r
   run->add_option("--warmup", ra->warmup, "Untimed warm-up runs (default 1)")->type_name("N");
   run->add_option("--mode", ra->mode, "default | plain | bound (IO binding)")
       ->check(CLI::IsMember({"default", "plain", "bound"}));
+  run->add_flag("--no-fuse-attention", ra->no_fuse_attention,
+                "Run attention as exported: no rewrite into com.microsoft.MultiHeadAttention at "
+                "load (the policy's session.fuse_attention: false)");
   run->add_flag("--placement-from-log", ra->placement_from_log,
                 "Read placement from the verbose 'Node placements' log (older ORT path)");
   run->add_option("--max-p99-ms", ra->max_p99_ms,

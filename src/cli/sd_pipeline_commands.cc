@@ -18,19 +18,23 @@
 #include <system_error>
 #include <utility>
 
+#include "audit/report/byte_size.h"
 #include "cli/command_areas.h"
 #include "cli/integrity_canary.h"
 #include "cli/output.h"
+#include "common/clock.h"
 #include "common/config.h"
 #include "common/file_util.h"
 #include "common/interrupt.h"
 #include "common/json_writer.h"
 #include "common/log.h"
 #include "common/status.h"
+#include "probe/host_memory.h"
 #include "runtime/runtime_policy.h"
 #include "runtime/session.h"
 #include "runtime/startup.h"
 #include "sd/infotext.h"
+#include "sd/memory_model.h"
 #include "sd/model_loader.h"
 #include "sd/pipeline.h"
 
@@ -45,6 +49,9 @@ struct GenerateFlags {
   std::string prompt;
   std::string prompt_file;
   std::string negative;
+  // Set at registration; count() > 0 after parsing when --negative was given, even as "" (an
+  // empty negative prompt, which SDXL encodes, unlike none).
+  const CLI::Option* negative_option = nullptr;
   int steps = 50;
   std::string scheduler;
   std::optional<double> guidance;  // unset: the variant's default (no sentinel value)
@@ -54,6 +61,8 @@ struct GenerateFlags {
   std::string rng = "numpy";
   std::string output = "out.png";
   bool no_progress = false;
+  bool no_fuse_attention = false;
+  std::string memory_budget;  // --memory-budget SIZE ("" = read it, when the job needs a check)
 };
 
 // The component models of a pipeline folder (<folder>/<component>/*.onnx): the canary's op set.
@@ -139,7 +148,9 @@ common::Result<sd::GenerateRequest> BuildRequest(const GenerateFlags& f) {
   } else {
     req.prompt = f.prompt;
   }
-  req.negative_prompt = f.negative;
+  if (f.negative_option != nullptr && f.negative_option->count() > 0) {
+    req.negative_prompt = f.negative;
+  }
   req.steps = f.steps;
   req.scheduler = f.scheduler;
   req.guidance = f.guidance;  // any given value is range-checked (NaN, < 0 rejected)
@@ -191,7 +202,7 @@ common::Result<Json> WriteImages(const std::string& base, const sd::GenerateOutp
 
 void PrintJson(const GlobalOptions& g, const GenerateFlags& f, const sd::SdModel& m,
                const sd::GenerateRequest& req, const sd::GenerateOutput& out, const Json& images,
-               const runtime::StartupReport& startup) {
+               const runtime::StartupReport& startup, const Json& memory) {
   const auto& tm = out.timings;
   Json j = {
       {"ok", true},
@@ -204,7 +215,8 @@ void PrintJson(const GlobalOptions& g, const GenerateFlags& f, const sd::SdModel
       {"prediction_type", std::string(sd::PredictionTypeName(m.scheduler_config.prediction_type))},
       {"vae_scaling_factor", m.vae.scaling_factor},
       {"prompt", req.prompt},
-      {"negative_prompt", req.negative_prompt},
+      {"negative_prompt", req.negative_prompt ? Json(*req.negative_prompt) : Json(nullptr)},
+      {"negative_prompt_used", req.negative_prompt.has_value() && out.guidance > 1.0},
       {"scheduler", out.scheduler},
       {"steps", req.steps},
       {"unet_calls", tm.unet_ms.size()},
@@ -230,6 +242,7 @@ void PrintJson(const GlobalOptions& g, const GenerateFlags& f, const sd::SdModel
         {"png", tm.png_ms},
         {"total", tm.total_ms}}},
       {"startup", startup.ToJson()},
+      {"memory", memory},
   };
   // A prompt file may hold invalid UTF-8: replace it rather than abort the dump.
   std::printf("%s\n", common::WriteJson(j, 2).c_str());
@@ -260,6 +273,70 @@ void PrintText(const sd::SdModel& m, const sd::GenerateOutput& out, const Json& 
       calls ? tm.SchedulerTotal() / calls : 0.0, tm.decode_ms, tm.png_ms, tm.total_ms);
 }
 
+// Whether generate checks the job against a memory budget: when --memory-budget is given, or the
+// job is larger than the memory model's calibration runs (one 512² image), which it would
+// otherwise allocate itself. A default size is not known before the model loads: checked.
+bool NeedsMemoryCheck(const GenerateFlags& f, const sd::GenerateRequest& req) {
+  return !f.memory_budget.empty() || req.width == 0 || req.height == 0 ||
+         static_cast<std::int64_t>(req.width) * req.height * req.batch > 512 * 512;
+}
+
+// A memory check estimates each phase with the arenas returned after every run
+// (sd/memory_model.h); the budget is also the CUDA arena's limit (unless the policy sets one).
+Status BudgetPolicy(const GenerateFlags& f, const sd::GenerateRequest& req,
+                    runtime::RuntimePolicy* policy) {
+  if (NeedsMemoryCheck(f, req)) policy->arena.shrink_after_run = true;
+  if (!f.memory_budget.empty() && !policy->cuda.gpu_mem_limit) {
+    auto b = audit::ParseByteSizeOrError(f.memory_budget);
+    if (!b.ok()) return b.status().WithPrefix("--memory-budget");
+    policy->cuda.gpu_mem_limit = static_cast<std::int64_t>(*b);
+  }
+  return Status::Ok();
+}
+
+// Calibrates the memory model on the loaded pipeline (sd/memory_model.h), resolves the budget and
+// refuses a job that cannot fit (INVALID_ARG, exit 2: the server's message) before it allocates
+// anything; sets the request's VAE tiling from the estimate. *out: the "memory" JSON object.
+Status CheckGenerateMemory(const GenerateFlags& f, const sd::Pipeline& pipeline,
+                           sd::GenerateRequest* req, Json* out) {
+  std::optional<std::int64_t> flag;
+  if (!f.memory_budget.empty()) {
+    auto b = audit::ParseByteSizeOrError(f.memory_budget);
+    if (!b.ok()) return b.status().WithPrefix("--memory-budget");
+    flag = static_cast<std::int64_t>(*b);
+  }
+  sd::GenerateRequest check = *req;
+  TG_RETURN_IF_ERROR(sd::ValidateRequest(pipeline.model(), &check));
+  sd::RssMeter meter;
+  TG_ASSIGN_OR_RETURN(sd::SdMemoryModel model, sd::CalibrateSdMemory(pipeline, meter));
+  const std::int64_t held = meter.Now();
+  TG_ASSIGN_OR_RETURN(sd::MemoryBudget budget, sd::ResolveBudget(flag, probe::ReadHostMemory(),
+                                                                 std::nullopt, std::nullopt, held));
+  sd::ImageJob job{check.width, check.height, check.batch, *check.guidance > 1.0, false};
+  TG_RETURN_IF_ERROR(sd::CheckOneImageFits(model, job, budget, held));
+  const std::int64_t available = budget.bytes - held;
+  bool tiled = false;
+  const sd::JobEstimate e = sd::EstimateWithTiling(model, job, available, &tiled);
+  if (e.admit_bytes > available) {
+    const int fit = sd::MaxImagesThatFit(model, job, available, sd::kMaxBatch);
+    return Status::InvalidArg(
+        "--batch " + std::to_string(job.images) + " at " + std::to_string(job.width) + "x" +
+        std::to_string(job.height) + " needs an estimated " + sd::FormatBytes(e.admit_bytes) +
+        " but the memory budget is " + sd::FormatBytes(budget.bytes) + " (" + budget.source +
+        "), " + sd::FormatBytes(held) + " of it held by the loaded model; --batch " +
+        std::to_string(fit) + " fits");
+  }
+  req->vae_tiling = tiled ? sd::VaeTiling::kOn : sd::VaeTiling::kOff;
+  *out = {{"budget_bytes", budget.bytes},
+          {"budget_source", budget.source},
+          {"held_bytes", held},
+          {"estimate_bytes", e.job_bytes},
+          {"estimate_unet_bytes", e.unet_bytes},
+          {"estimate_vae_bytes", e.vae_bytes},
+          {"vae_tiled", tiled}};
+  return Status::Ok();
+}
+
 // sd::PipelineHash(dir) on its own thread, or deferred to get() when no thread can be started.
 std::future<common::Result<std::string>> StartPipelineHash(const std::string& dir) {
   auto job = [dir] { return sd::PipelineHash(dir); };
@@ -270,27 +347,41 @@ std::future<common::Result<std::string>> StartPipelineHash(const std::string& di
   }
 }
 
+// The policy generate runs under: --policy, then --no-fuse-attention and the memory budget's part.
+common::Result<runtime::RuntimePolicy> GeneratePolicy(const GlobalOptions& g,
+                                                      const GenerateFlags& f,
+                                                      const sd::GenerateRequest& req) {
+  auto policy = runtime::LoadRuntimePolicy(g.policy);
+  if (!policy.ok()) return policy.status().WithPrefix("--policy");
+  if (f.no_fuse_attention) policy->session.fuse_attention = false;
+  TG_RETURN_IF_ERROR(BudgetPolicy(f, req, &*policy));
+  return policy;
+}
+
+// The pipeline's name for the PNG text: its folder's name ("dir/" normalises to "dir/", whose
+// filename is empty: then the parent path's name).
+std::string PipelineName(const std::string& model) {
+  const std::filesystem::path p = std::filesystem::path(model).lexically_normal();
+  const std::string name = p.filename().string();
+  return name.empty() ? p.parent_path().filename().string() : name;
+}
+
 int RunGenerate(const GlobalOptions& g, const GenerateFlags& f) {
   auto built = BuildRequest(f);
   if (!built.ok()) return ReportError(built.status());
   sd::GenerateRequest& req = *built;
-  auto policy = runtime::LoadRuntimePolicy(g.policy);
-  if (!policy.ok()) return ReportError(policy.status().WithPrefix("--policy"));
+  auto policy = GeneratePolicy(g, f, req);
+  if (!policy.ok()) return ReportError(policy.status());
   // The startup chain: snapshot -> admit (production refuses drift, exit 4) -> factory; then the
   // pipeline loader's open (placement proof per component) -> canary over the components' ops.
   runtime::StartupReport startup;
   runtime::StartupOptions so;
-  so.canary = StartupCanaryOptions(g);
-  const common::LibraryLoader loader = g.Loader();
-  const auto ort = runtime::OrtRuntime::Open(loader);  // the process's one runtime
-  auto chain = runtime::StartupChain::Start(*policy, loader, ort, so, &startup);
+  auto chain = StartCommandChain(g, *policy, &so, &startup);
   if (!chain.ok()) return ReportChainError(g, chain.status(), startup);
   const auto open0 = std::chrono::steady_clock::now();
   auto model = sd::LoadSdModel(f.model, chain->factory());
-  runtime::StartupChain::RecordStep(
-      &startup, "open",
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - open0).count(),
-      model.status(), true, f.model);
+  runtime::StartupChain::RecordStep(&startup, "open", common::MsSince(open0), model.status(), true,
+                                    f.model);
   if (!model.ok()) return ReportChainError(g, model.status(), startup);
   if (Status st = chain->Finish(PipelineModelFiles(f.model), so, &startup); !st.ok()) {
     return ReportChainError(g, st, startup);
@@ -305,6 +396,12 @@ int RunGenerate(const GlobalOptions& g, const GenerateFlags& f) {
   req.encode_png = false;
 
   sd::Pipeline pipeline(m);
+  Json memory;  // null when the job needed no memory check
+  if (NeedsMemoryCheck(f, req)) {
+    if (Status s = CheckGenerateMemory(f, pipeline, &req, &memory); !s.ok()) return ReportError(s);
+    // The peak of this generation alone, not of the calibration runs before it.
+    memory["peak_rss_reset"] = probe::ResetPeakRss();
+  }
   // No bar under --log-format json: every stderr line must then be a JSON object.
   ProgressBar bar(!g.json && !f.no_progress && g.log_format != "json" &&
                   isatty(STDERR_FILENO) == 1);
@@ -321,9 +418,11 @@ int RunGenerate(const GlobalOptions& g, const GenerateFlags& f) {
                                            " steps; no image written"));
   }
   for (const std::string& w : out.warnings) Warn(w);
+  if (!memory.is_null()) memory["peak_rss_bytes"] = probe::PeakRssBytes().value_or(0);
   auto model_hash = hash.get();
   if (!model_hash.ok()) return ReportError(model_hash.status());
   req.model_hash = *model_hash;
+  req.model_name = PipelineName(f.model);
   req.encode_png = true;
   if (Status s = sd::DescribeAndEncode(req, &out); !s.ok()) return ReportError(s);
 
@@ -331,12 +430,11 @@ int RunGenerate(const GlobalOptions& g, const GenerateFlags& f) {
   const auto w0 = std::chrono::steady_clock::now();
   auto images = WriteImages(f.output, out);
   if (!images.ok()) return ReportError(images.status());
-  const double write_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - w0).count();
+  const double write_ms = common::MsSince(w0);
   out.timings.png_ms += write_ms;
   out.timings.total_ms += write_ms;
   if (g.json) {
-    PrintJson(g, f, m, req, out, *images, startup);
+    PrintJson(g, f, m, req, out, *images, startup, memory);
   } else {
     PrintText(m, out, *images, startup);
   }
@@ -354,7 +452,10 @@ void RegisterSdPipelineCommands(CLI::App& app, GlobalOptions& g, CommandRegistry
       ->type_name("DIR");
   cmd->add_option("--prompt", f->prompt, "Prompt text");
   cmd->add_option("--prompt-file", f->prompt_file, "Read the prompt from FILE")->type_name("FILE");
-  cmd->add_option("--negative", f->negative, "Negative prompt");
+  f->negative_option = cmd->add_option(
+      "--negative", f->negative,
+      "Negative prompt; \"\" is an empty one, not none (SDXL: none means zero embeddings, as in "
+      "diffusers; ignored when guidance <= 1)");
   cmd->add_option("--steps", f->steps, "Denoising steps (1..1000)")->capture_default_str();
   cmd->add_option("--scheduler", f->scheduler,
                   "pndm | ddim | euler | euler_a | dpmpp_2m | dpmpp_2m_karras | lms (default: the "
@@ -366,13 +467,16 @@ void RegisterSdPipelineCommands(CLI::App& app, GlobalOptions& g, CommandRegistry
                   "variant's size)");
   cmd->add_option("--batch", f->batch, "Images per prompt (1..8), image k uses seed+k")
       ->capture_default_str();
-  cmd->add_option("--seed", f->seed, "Seed of the first image (0..2^64-1)")
+  cmd->add_option("--seed", f->seed,
+                  "Seed of the first image; image k uses seed+k: 0..4294967295 (2^32-1) with "
+                  "--rng numpy, 0..2^64-1 with --rng philox")
       ->capture_default_str()
       ->check(CLI::Validator(
           [](std::string& v) {
             // CLI11 would wrap "-1" to 2^64-1 in an unsigned option: refuse the sign instead.
-            return v.find('-') == std::string::npos ? std::string()
-                                                    : "a seed is 0..2^64-1, found " + v;
+            return v.find('-') == std::string::npos
+                       ? std::string()
+                       : "found " + v + "; a seed is " + std::string(sd::kSeedRangeText);
           },
           "SEED"));
   cmd->add_option("--rng", f->rng,
@@ -382,6 +486,14 @@ void RegisterSdPipelineCommands(CLI::App& app, GlobalOptions& g, CommandRegistry
       ->type_name("FILE")
       ->capture_default_str();
   cmd->add_flag("--no-progress", f->no_progress, "No progress bar on stderr");
+  cmd->add_flag("--no-fuse-attention", f->no_fuse_attention,
+                "Run attention as exported: no rewrite into com.microsoft.MultiHeadAttention at "
+                "load (the policy's session.fuse_attention: false)");
+  cmd->add_option("--memory-budget", f->memory_budget,
+                  "Memory the run may use (default: the cgroup limit, else MemAvailable, less a "
+                  "reserve); a size that cannot fit is refused (exit 2) before it runs")
+      ->envname("TRUEGREEN_MEMORY_BUDGET")
+      ->type_name("SIZE");
   r.Add(cmd, [&g, f] { return RunGenerate(g, *f); });
 }
 

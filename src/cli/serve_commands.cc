@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "audit/report/byte_size.h"
 #include "cli/command.h"
 #include "cli/integrity_canary.h"
 #include "cli/option_checks.h"
@@ -25,6 +26,7 @@ struct ServeFlags {
   double p50 = 0.0, p95 = 0.0;
   double min_gpu_util = 0.0;         // 0 = not gated
   std::vector<std::string> aliases;  // --model-alias ALIAS=MODEL
+  std::string memory_budget;         // --memory-budget SIZE ("" = read it)
   const CLI::App* cmd = nullptr;     // serve's options, to name a variable that gave a value
 };
 
@@ -77,6 +79,11 @@ int RunServe(const GlobalOptions& g, ServeFlags& f) {
   if (f.p50 > 0) c.canary.p50_ms = f.p50;
   if (f.p95 > 0) c.canary.p95_ms = f.p95;
   if (f.min_gpu_util != 0.0) c.canary.min_gpu_utilization = f.min_gpu_util;
+  if (!f.memory_budget.empty()) {
+    auto b = audit::ParseByteSizeOrError(f.memory_budget);
+    if (!b.ok()) return fail(b.status().WithPrefix("--memory-budget"));
+    c.memory_budget = static_cast<std::int64_t>(*b);
+  }
   if (!f.token_file.empty()) {
     auto t = server::ReadTokenFile(f.token_file);
     if (!t.ok()) return fail(t.status());
@@ -153,6 +160,10 @@ void RegisterServeCommands(CLI::App& app, GlobalOptions& g, CommandRegistry& r) 
   opt("--max-steps", l.max_steps, "TRUEGREEN_MAX_STEPS", "Denoising steps per request");
   opt("--large-pixels", l.large_pixels, "TRUEGREEN_LARGE_PIXELS",
       "SD jobs above width*height*steps/50*n use the large lane");
+  opt("--memory-budget", f->memory_budget, "TRUEGREEN_MEMORY_BUDGET",
+      "Memory the replica may use (default: the cgroup limit, else MemAvailable, or free GPU "
+      "memory, less a reserve); requests that cannot fit are refused, batches split")
+      ->type_name("SIZE");
   opt("--canary-steps", c.canary.steps, "TRUEGREEN_CANARY_STEPS", "Steps per canary image");
   opt("--canary-size", c.canary.size, "TRUEGREEN_CANARY_SIZE", "Canary image side (0 = 256)");
   opt("--canary-p50-ms", f->p50, "TRUEGREEN_CANARY_P50_MS", "Canary P50 ceiling (0 = not gated)");

@@ -11,6 +11,7 @@
 
 #include "common/file_util.h"
 #include "common/strings.h"
+#include "common/telemetry.h"
 
 #ifndef TG_BUNDLED_LIB_DIRS
 #define TG_BUNDLED_LIB_DIRS ""
@@ -88,6 +89,8 @@ std::string LibraryLoader::FindInSearchDirs(const std::string& soname) const {
 }
 
 Result<DynamicLibrary> LibraryLoader::Load(const std::string& soname) const {
+  // ORT reads its telemetry opt-out when its environment is created: decided before any load.
+  ApplyOrtTelemetryPolicy();
   std::string candidate = FindInSearchDirs(soname);
   const std::string& target = candidate.empty() ? soname : candidate;
   ::dlerror();
@@ -113,9 +116,7 @@ std::string ExecutableDir() {
   ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
   if (n <= 0) return "";
   buf[n] = '\0';
-  std::string p(buf);
-  auto slash = p.rfind('/');
-  return slash == std::string::npos ? "" : p.substr(0, slash);
+  return std::string(Dirname(buf));
 }
 
 }  // namespace tg::common

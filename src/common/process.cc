@@ -14,6 +14,8 @@
 #include <filesystem>
 #include <utility>
 
+#include "common/telemetry.h"
+
 extern char** environ;
 
 namespace tg::common {
@@ -30,6 +32,8 @@ std::vector<std::string> MergedEnv(const ProcessOptions& o) {
   }
   for (const auto& [k, v] : o.env) merged[k] = v;
   for (const auto& k : o.unset_env) merged.erase(k);
+  // Every child inherits the telemetry decision, whatever the caller's environment changes say.
+  if (!OrtTelemetryOptedIn()) merged[kOrtDisableTelemetryVar] = "1";
   std::vector<std::string> out;
   for (const auto& [k, v] : merged) out.push_back(k + "=" + v);
   return out;
@@ -77,6 +81,11 @@ int Reap(pid_t pid, const std::optional<Clock::time_point>& deadline, ProcessRes
   }
 }
 
+// The exit status of a child that could not exec its program (POSIX shells' convention for
+// "command not found", process.h's "exec failure is exit 127"): the child exits with it before any
+// of the program's code runs, so it is no truegreen outcome and stays outside the exit mappings.
+constexpr int kExecFailedStatus = 127;
+
 [[noreturn]] void ExecChild(Pipes& p, std::vector<char*>& args, std::vector<char*>& envp) {
   ::setpgid(0, 0);  // own group, so a timeout kill takes whatever the child started too
   ::dup2(p.in[0], 0);
@@ -84,7 +93,7 @@ int Reap(pid_t pid, const std::optional<Clock::time_point>& deadline, ProcessRes
   ::dup2(p.err[1], 2);
   ::execve(args[0], args.data(), envp.data());
   std::fprintf(stderr, "exec %s: %s\n", args[0], std::strerror(errno));
-  ::_exit(127);
+  ::_exit(kExecFailedStatus);
 }
 
 // Pumps stdin/stdout/stderr until both outputs close or the deadline passes (then kills).
@@ -200,7 +209,9 @@ Result<ChildProcess> ChildProcess::Start(const std::vector<std::string>& argv,
   if (stdout_to_stderr) posix_spawn_file_actions_adddup2(&fa, STDERR_FILENO, STDOUT_FILENO);
   pid_t pid = -1;
   // posix_spawnp, not fork: glibc reports a missing program here (as the return value) rather
-  // than as a child that exits 127.
+  // than as a child that exits kExecFailedStatus. The child (a server) inherits the telemetry
+  // opt-out.
+  ApplyOrtTelemetryPolicy();
   const int rc = ::posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
   if (rc != 0) return Status::Unavailable("cannot start " + argv[0] + ": " + std::strerror(rc));

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "common/strings.h"
+
 namespace tg::common {
 
 std::string HideCommandLineFromProcfs(int argc, char** argv) {
@@ -12,8 +14,7 @@ std::string HideCommandLineFromProcfs(int argc, char** argv) {
   for (int i = 1; i < argc && argv[i] == end; ++i) end = argv[i] + std::strlen(argv[i]) + 1;
   const std::size_t area = static_cast<std::size_t>(end - begin);
 
-  std::string title = argv[0];
-  if (auto slash = title.rfind('/'); slash != std::string::npos) title = title.substr(slash + 1);
+  std::string title(Basename(argv[0]));
   if (argc > 1 && std::strlen(argv[1]) <= 32) title += std::string(" ") + argv[1];
   if (title.size() > kMaxProcessTitle) title.resize(kMaxProcessTitle);
   if (area < 2) return "";

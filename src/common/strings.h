@@ -34,7 +34,17 @@ enum class SplitMode {
 std::vector<std::string> Split(std::string_view s, char sep, SplitMode mode);
 // The words of `s`: the runs of bytes outside kAsciiSpace, in order (none for "" or all blanks).
 std::vector<std::string> SplitWords(std::string_view s);
+// The pieces with `sep` between each two ({} gives "", {"a", "", "b"} with "," gives "a,,b"):
+// Split(Join(v, ","), ',', kKeepEmpty) is v again when no piece holds a ','.
+std::string Join(const std::vector<std::string>& pieces, std::string_view sep);
 // Prefix and suffix tests: use C++20 std::string_view::starts_with / ends_with.
+
+// The last component of a '/'-separated path: what follows its last '/' (all of `path` when it
+// has none, "" after a trailing '/'). The result views `path`.
+std::string_view Basename(std::string_view path);
+// What precedes the last '/' of `path` ("" when it has none, and for "/name"). The result views
+// `path`.
+std::string_view Dirname(std::string_view path);
 
 // An image reference pinned by digest: "name[:tag]@sha256:<64 lowercase hex>". Checked by hand:
 // std::regex recursion is unbounded on long input.

@@ -59,6 +59,27 @@ TEST(StringsTest, SplitTrimSkipEmptyTrimsThenDrops) {
   EXPECT_EQ(Split("x y", ',', SplitMode::kTrimSkipEmpty), Pieces{"x y"});
 }
 
+TEST(StringsTest, BasenameAndDirnameSplitAtTheLastSlash) {
+  EXPECT_EQ(Basename("/usr/lib/libcuda.so.1"), "libcuda.so.1");
+  EXPECT_EQ(Dirname("/usr/lib/libcuda.so.1"), "/usr/lib");
+  EXPECT_EQ(Basename("truegreen"), "truegreen");
+  EXPECT_EQ(Dirname("truegreen"), "");
+  EXPECT_EQ(Basename("dir/"), "");
+  EXPECT_EQ(Dirname("dir/"), "dir");
+  EXPECT_EQ(Basename("/x"), "x");
+  EXPECT_EQ(Dirname("/x"), "");
+  EXPECT_EQ(Basename(""), "");
+}
+
+TEST(StringsTest, JoinPutsTheSeparatorBetweenEachTwoPieces) {
+  EXPECT_EQ(Join({}, ", "), "");
+  EXPECT_EQ(Join({"a"}, ", "), "a");
+  EXPECT_EQ(Join({"compute", "utility", "video"}, ","), "compute,utility,video");
+  EXPECT_EQ(Join({"a", "", "b"}, ", "), "a, , b");
+  const Pieces v = {"x", "", "y", ""};
+  EXPECT_EQ(Split(Join(v, ","), ',', SplitMode::kKeepEmpty), v);
+}
+
 TEST(StringsTest, SplitWordsSplitsOnRunsOfAsciiWhitespace) {
   EXPECT_EQ(SplitWords(""), Pieces{});
   EXPECT_EQ(SplitWords(" \t\n "), Pieces{});

@@ -18,14 +18,12 @@ using internal::DescribeLoaded;
 using internal::DescribeMissing;
 using internal::Evaluator;
 using internal::IsNotFoundError;
-using internal::Join;
 using internal::LibVersion;
 using internal::SonameMajor;
 using probe::LibInfo;
 using probe::Snapshot;
 
 using common::Lower;
-std::string Trimmed(std::string_view s) { return std::string(common::Trim(s)); }
 
 // A capability list: comma-separated, trimmed, empty entries ignored, case-insensitive.
 std::vector<std::string> SplitList(const std::string& s) {
@@ -81,15 +79,6 @@ std::string CuInitCause(int code) {
 
 namespace internal {
 
-std::string Join(const std::vector<std::string>& v, std::string_view sep) {
-  std::string out;
-  for (const auto& s : v) {
-    if (!out.empty()) out += sep;
-    out += s;
-  }
-  return out;
-}
-
 bool IsNotFoundError(const std::string& e) {
   return e.find("cannot open shared object file") != std::string::npos ||
          e.find("No such file") != std::string::npos || e.find("not found") != std::string::npos;
@@ -138,7 +127,7 @@ void Evaluator::CheckEnvironment() {
   if (!vis) {
     Pass("env.visible_devices", title, "unset (GPUs not restricted by the NVIDIA runtime)");
   } else {
-    std::string v = Lower(Trimmed(*vis));
+    std::string v = Lower(common::Trim(*vis));
     if (v.empty() || v == "void") {
       Integrity("env.visible_devices", title, "NVIDIA_VISIBLE_DEVICES=\"" + *vis + "\"",
                 "all, device indexes or UUIDs",
@@ -156,7 +145,7 @@ void Evaluator::CheckEnvironment() {
   }
 
   if (std::optional<std::string> cvd = s_.Env("CUDA_VISIBLE_DEVICES")) {
-    std::string v = Trimmed(*cvd);
+    std::string v(common::Trim(*cvd));
     if (v.empty() || v == "-1" || v == "NoDevFiles") {
       Integrity("env.cuda_visible_devices", "CUDA_VISIBLE_DEVICES",
                 "CUDA_VISIBLE_DEVICES=\"" + *cvd + "\"", "unset, or device indexes/UUIDs",
@@ -171,7 +160,7 @@ void Evaluator::CheckEnvironment() {
     std::optional<std::string> caps = s_.Env("NVIDIA_DRIVER_CAPABILITIES");
     std::vector<std::string> have;
     std::string found;
-    if (!caps || Trimmed(*caps).empty()) {
+    if (!caps || common::Trim(*caps).empty()) {
       have = {"utility", "compute"};
       found = caps ? "empty (toolkit default utility,compute)"
                    : "unset (toolkit default "
@@ -189,7 +178,7 @@ void Evaluator::CheckEnvironment() {
     }
     if (missing.empty()) {
       Pass("env.driver_capabilities", "NVIDIA_DRIVER_CAPABILITIES", found,
-           "includes " + Join(need));
+           "includes " + common::Join(need, ", "));
     } else {
       bool compute = std::find(missing.begin(), missing.end(), "compute") != missing.end();
       std::string cause =
@@ -198,10 +187,11 @@ void Evaluator::CheckEnvironment() {
                   : "without '" + missing.front() +
                         "' the NVIDIA container runtime does not mount the matching driver "
                         "libraries (utility = NVML and nvidia-smi)";
-      cause += "; set NVIDIA_DRIVER_CAPABILITIES=" + Join(need, ",") +
+      cause += "; set NVIDIA_DRIVER_CAPABILITIES=" + common::Join(need, ",") +
                " (or remove it to get the default utility,compute)";
       Integrity("env.driver_capabilities", "NVIDIA_DRIVER_CAPABILITIES",
-                found + " (missing " + Join(missing) + ")", "includes " + Join(need), cause);
+                found + " (missing " + common::Join(missing, ", ") + ")",
+                "includes " + common::Join(need, ", "), cause);
     }
   }
 }
@@ -223,7 +213,7 @@ void Evaluator::CheckDeviceNodes() {
          "/dev/nvidiactl, /dev/nvidia-uvm, " + std::to_string(gpus) + " /dev/nvidiaN" + where,
          required);
   } else {
-    std::string found = missing.empty() ? "" : "missing " + Join(missing) + "; ";
+    std::string found = missing.empty() ? "" : "missing " + common::Join(missing, ", ") + "; ";
     found += std::to_string(gpus) + " /dev/nvidiaN node(s)" + where;
     std::string cause =
         s_.host.container
@@ -494,8 +484,8 @@ void Evaluator::CheckCudnnPairing() {
       if (!sub.loaded) missing.push_back(sub.soname);
     }
     if (!missing.empty()) {
-      Integrity("cudnn.sub_libraries", "cuDNN sub-libraries", "missing " + Join(missing),
-                "every libcudnn_*.so present",
+      Integrity("cudnn.sub_libraries", "cuDNN sub-libraries",
+                "missing " + common::Join(missing, ", "), "every libcudnn_*.so present",
                 "cuDNN loads its sub-libraries lazily, so the first convolution would fail at run "
                 "time: install the complete cuDNN package");
     } else if (!s_.cudnn.sub_libraries.empty()) {
@@ -603,11 +593,12 @@ void Evaluator::CheckComputeCapability(const std::vector<DeviceFact>& devs) {
     }
     std::string required = ">= " + dv.min_compute_capability->Display();
     if (!low.empty()) {
-      Integrity("devices.compute_capability", "compute capability", Join(low), required,
+      Integrity("devices.compute_capability", "compute capability", common::Join(low, ", "),
+                required,
                 "this GPU is older than the matrix allows (the CUDA/TensorRT builds in use do "
                 "not ship kernels for it): schedule on a newer GPU");
     } else {
-      Pass("devices.compute_capability", "compute capability", Join(seen), required);
+      Pass("devices.compute_capability", "compute capability", common::Join(seen, ", "), required);
     }
   }
 }
@@ -626,11 +617,11 @@ void Evaluator::CheckDeviceMemory(const std::vector<DeviceFact>& devs) {
     }
     std::string required = ">= " + std::to_string(*dv.min_memory_mib) + " MiB per device";
     if (!low.empty()) {
-      Integrity("devices.memory", "device memory", Join(low), required,
+      Integrity("devices.memory", "device memory", common::Join(low, ", "), required,
                 "the GPU has less memory than the models need: schedule on a larger GPU (or a "
                 "larger MIG profile)");
     } else {
-      Pass("devices.memory", "device memory", Join(seen), required);
+      Pass("devices.memory", "device memory", common::Join(seen, ", "), required);
     }
   }
 }
@@ -649,14 +640,14 @@ void Evaluator::CheckMig() {
     }
     std::string required = "MIG " + std::string(MigExpectationName(dv.mig));
     if (!bad.empty()) {
-      Integrity("devices.mig", "MIG mode", Join(bad), required,
+      Integrity("devices.mig", "MIG mode", common::Join(bad, ", "), required,
                 want ? "the matrix expects MIG partitions but the GPU is not in MIG mode: enable "
                        "MIG and create instances (nvidia-smi -mig 1), or request a "
                        "nvidia.com/mig-* resource"
                      : "the GPU is in MIG mode, so a process sees only one slice: disable MIG or "
                        "change the matrix to expect it");
     } else {
-      Pass("devices.mig", "MIG mode", Join(seen), required);
+      Pass("devices.mig", "MIG mode", common::Join(seen, ", "), required);
     }
   }
 }

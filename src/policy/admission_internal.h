@@ -18,7 +18,6 @@ namespace tg::policy::internal {
 using probe::LibInfo;
 using probe::Snapshot;
 
-std::string Join(const std::vector<std::string>& v, std::string_view sep = ", ");
 // The loader error means "file not found" (not a failing dependency or a bad file).
 bool IsNotFoundError(const std::string& e);
 std::optional<Version> LibVersion(const LibInfo& l);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "policy/admission_internal.h"
+#include "policy/ort_pair.h"
 
 namespace tg::policy::internal {
 
@@ -135,10 +136,9 @@ void Evaluator::CheckCoreFlavor() {
               "the core " + o.library.resolved_path + " is a CPU build and cannot host " +
                   provider_file +
                   ": the provider calls core entries a CPU build lacks and crashes on ops such "
-                  "as Slice, Einsum, Tile and Resize. Use core and providers from one GPU "
-                  "release archive of the same version (onnxruntime-linux-x64-gpu-" +
-                  (o.library.version ? *o.library.version : std::string("<version>")) +
-                  "), given with --lib-path or baked into the image");
+                  "as Slice, Einsum, Tile and Resize. Fix: " +
+                  std::string(kOrtPairRemedy) + " (onnxruntime-linux-x64-gpu-" +
+                  (o.library.version ? *o.library.version : std::string("<version>")) + ")");
   }
 }
 

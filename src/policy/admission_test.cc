@@ -7,7 +7,9 @@
 #include <functional>
 
 #include "common/status.h"
+#include "policy/ort_pair.h"
 #include "probe/snapshot.h"
+#include "tests/support/test_util.h"
 
 namespace tg::policy {
 namespace {
@@ -270,7 +272,7 @@ TEST(AdmissionTest, Table) {
          s.onnxruntime.core_flavor = "cpu";
        },
        Verdict::kNotAccelerated, 3, "onnxruntime.core_flavor.TensorrtExecutionProvider",
-       "core and providers from one GPU release archive of the same version"},
+       "Fix: use the pair scripts/setup.sh installs"},
       {"integrity dominates drift",
        [](Snapshot& s, Matrix&) {
          s.onnxruntime.library.version = "1.28.1";
@@ -382,6 +384,22 @@ TEST(AdmissionTest, DevMatrixOnGpuLessNodeIsDegradedNotAccelerated) {
   AdmissionReport none = Admit(s, DevMatrix());
   EXPECT_EQ(none.exit_code, 3) << none.ToText();
   EXPECT_EQ(none.verdict, Verdict::kNotAccelerated);
+}
+
+// The first remedy names exactly the packages scripts/setup.sh installs.
+TEST(AdmissionTest, OrtPairRemedyNamesWhatSetupInstallsFirst) {
+  const std::string setup = testing::ReadFile(testing::SourceDir() + "/scripts/setup.sh");
+  const std::string remedy(kOrtPairRemedy);
+  for (const char* var : {"ORT_CORE_PKG=\"", "ORT_GPU_PKG=\""}) {
+    const std::size_t at = setup.find(var);
+    ASSERT_NE(at, std::string::npos) << var;
+    const std::size_t begin = at + std::string(var).size();
+    const std::string pkg = setup.substr(begin, setup.find('"', begin) - begin);
+    const std::size_t named = remedy.find(pkg);
+    EXPECT_NE(named, std::string::npos) << pkg;
+    EXPECT_LT(named, remedy.find("release archive")) << "setup's pair is the first remedy";
+  }
+  EXPECT_TRUE(remedy.starts_with("use the pair scripts/setup.sh installs"));
 }
 
 TEST(AdmissionTest, ExplainLoadError) {

@@ -19,6 +19,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/file_handles.h"
 #include "common/file_util.h"
 #include "policy/logscan_prefilter.h"
 
@@ -854,15 +855,15 @@ Result<LogScanSummary> ScanLogFile(const std::string& path,
     return fd.status().WithPrefix("log");
   }
   const std::string name = path == "-" ? "standard input" : path;
-  std::FILE* f = ::fdopen(*fd, "rb");
-  if (f == nullptr) {
+  common::UniqueFile f(::fdopen(*fd, "rb"));
+  if (!f) {
     ::close(*fd);
     return Status::InvalidArg(name + ": cannot open log: " + std::strerror(errno));
   }
-  LogScanSummary s = ScanLogStream(f, on_match, scanner);
-  const int err = std::ferror(f) != 0 ? errno : 0;
-  const bool failed = std::ferror(f) != 0;
-  std::fclose(f);
+  LogScanSummary s = ScanLogStream(f.get(), on_match, scanner);
+  const int err = std::ferror(f.get()) != 0 ? errno : 0;
+  const bool failed = std::ferror(f.get()) != 0;
+  f.Close();
   if (!failed && named_fifo && s.lines == 0) {
     return Status::InvalidArg(name + ": is a FIFO (named pipe) with no writer, expected a log");
   }

@@ -5,6 +5,8 @@
 #include <optional>
 #include <set>
 
+#include "common/strings.h"
+
 namespace tg::policy {
 namespace {
 
@@ -26,8 +28,7 @@ TEST(LogScanTest, EveryPatternHasAPositiveAndANegativeLine) {
     EXPECT_TRUE(Matches(s, p, p.positive)) << p.positive;
     EXPECT_FALSE(Matches(s, p, p.negative)) << p.negative;
     // Case does not matter: logs vary in capitalisation.
-    std::string upper = p.positive;
-    for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    const std::string upper = common::Upper(p.positive);
     EXPECT_TRUE(Matches(s, p, upper)) << upper;
   }
 }

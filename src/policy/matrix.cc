@@ -395,7 +395,9 @@ Result<Matrix> LoadMatrix(const std::string& path) {
 
 // The embedded defaults. deploy/matrix.production.yaml and deploy/matrix.dev.yaml carry the same
 // requirements with comments; policy/matrix_test.cc fails if their fingerprints differ, so the
-// binary needs no data files at run time and the documented files never go stale.
+// binary needs no data files at run time and the documented files never go stale. Production is
+// what truegreen's image carries: the CUDA provider on CUDA 13, cuBLAS 13 and cuDNN 9, no TensorRT
+// (deploy/matrix.production-tensorrt.yaml is the variant for an image built with TensorRT).
 std::string_view ProductionMatrixYaml() {
   return R"(schema: 1
 name: production
@@ -406,11 +408,10 @@ cuda:
   runtime: "13.0"
   cublas: "13"
 cudnn: ">=9.1,<10"
-tensorrt: "10"
 onnxruntime:
   version: "1.29"
   provider_cuda_major: 13
-  providers: [TensorrtExecutionProvider, CUDAExecutionProvider]
+  providers: [CUDAExecutionProvider]
 devices:
   count: 1
   min_compute_capability: "7.5"

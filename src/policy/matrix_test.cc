@@ -1,6 +1,7 @@
 #include "policy/matrix.h"
 
 #include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
 
 #include <filesystem>
 
@@ -199,6 +200,32 @@ TEST(MatrixTest, EmbeddedDefaultsParseAndMatchDeployFiles) {
       << "deploy/matrix.production.yaml and the embedded production matrix differ";
   EXPECT_EQ(dev_file->Fingerprint(), DevMatrix().Fingerprint())
       << "deploy/matrix.dev.yaml and the embedded dev matrix differ";
+  // The matrix deploy/k8s mounts (the ConfigMap's matrix.yaml) is the same production matrix
+  // (`k8s render`'s default: tests/audit_config_cli_test.cc).
+  YAML::Node cm = YAML::LoadFile(deploy + "k8s/configmap.yaml");
+  auto mounted = ParseMatrix(cm["data"]["matrix.yaml"].as<std::string>(), "configmap.yaml");
+  ASSERT_TRUE(mounted.ok()) << mounted.status().message();
+  EXPECT_EQ(mounted->Fingerprint(), ProductionMatrix().Fingerprint())
+      << "deploy/k8s/configmap.yaml mounts another matrix than the embedded production one";
+}
+
+// Production is what truegreen's image ships: the CUDA provider on CUDA 13, cuBLAS 13 and cuDNN 9,
+// no TensorRT. The TensorRT variant is the same plus TensorRT 10, its provider first.
+TEST(MatrixTest, ProductionNeedsNoTensorRtAndTheVariantAddsIt) {
+  const Matrix& prod = ProductionMatrix();
+  EXPECT_FALSE(prod.tensorrt.has_value());
+  EXPECT_EQ(prod.onnxruntime.providers, std::vector<std::string>{"CUDAExecutionProvider"});
+  auto trt = LoadMatrix(testing::SourceDir() + "/deploy/matrix.production-tensorrt.yaml");
+  ASSERT_TRUE(trt.ok()) << trt.status().message();
+  ASSERT_TRUE(trt->tensorrt.has_value());
+  EXPECT_EQ(trt->onnxruntime.providers,
+            (std::vector<std::string>{"TensorrtExecutionProvider", "CUDAExecutionProvider"}));
+  EXPECT_NE(trt->Fingerprint(), prod.Fingerprint());
+  Matrix same = *trt;  // everything else equal: drop TensorRT and its provider
+  same.tensorrt.reset();
+  same.onnxruntime.providers = {"CUDAExecutionProvider"};
+  same.name = prod.name;
+  EXPECT_EQ(same.Fingerprint(), prod.Fingerprint());
 }
 
 TEST(MatrixTest, ResolvePolicy) {

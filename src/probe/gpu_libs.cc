@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "probe/host_internal.h"
+#include "probe/nvml_internal.h"
 
 namespace tg::probe {
 namespace {
@@ -96,16 +97,6 @@ namespace {
 using IntFn = int (*)(int*);
 using VoidIntFn = int (*)();
 using UIntFn = int (*)(unsigned*);
-using NvmlStrFn = int (*)(char*, unsigned);
-using NvmlHandleFn = int (*)(unsigned, void**);
-using NvmlDevStrFn = int (*)(void*, char*, unsigned);
-using NvmlDevCcFn = int (*)(void*, int*, int*);
-struct NvmlMemory {
-  unsigned long long total, free, used;
-};
-using NvmlDevMemFn = int (*)(void*, NvmlMemory*);
-using NvmlDevUUFn = int (*)(void*, unsigned*, unsigned*);
-using NvmlDevUFn = int (*)(void*, unsigned*);
 using CuInitFn = int (*)(unsigned);
 using CuDeviceGetFn = int (*)(int*, int);
 using CuNameFn = int (*)(char*, int, int);
@@ -177,13 +168,13 @@ common::DynamicLibrary LoadFirst(const common::LibraryLoader& loader, const std:
 namespace {
 
 // NVML's system-wide facts: driver version and the CUDA version the driver supports.
-void ProbeNvmlSystem(const common::DynamicLibrary& lib, NvmlInfo* n) {
+void ProbeNvmlSystem(const common::DynamicLibrary& lib, const NvmlApi& api, NvmlInfo* n) {
   auto record = [&](const char* field, int code) {
     n->errors[field] = Describe(NvmlErrorName(code), code);
   };
-  if (auto f = lib.Function<NvmlStrFn>("nvmlSystemGetDriverVersion")) {
+  if (api.system_driver_version != nullptr) {
     char buf[96] = {};
-    int rc = f(buf, sizeof buf);
+    int rc = api.system_driver_version(buf, sizeof buf);
     if (rc == 0) {
       n->driver_version = buf;
       n->library.version = buf;
@@ -193,11 +184,9 @@ void ProbeNvmlSystem(const common::DynamicLibrary& lib, NvmlInfo* n) {
   } else {
     n->errors["driver_version"] = MissingSymbol(lib, "nvmlSystemGetDriverVersion");
   }
-  auto f_cuda = lib.Function<IntFn>("nvmlSystemGetCudaDriverVersion_v2");
-  if (f_cuda == nullptr) f_cuda = lib.Function<IntFn>("nvmlSystemGetCudaDriverVersion");
-  if (f_cuda != nullptr) {
+  if (api.system_cuda_driver_version != nullptr) {
     int v = 0;
-    int rc = f_cuda(&v);
+    int rc = api.system_cuda_driver_version(&v);
     if (rc == 0) {
       n->cuda_driver_version_raw = v;
       n->cuda_driver_version = CudaVersionString(v);
@@ -209,31 +198,14 @@ void ProbeNvmlSystem(const common::DynamicLibrary& lib, NvmlInfo* n) {
   }
 }
 
-// The per-device NVML entry points, resolved once (null when the library lacks one).
-struct NvmlDeviceFns {
-  explicit NvmlDeviceFns(const common::DynamicLibrary& lib)
-      : name(lib.Function<NvmlDevStrFn>("nvmlDeviceGetName")),
-        uuid(lib.Function<NvmlDevStrFn>("nvmlDeviceGetUUID")),
-        cc(lib.Function<NvmlDevCcFn>("nvmlDeviceGetCudaComputeCapability")),
-        mem(lib.Function<NvmlDevMemFn>("nvmlDeviceGetMemoryInfo")),
-        mig(lib.Function<NvmlDevUUFn>("nvmlDeviceGetMigMode")),
-        gen(lib.Function<NvmlDevUFn>("nvmlDeviceGetCurrPcieLinkGeneration")),
-        gen_max(lib.Function<NvmlDevUFn>("nvmlDeviceGetMaxPcieLinkGeneration")),
-        width(lib.Function<NvmlDevUFn>("nvmlDeviceGetCurrPcieLinkWidth")),
-        width_max(lib.Function<NvmlDevUFn>("nvmlDeviceGetMaxPcieLinkWidth")) {}
-  NvmlDevStrFn name, uuid;
-  NvmlDevCcFn cc;
-  NvmlDevMemFn mem;
-  NvmlDevUUFn mig;
-  NvmlDevUFn gen, gen_max, width, width_max;
-};
-
-// One device's facts from its NVML handle; each failing query is recorded under its field.
-void ProbeNvmlDevice(const NvmlDeviceFns& f, void* h, NvmlDevice* d) {
+// One device's facts from its NVML handle; each failing query is recorded under its field (an
+// entry point the library lacks leaves its field unset).
+void ProbeNvmlDevice(const NvmlApi& f, void* h, NvmlDevice* d) {
   auto err = [&](const char* field, int code) {
     d->errors[field] = Describe(NvmlErrorName(code), code);
   };
-  auto str_field = [&](NvmlDevStrFn fn, const char* field, std::optional<std::string>* out) {
+  auto str_field = [&](int (*fn)(void*, char*, unsigned), const char* field,
+                       std::optional<std::string>* out) {
     if (fn == nullptr) return;
     char buf[96] = {};
     int rc = fn(h, buf, sizeof buf);
@@ -243,29 +215,29 @@ void ProbeNvmlDevice(const NvmlDeviceFns& f, void* h, NvmlDevice* d) {
       err(field, rc);
     }
   };
-  str_field(f.name, "name", &d->name);
-  str_field(f.uuid, "uuid", &d->uuid);
-  if (f.cc != nullptr) {
+  str_field(f.device_name, "name", &d->name);
+  str_field(f.device_uuid, "uuid", &d->uuid);
+  if (f.device_compute_capability != nullptr) {
     int ma = 0, mi = 0;
-    int rc = f.cc(h, &ma, &mi);
+    int rc = f.device_compute_capability(h, &ma, &mi);
     if (rc == 0) {
       d->compute_capability = std::to_string(ma) + "." + std::to_string(mi);
     } else {
       err("compute_capability", rc);
     }
   }
-  if (f.mem != nullptr) {
+  if (f.device_memory != nullptr) {
     NvmlMemory m{};
-    int rc = f.mem(h, &m);
+    int rc = f.device_memory(h, &m);
     if (rc == 0) {
       d->memory_total_bytes = m.total;
     } else {
       err("memory_total_bytes", rc);
     }
   }
-  if (f.mig != nullptr) {
+  if (f.device_mig_mode != nullptr) {
     unsigned cur = 0, pending = 0;
-    int rc = f.mig(h, &cur, &pending);
+    int rc = f.device_mig_mode(h, &cur, &pending);
     if (rc == 0) {
       d->mig_enabled = cur != 0;
       d->mig_pending = pending != 0;
@@ -273,7 +245,7 @@ void ProbeNvmlDevice(const NvmlDeviceFns& f, void* h, NvmlDevice* d) {
       err("mig_enabled", rc);
     }
   }
-  auto uint_field = [&](NvmlDevUFn fn, const char* field, std::optional<int>* out) {
+  auto uint_field = [&](int (*fn)(void*, unsigned*), const char* field, std::optional<int>* out) {
     if (fn == nullptr) return;
     unsigned v = 0;
     int rc = fn(h, &v);
@@ -283,37 +255,34 @@ void ProbeNvmlDevice(const NvmlDeviceFns& f, void* h, NvmlDevice* d) {
       err(field, rc);
     }
   };
-  uint_field(f.gen, "pcie_generation", &d->pcie_generation);
-  uint_field(f.gen_max, "pcie_generation_max", &d->pcie_generation_max);
-  uint_field(f.width, "pcie_width", &d->pcie_width);
-  uint_field(f.width_max, "pcie_width_max", &d->pcie_width_max);
+  uint_field(f.device_pcie_generation, "pcie_generation", &d->pcie_generation);
+  uint_field(f.device_pcie_generation_max, "pcie_generation_max", &d->pcie_generation_max);
+  uint_field(f.device_pcie_width, "pcie_width", &d->pcie_width);
+  uint_field(f.device_pcie_width_max, "pcie_width_max", &d->pcie_width_max);
 }
 
 // Device count, then each device (at most 64: a broken library must not make us loop for ever).
-void ProbeNvmlDevices(const common::DynamicLibrary& lib, NvmlInfo* n) {
-  auto f_count = lib.Function<UIntFn>("nvmlDeviceGetCount_v2");
-  auto f_handle = lib.Function<NvmlHandleFn>("nvmlDeviceGetHandleByIndex_v2");
-  if (f_count == nullptr || f_handle == nullptr) {
+void ProbeNvmlDevices(const common::DynamicLibrary& lib, const NvmlApi& api, NvmlInfo* n) {
+  if (api.device_count == nullptr || api.device_handle == nullptr) {
     n->errors["device_count"] = MissingSymbol(lib, "nvmlDeviceGetCount_v2");
     return;
   }
   unsigned count = 0;
-  int rc = f_count(&count);
+  int rc = api.device_count(&count);
   if (rc != 0) {
     n->errors["device_count"] = Describe(NvmlErrorName(rc), rc);
     return;
   }
   n->device_count = static_cast<int>(count);
-  const NvmlDeviceFns fns(lib);
   for (unsigned i = 0; i < count && i < 64; ++i) {
     NvmlDevice d;
     d.index = static_cast<int>(i);
     void* h = nullptr;
-    int hr = f_handle(i, &h);
+    int hr = api.device_handle(i, &h);
     if (hr != 0) {
       d.errors["handle"] = Describe(NvmlErrorName(hr), hr);
     } else {
-      ProbeNvmlDevice(fns, h, &d);
+      ProbeNvmlDevice(api, h, &d);
     }
     n->devices.push_back(std::move(d));
   }
@@ -324,9 +293,8 @@ void ProbeNvmlDevices(const common::DynamicLibrary& lib, NvmlInfo* n) {
 void ProbeNvml(const common::LibraryLoader& loader, bool init, NvmlInfo* n) {
   common::DynamicLibrary lib = LoadInto(loader, "libnvidia-ml.so.1", &n->library);
   if (!lib.loaded()) return;
-  auto f_init = lib.Function<VoidIntFn>("nvmlInit_v2");
-  auto f_shutdown = lib.Function<VoidIntFn>("nvmlShutdown");
-  if (f_init == nullptr) {
+  const NvmlApi api(lib);
+  if (api.init == nullptr) {
     n->errors["init"] = MissingSymbol(lib, "nvmlInit_v2");
     return;
   }
@@ -335,15 +303,15 @@ void ProbeNvml(const common::LibraryLoader& loader, bool init, NvmlInfo* n) {
     n->errors["init"] = "skipped (--no-init)";
     return;
   }
-  int r = f_init();
+  int r = api.init();
   n->init = ApiResult{r, NvmlErrorName(r)};
   if (r != 0) {
     n->errors["init"] = Describe(NvmlErrorName(r), r);
     return;
   }
-  ProbeNvmlSystem(lib, n);
-  ProbeNvmlDevices(lib, n);
-  if (f_shutdown != nullptr) f_shutdown();
+  ProbeNvmlSystem(lib, api, n);
+  ProbeNvmlDevices(lib, api, n);
+  if (api.shutdown != nullptr) api.shutdown();
 }
 
 void ProbeCudaDriver(const common::LibraryLoader& loader, bool init, CudaDriverInfo* c) {

@@ -11,6 +11,7 @@
 #include <regex>
 #include <sstream>
 
+#include "common/file_handles.h"
 #include "common/file_util.h"
 #include "common/strings.h"
 #include "probe/host_internal.h"
@@ -34,8 +35,6 @@ std::optional<std::string> ReadSmall(const std::string& path, std::size_t max = 
   if (!text.ok()) return std::nullopt;
   return std::move(text).value();
 }
-
-std::string Trim(std::string_view s) { return std::string(common::Trim(s)); }
 
 PathCheck Check(const std::string& root, const std::string& path) {
   PathCheck c;
@@ -82,7 +81,7 @@ void ProbeHost(const std::string& root, const std::map<std::string, std::string>
     while (std::getline(in, line)) {
       if (line.rfind("model name", 0) == 0) {
         auto colon = line.find(':');
-        if (colon != std::string::npos) h->cpu_model = Trim(line.substr(colon + 1));
+        if (colon != std::string::npos) h->cpu_model = common::Trim(line.substr(colon + 1));
         break;
       }
     }
@@ -126,15 +125,15 @@ void ProbeHost(const std::string& root, const std::map<std::string, std::string>
     h->cgroup_version = "v2";
     std::string rel;
     if (auto p = cgroup.find("0::"); p != std::string::npos) {
-      rel = Trim(cgroup.substr(p + 3, cgroup.find('\n', p) - p - 3));
+      rel = common::Trim(cgroup.substr(p + 3, cgroup.find('\n', p) - p - 3));
     }
     std::string dir = "/sys/fs/cgroup" + (rel == "/" ? std::string() : rel);
-    if (auto v = ReadSmall(dir + "/memory.max", 256)) h->cgroup_memory_limit = Trim(*v);
-    if (auto v = ReadSmall(dir + "/cpu.max", 256)) h->cgroup_cpu_limit = Trim(*v);
+    if (auto v = ReadSmall(dir + "/memory.max", 256)) h->cgroup_memory_limit = common::Trim(*v);
+    if (auto v = ReadSmall(dir + "/cpu.max", 256)) h->cgroup_cpu_limit = common::Trim(*v);
   } else if (::stat("/sys/fs/cgroup/memory", &st) == 0) {
     h->cgroup_version = "v1";
     if (auto v = ReadSmall("/sys/fs/cgroup/memory/memory.limit_in_bytes", 256)) {
-      h->cgroup_memory_limit = Trim(*v);
+      h->cgroup_memory_limit = common::Trim(*v);
     }
   } else {
     h->cgroup_version = "unknown";
@@ -148,8 +147,8 @@ void ProbeDeviceNodes(const std::string& root, DeviceNodes* d) {
   // /dev/nvidiaN: list the directory rather than probing 0..k, so gaps (a GPU hidden by the
   // runtime) are visible.
   std::vector<int> indexes;
-  if (DIR* dir = ::opendir(JoinRoot(root, "/dev").c_str())) {
-    while (dirent* e = ::readdir(dir)) {
+  if (common::UniqueDir dir(JoinRoot(root, "/dev")); dir) {
+    while (dirent* e = ::readdir(dir.get())) {
       std::string name = e->d_name;
       if (name.size() > 6 && name.rfind("nvidia", 0) == 0 &&
           std::all_of(name.begin() + 6, name.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
@@ -157,7 +156,6 @@ void ProbeDeviceNodes(const std::string& root, DeviceNodes* d) {
         indexes.push_back(std::atoi(name.c_str() + 6));
       }
     }
-    ::closedir(dir);
   }
   std::sort(indexes.begin(), indexes.end());
   for (int i : indexes) d->gpus.push_back(Check(root, "/dev/nvidia" + std::to_string(i)));
@@ -169,7 +167,7 @@ void ProbeDeviceNodes(const std::string& root, DeviceNodes* d) {
       d->proc_driver_version.error = "exists but cannot be read";
     } else {
       std::string first = text->substr(0, text->find('\n'));
-      d->proc_driver_version_text = Trim(first);
+      d->proc_driver_version_text = common::Trim(first);
       // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.65.06  Sun Jul 27 ..."
       std::smatch m;
       static const std::regex kVersion(R"(Kernel Module\s+(?:for \S+\s+)?(\d+\.\d+(?:\.\d+)?))");

@@ -1,5 +1,7 @@
 #include "probe/nvml_reader.h"
 
+#include "probe/nvml_internal.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -8,37 +10,12 @@
 namespace tg::probe {
 namespace {
 
-// NVML's C layouts (nvml.h): nvmlUtilization_t, nvmlMemory_t, nvmlProcessInfo_t (the v2/v3
-// calls) and nvmlProcessInfo_v1_t (the unversioned call). Handles are opaque pointers and every
-// call returns an nvmlReturn_t (an int enum).
-struct NvmlUtilization {
-  unsigned gpu, memory;
-};
-struct NvmlMemory {
-  unsigned long long total, free, used;
-};
-struct NvmlProcessInfo {
-  unsigned pid;
-  unsigned long long used_gpu_memory;
-  unsigned gpu_instance_id, compute_instance_id;
-};
-struct NvmlProcessInfoV1 {
-  unsigned pid;
-  unsigned long long used_gpu_memory;
-};
-static_assert(sizeof(NvmlProcessInfo) == 24 && sizeof(NvmlProcessInfoV1) == 16);
-
-using InitFn = int (*)();
-using CountFn = int (*)(unsigned*);
-using HandleFn = int (*)(unsigned, void**);
-using StrFn = int (*)(void*, char*, unsigned);
-using UtilFn = int (*)(void*, NvmlUtilization*);
-using MemFn = int (*)(void*, NvmlMemory*);
-using PcieFn = int (*)(void*, int, unsigned*);  // counter: 0 TX bytes, 1 RX bytes
-using UIntFn = int (*)(void*, unsigned*);
-template <typename Info>
-using ProcFn = int (*)(void*, unsigned*, Info*);
-using ErrFn = const char* (*)(int);
+using internal::NvmlApi;
+using internal::NvmlMemory;
+using internal::NvmlProcessFn;
+using internal::NvmlProcessInfo;
+using internal::NvmlProcessInfoV1;
+using internal::NvmlUtilization;
 
 constexpr unsigned long long kValueNotAvailable = std::numeric_limits<unsigned long long>::max();
 // A GPU runs at most a few hundred contexts; more is a broken answer, not a reason to allocate.
@@ -47,7 +24,7 @@ constexpr unsigned kMaxProcesses = 4096;
 // Reads the process list with one versioned call: the count first, then the entries (the list
 // may grow between the two calls, so INSUFFICIENT_SIZE is retried a few times).
 template <typename Info>
-int ReadProcessList(ProcFn<Info> fn, void* handle, std::vector<NvmlProcess>* out) {
+int ReadProcessList(NvmlProcessFn<Info> fn, void* handle, std::vector<NvmlProcess>* out) {
   unsigned n = 0;
   int rc = fn(handle, &n, nullptr);
   for (int attempt = 0; attempt < 4; ++attempt) {
@@ -76,33 +53,33 @@ int ReadProcessList(ProcFn<Info> fn, void* handle, std::vector<NvmlProcess>* out
 
 common::Result<std::unique_ptr<NvmlReader>> NvmlReader::Open(const common::LibraryLoader& loader) {
   TG_ASSIGN_OR_RETURN(common::DynamicLibrary lib, loader.Load("libnvidia-ml.so.1"));
-  auto init = lib.Function<InitFn>("nvmlInit_v2");
-  auto count = lib.Function<CountFn>("nvmlDeviceGetCount_v2");
-  auto handle = lib.Function<HandleFn>("nvmlDeviceGetHandleByIndex_v2");
-  if (init == nullptr || count == nullptr || handle == nullptr) {
+  auto api = std::make_unique<const NvmlApi>(lib);
+  if (api->init == nullptr || api->device_count == nullptr || api->device_handle == nullptr) {
     return common::Status::Unavailable(lib.resolved_path() +
                                        ": NVML entry points missing (nvmlInit_v2, "
                                        "nvmlDeviceGetCount_v2, nvmlDeviceGetHandleByIndex_v2)");
   }
-  if (int rc = init(); rc != kNvmlSuccess) {
-    auto err = lib.Function<ErrFn>("nvmlErrorString");
+  if (int rc = api->init(); rc != kNvmlSuccess) {
     return common::Status::Unavailable(
-        fmt::format("nvmlInit_v2 failed with {} ({})", rc, err ? err(rc) : "no error string"));
+        fmt::format("nvmlInit_v2 failed with {} ({})", rc,
+                    api->error_string ? api->error_string(rc) : "no error string"));
   }
   // From here the destructor pairs the successful init with nvmlShutdown.
-  std::unique_ptr<NvmlReader> r(new NvmlReader(std::move(lib)));
+  std::unique_ptr<NvmlReader> r(new NvmlReader(std::move(lib), std::move(api)));
   unsigned n = 0;
-  if (int rc = count(&n); rc != kNvmlSuccess) {
+  if (int rc = r->api_->device_count(&n); rc != kNvmlSuccess) {
     return common::Status::Unavailable("nvmlDeviceGetCount_v2 failed with " + r->ErrorText(rc));
   }
   if (n == 0) return common::Status::Unavailable("NVML reports no device");
-  auto uuid = r->lib_.Function<StrFn>("nvmlDeviceGetUUID");
   for (unsigned i = 0; i < n && i < 64; ++i) {
     Device d;
     d.index = i;
-    if (handle(i, &d.handle) != kNvmlSuccess) continue;
+    if (r->api_->device_handle(i, &d.handle) != kNvmlSuccess) continue;
     char buf[96] = {};
-    if (uuid != nullptr && uuid(d.handle, buf, sizeof(buf)) == kNvmlSuccess) d.uuid = buf;
+    if (r->api_->device_uuid != nullptr &&
+        r->api_->device_uuid(d.handle, buf, sizeof(buf)) == kNvmlSuccess) {
+      d.uuid = buf;
+    }
     if (d.uuid.empty()) d.uuid = "index-" + std::to_string(i);
     r->devices_.push_back(std::move(d));
   }
@@ -110,13 +87,15 @@ common::Result<std::unique_ptr<NvmlReader>> NvmlReader::Open(const common::Libra
   return r;
 }
 
+NvmlReader::NvmlReader(common::DynamicLibrary lib, std::unique_ptr<const NvmlApi> api)
+    : lib_(std::move(lib)), api_(std::move(api)) {}
+
 NvmlReader::~NvmlReader() {
-  if (auto shutdown = lib_.Function<InitFn>("nvmlShutdown")) shutdown();
+  if (api_->shutdown != nullptr) api_->shutdown();
 }
 
 std::string NvmlReader::ErrorText(int rc) const {
-  auto err = lib_.Function<ErrFn>("nvmlErrorString");
-  const char* s = err ? err(rc) : nullptr;
+  const char* s = api_->error_string ? api_->error_string(rc) : nullptr;
   return fmt::format("{} ({})", rc, s ? s : "unknown");
 }
 
@@ -124,14 +103,14 @@ void NvmlReader::ReadProcesses(void* handle, NvmlDeviceSample* s) const {
   std::vector<NvmlProcess> procs;
   int rc = kNvmlErrorNotSupported;
   std::string fn = "nvmlDeviceGetComputeRunningProcesses_v3";
-  if (auto v3 = lib_.Function<ProcFn<NvmlProcessInfo>>(fn.c_str())) {
-    rc = ReadProcessList(v3, handle, &procs);
-  } else if (auto v2 = lib_.Function<ProcFn<NvmlProcessInfo>>(
-                 (fn = "nvmlDeviceGetComputeRunningProcesses_v2").c_str())) {
-    rc = ReadProcessList(v2, handle, &procs);
-  } else if (auto v1 = lib_.Function<ProcFn<NvmlProcessInfoV1>>(
-                 (fn = "nvmlDeviceGetComputeRunningProcesses").c_str())) {
-    rc = ReadProcessList(v1, handle, &procs);
+  if (api_->processes_v3 != nullptr) {
+    rc = ReadProcessList(api_->processes_v3, handle, &procs);
+  } else if (api_->processes_v2 != nullptr) {
+    fn = "nvmlDeviceGetComputeRunningProcesses_v2";
+    rc = ReadProcessList(api_->processes_v2, handle, &procs);
+  } else if (api_->processes_v1 != nullptr) {
+    fn = "nvmlDeviceGetComputeRunningProcesses";
+    rc = ReadProcessList(api_->processes_v1, handle, &procs);
   } else {
     s->unavailable["processes"] =
         "nvmlDeviceGetComputeRunningProcesses not exported by " + lib_.resolved_path();
@@ -159,7 +138,7 @@ NvmlDeviceSample NvmlReader::Sample(std::size_t i, const NvmlFields& fields) con
     s.unavailable[field] = std::string(fn) + " not exported by " + lib_.resolved_path();
   };
   if (fields.utilization) {
-    if (auto f = lib_.Function<UtilFn>("nvmlDeviceGetUtilizationRates")) {
+    if (auto f = api_->device_utilization) {
       NvmlUtilization u{};
       if (int rc = f(d.handle, &u); rc == kNvmlSuccess) {
         s.utilization = std::min(u.gpu, 100u) / 100.0;
@@ -171,7 +150,7 @@ NvmlDeviceSample NvmlReader::Sample(std::size_t i, const NvmlFields& fields) con
     }
   }
   if (fields.memory) {
-    if (auto f = lib_.Function<MemFn>("nvmlDeviceGetMemoryInfo")) {
+    if (auto f = api_->device_memory) {
       NvmlMemory m{};
       if (int rc = f(d.handle, &m); rc == kNvmlSuccess) {
         s.memory_total_bytes = m.total;
@@ -184,7 +163,7 @@ NvmlDeviceSample NvmlReader::Sample(std::size_t i, const NvmlFields& fields) con
     }
   }
   if (fields.pcie) {
-    if (auto f = lib_.Function<PcieFn>("nvmlDeviceGetPcieThroughput")) {
+    if (auto f = api_->device_pcie_throughput) {
       unsigned tx = 0, rx = 0;
       int rc = f(d.handle, 0, &tx);
       if (rc == kNvmlSuccess) rc = f(d.handle, 1, &rx);
@@ -199,7 +178,7 @@ NvmlDeviceSample NvmlReader::Sample(std::size_t i, const NvmlFields& fields) con
     }
   }
   if (fields.power) {
-    if (auto f = lib_.Function<UIntFn>("nvmlDeviceGetPowerUsage")) {
+    if (auto f = api_->device_power) {
       unsigned mw = 0;
       if (int rc = f(d.handle, &mw); rc == kNvmlSuccess) {
         s.power_watts = mw / 1000.0;
@@ -222,8 +201,8 @@ std::vector<NvmlDeviceSample> NvmlReader::SampleAll(const NvmlFields& fields) co
 }
 
 common::Status NvmlReader::CheckLive() const {
-  auto handle = lib_.Function<HandleFn>("nvmlDeviceGetHandleByIndex_v2");
-  auto mem = lib_.Function<MemFn>("nvmlDeviceGetMemoryInfo");
+  const auto handle = api_->device_handle;
+  const auto mem = api_->device_memory;
   for (const Device& d : devices_) {
     void* h = nullptr;
     int rc = handle(d.index, &h);

@@ -1,7 +1,8 @@
 // The one live NVML reader (libnvidia-ml.so.1, loaded only through common::LibraryLoader) shared
 // by `truegreen serve` (nv_gpu_* metrics, the canary's GPU-utilisation floor and process proof,
 // the liveness check) and `truegreen bench` (local GPU sampling). The snapshot's static NVML facts
-// (driver version, MIG, PCIe link) stay in gpu_libs.cc.
+// (driver version, MIG, PCIe link) stay in gpu_libs.cc; both call NVML through the one binding,
+// nvml_internal.h's NvmlApi (each entry point resolved once).
 //
 // Per device and per call it reads, each field absent (with the reason in `unavailable`) when the
 // entry point is missing or returns an error, never reported as 0:
@@ -28,6 +29,9 @@
 #include "common/status.h"
 
 namespace tg::probe {
+namespace internal {
+struct NvmlApi;  // nvml_internal.h: NVML's entry points, resolved once
+}  // namespace internal
 
 // nvmlReturn_t codes truegreen names.
 inline constexpr int kNvmlSuccess = 0;
@@ -95,10 +99,11 @@ class NvmlReader {
     unsigned index = 0;
     std::string uuid;
   };
-  explicit NvmlReader(common::DynamicLibrary lib) : lib_(std::move(lib)) {}
+  NvmlReader(common::DynamicLibrary lib, std::unique_ptr<const internal::NvmlApi> api);
   void ReadProcesses(void* handle, NvmlDeviceSample* s) const;
 
   common::DynamicLibrary lib_;
+  std::unique_ptr<const internal::NvmlApi> api_;  // resolved from lib_ once, at Open
   std::vector<Device> devices_;
 };
 

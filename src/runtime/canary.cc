@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/clock.h"
 #include "common/file_util.h"
 #include "common/json_writer.h"
 #include "common/process.h"
@@ -173,12 +174,6 @@ std::string Tail(const std::string& s, std::size_t n) {
   return t;
 }
 
-std::string JoinNames(const std::vector<std::string>& v) {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : ",") + s;
-  return out;
-}
-
 struct ChildOutcome {
   std::string pending;  // a case begun without a result
   bool fatal = false;
@@ -266,7 +261,7 @@ void Conclude(CanaryReport* rep) {
   } else {
     rep->verdict = policy::CanaryOutcome::kPass;
     rep->reason = std::to_string(rep->cases.size()) + " ops match the CPU on " +
-                  JoinNames(rep->gpu_providers);
+                  common::Join(rep->gpu_providers, ",");
   }
 }
 
@@ -309,7 +304,7 @@ void RunChildren(const CanaryOptions& o, CanaryReport* rep) {
     if (remaining.empty()) return;
     std::vector<std::string> argv = o.child_argv;
     if (!o.cases_flag.empty()) argv.push_back(o.cases_flag);
-    argv.push_back(JoinNames(remaining));
+    argv.push_back(common::Join(remaining, ","));
     common::ProcessOptions po;
     po.timeout = o.timeout;
     po.max_output_bytes = 4u << 20;
@@ -336,7 +331,7 @@ void RunChildren(const CanaryOptions& o, CanaryReport* rep) {
              std::find(remaining.begin(), remaining.end(), c.name) != remaining.end();
     });
     if (!progress) {
-      rep->reason = "the canary child answered none of " + JoinNames(remaining);
+      rep->reason = "the canary child answered none of " + common::Join(remaining, ",");
       return;
     }
   }
@@ -353,8 +348,9 @@ int RunCanaryChild(const SessionFactory& factory, const std::vector<std::string>
   Emit(out, {{"event", "providers"}, {"gpu", gpu}});
   std::string tmpl = (std::filesystem::temp_directory_path() / "truegreen-canary-XXXXXX").string();
   if (::mkdtemp(tmpl.data()) == nullptr) {
-    Emit(out, {{"event", "fatal"}, {"message", "cannot create a temporary directory"}});
-    return 1;
+    const common::Status s = common::Status::Unavailable("cannot create a temporary directory");
+    Emit(out, {{"event", "fatal"}, {"message", s.message()}});
+    return common::ExitCodeFromStatus(s);
   }
   const Faults faults = ReadFaults();
   int index = 0;
@@ -370,6 +366,17 @@ int RunCanaryChild(const SessionFactory& factory, const std::vector<std::string>
   std::error_code ec;
   std::filesystem::remove_all(tmpl, ec);
   return 0;
+}
+
+std::string DefaultCacheDir() {
+  if (const char* d = std::getenv("TRUEGREEN_CACHE_DIR"); d != nullptr && *d) return d;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x != nullptr && *x) {
+    return std::string(x) + "/truegreen";
+  }
+  if (const char* h = std::getenv("HOME"); h != nullptr && *h) {
+    return std::string(h) + "/.cache/truegreen";
+  }
+  return "";
 }
 
 std::string CanaryCacheKey(const CanaryKeyInputs& key) {
@@ -410,15 +417,13 @@ CanaryReport RunCanary(const CanaryOptions& o) {
     CanaryReport cached = rep;
     if (LoadCached(rep.cache_file, &cached)) {
       cached.from_cache = true;
-      cached.wall_ms =
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      cached.wall_ms = common::MsSince(t0);
       return cached;
     }
   }
   RunChildren(o, &rep);
   Conclude(&rep);
-  rep.wall_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  rep.wall_ms = common::MsSince(t0);
   if (!rep.cache_file.empty() && rep.verdict != policy::CanaryOutcome::kNotRun) {
     std::error_code ec;
     std::filesystem::create_directories(o.cache_dir, ec);

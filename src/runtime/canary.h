@@ -84,10 +84,16 @@ CanaryReport RunCanary(const CanaryOptions& options);
 // reference (the factory's OrtRuntime should allow an unhostable core: the child exists to find
 // out which ops crash such a pair, in a process that may die), runs both and prints JSON lines to
 // `out`: {"event":"providers","gpu":[...]}, then per case {"event":"begin","case":N} and
-// {"event":"result","case":N,"status":...}. Returns the exit code (0, or 3 when the factory has no
-// usable session at all).
+// {"event":"result","case":N,"status":...}. Returns the exit code: 0, or 3 (UNAVAILABLE, through
+// common::ExitCodeFromStatus) after a {"event":"fatal"} line when it cannot make its temporary
+// folder.
 int RunCanaryChild(const SessionFactory& factory, const std::vector<std::string>& cases,
                    std::FILE* out);
+
+// truegreen's cache folder (the canary's verdicts, the rewritten attention models): the
+// TRUEGREEN_CACHE_DIR environment variable, else $XDG_CACHE_HOME/truegreen, else
+// $HOME/.cache/truegreen; "" (no cache) when none is set. Reads the environment only.
+std::string DefaultCacheDir();
 
 // The cache key (lowercase hex sha256) for `key` and the op set; file hashes are read here.
 std::string CanaryCacheKey(const CanaryKeyInputs& key);

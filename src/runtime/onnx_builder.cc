@@ -88,9 +88,13 @@ std::string NodeBytes(const Node& n, int index) {
 
 std::string ValueInfoBytes(const ValueInfo& v) {
   Writer shape;
-  for (std::int64_t d : v.dims) {
+  for (std::size_t i = 0; i < v.dims.size(); ++i) {
     Writer dim;
-    dim.Int(1, d);
+    if (v.dims[i] == kSymbolicDim) {
+      dim.Bytes(2, v.name + "_d" + std::to_string(i));  // dim_param: a symbolic dim
+    } else {
+      dim.Int(1, v.dims[i]);  // any other negative value as given: hostile-model tests need it
+    }
     shape.Bytes(1, dim.str());
   }
   Writer tensor;

@@ -50,10 +50,14 @@ struct Node {
   std::vector<Attribute> attributes;
 };
 
+inline constexpr std::int64_t kSymbolicDim = -1;
+
 struct ValueInfo {
   std::string name;
   ElemType type = ElemType::kFloat;
-  std::vector<std::int64_t> dims;  // static shape
+  // kSymbolicDim (-1) is symbolic (dim_param "<name>_d<index>"); other values, negative ones
+  // included, are written as dim_value.
+  std::vector<std::int64_t> dims;
 };
 
 struct Graph {

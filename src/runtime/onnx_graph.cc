@@ -1,7 +1,6 @@
 #include "runtime/onnx_graph.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "common/file_handles.h"
 #include "common/file_util.h"
 
 namespace tg::runtime {
@@ -22,6 +22,14 @@ constexpr std::uint32_t kModelGraph = 7;
 constexpr std::uint32_t kModelOpsetImport = 8;
 constexpr std::uint32_t kGraphNode = 1;
 constexpr std::uint32_t kGraphInitializer = 5;
+constexpr std::uint32_t kGraphInput = 11;
+constexpr std::uint32_t kValueInfoName = 1;
+constexpr std::uint32_t kValueInfoType = 2;
+constexpr std::uint32_t kTypeTensor = 1;
+constexpr std::uint32_t kTensorTypeShape = 2;
+constexpr std::uint32_t kShapeDim = 1;
+constexpr std::uint32_t kDimValue = 1;
+constexpr std::uint32_t kDimParam = 2;
 constexpr std::uint32_t kTensorName = 8;
 constexpr std::uint32_t kTensorExternalData = 13;
 constexpr std::uint32_t kTensorDataLocation = 14;
@@ -204,12 +212,46 @@ common::Status ParseInitializer(const Field& msg, const std::uint8_t* base,
   return common::Status::Ok();
 }
 
+// A graph input (ValueInfoProto): its name and, for a tensor type, its declared dimensions
+// (type 2 -> tensor_type 1 -> shape 2 -> dim 1 -> dim_value 1 | dim_param 2).
+common::Status ParseInput(const Field& msg, const std::uint8_t* base, const std::string& source,
+                          OnnxGraphSummary* out) {
+  OnnxInput in;
+  // Calls `visit` on the payload of every field `number` of the message `f`.
+  auto into = [&](const Field& f, std::uint32_t number, const char* what, auto visit) {
+    return ForEachField(f.payload, f.len, base, source, what, [&](const Field& g) {
+      return g.number == number && g.wire == 2 ? visit(g) : common::Status::Ok();
+    });
+  };
+  auto dim = [&](const Field& d) {
+    OnnxDim od;
+    TG_RETURN_IF_ERROR(
+        ForEachField(d.payload, d.len, base, source, "dimension", [&](const Field& v) {
+          if (v.number == kDimValue && v.wire == 0) od.value = static_cast<std::int64_t>(v.scalar);
+          if (v.number == kDimParam && v.wire == 2) od.param = v.String();
+          return common::Status::Ok();
+        }));
+    in.dims.push_back(std::move(od));
+    return common::Status::Ok();
+  };
+  auto shape = [&](const Field& f) { return into(f, kShapeDim, "shape", dim); };
+  auto tensor = [&](const Field& f) { return into(f, kTensorTypeShape, "tensor type", shape); };
+  TG_RETURN_IF_ERROR(ForEachField(msg.payload, msg.len, base, source, "input", [&](const Field& f) {
+    if (f.number == kValueInfoName && f.wire == 2) in.name = f.String();
+    if (f.number == kValueInfoType && f.wire == 2) return into(f, kTypeTensor, "type", tensor);
+    return common::Status::Ok();
+  }));
+  out->inputs.push_back(std::move(in));
+  return common::Status::Ok();
+}
+
 common::Status ParseGraph(const Field& msg, const std::uint8_t* base, const std::string& source,
                           OnnxGraphSummary* out) {
   return ForEachField(msg.payload, msg.len, base, source, "graph", [&](const Field& f) {
     if (f.number == kGraphInitializer && f.wire == 2) {
       return ParseInitializer(f, base, source, out);
     }
+    if (f.number == kGraphInput && f.wire == 2) return ParseInput(f, base, source, out);
     if (f.number != kGraphNode || f.wire != 2) return common::Status::Ok();
     OnnxNode node;
     TG_RETURN_IF_ERROR(ParseNode(f, base, source, &node));
@@ -258,16 +300,11 @@ common::Result<OnnxGraphSummary> ReadOnnxGraph(const std::string& path) {
   if (st.st_size == 0) {
     return common::Status::InvalidArg(path + ": not a valid ONNX model: empty file");
   }
-  void* map = ::mmap(nullptr, static_cast<std::size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+  auto map =
+      common::MappedFile::Map(fd, static_cast<std::size_t>(st.st_size), "model file " + path);
   owner.Close();  // the mapping stays valid without the descriptor
-  if (map == MAP_FAILED) {
-    return common::Status::Unavailable("cannot map model file " + path + ": " +
-                                       std::strerror(errno));
-  }
-  auto r = ParseOnnxGraph(static_cast<const std::uint8_t*>(map),
-                          static_cast<std::size_t>(st.st_size), path);
-  ::munmap(map, static_cast<std::size_t>(st.st_size));
-  return r;
+  if (!map.ok()) return map.status();
+  return ParseOnnxGraph(map->data(), map->size(), path);
 }
 
 namespace {
@@ -283,6 +320,20 @@ bool ParseExternalNumber(const std::string& text, std::uint64_t* v) {
 }
 
 }  // namespace
+
+common::Status CheckDeclaredInputDims(const OnnxGraphSummary& graph,
+                                      const std::string& model_path) {
+  for (const OnnxInput& in : graph.inputs) {
+    for (std::size_t d = 0; d < in.dims.size(); ++d) {
+      const auto& v = in.dims[d].value;
+      if (!v || *v >= 0) continue;
+      return common::Status::InvalidArg(model_path + ": input '" + in.name + "' dimension " +
+                                        std::to_string(d) + ": found " + std::to_string(*v) +
+                                        "; required a size >= 0 or a symbolic name (dim_param)");
+    }
+  }
+  return common::Status::Ok();
+}
 
 common::Status CheckExternalData(const OnnxGraphSummary& graph, const std::string& model_path) {
   namespace fs = std::filesystem;

@@ -88,6 +88,58 @@ TEST(OnnxGraphTest, ReadsNodesOpsetsAndIrVersion) {
   EXPECT_EQ(g.nodes[1].domain, "com.microsoft");
 }
 
+// Graph inputs: ValueInfoProto{name 1, type 2 {tensor_type 1 {elem_type 1, shape 2 {dim 1
+// {dim_value 1 | dim_param 2}}}}}.
+std::string InputsModel(std::int64_t second_dim) {
+  auto dim_value = [](std::int64_t v) {
+    Proto d;
+    d.Varint(1, static_cast<std::uint64_t>(v));  // negative: ten-byte two's complement
+    return d;
+  };
+  Proto batch;
+  batch.Bytes(2, "batch");
+  Proto shape;
+  shape.Message(1, batch).Message(1, dim_value(second_dim)).Message(1, dim_value(77));
+  Proto tensor;
+  tensor.Varint(1, 1).Message(2, shape);
+  Proto type;
+  type.Message(1, tensor);
+  Proto ids, scalar;
+  ids.Bytes(1, "ids").Message(2, type);
+  Proto scalar_tensor, scalar_type;
+  scalar_tensor.Varint(1, 7);  // no shape declared
+  scalar_type.Message(1, scalar_tensor);
+  scalar.Bytes(1, "step").Message(2, scalar_type);
+  Proto graph;
+  graph.Message(11, ids).Message(11, scalar);
+  Proto model;
+  model.Varint(1, 8).Message(7, graph);
+  return model.str();
+}
+
+TEST(OnnxGraphTest, ReadsInputDimensionsAndRefusesANegativeOne) {
+  auto ok = Parse(InputsModel(4));
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  ASSERT_EQ(ok->inputs.size(), 2u);
+  EXPECT_EQ(ok->inputs[0].name, "ids");
+  ASSERT_EQ(ok->inputs[0].dims.size(), 3u);
+  EXPECT_FALSE(ok->inputs[0].dims[0].value.has_value());
+  EXPECT_EQ(ok->inputs[0].dims[0].param, "batch");
+  EXPECT_EQ(ok->inputs[0].dims[1].value, std::optional<std::int64_t>(4));
+  EXPECT_EQ(ok->inputs[0].dims[2].value, std::optional<std::int64_t>(77));
+  EXPECT_EQ(ok->inputs[1].name, "step");
+  EXPECT_TRUE(ok->inputs[1].dims.empty());
+  EXPECT_TRUE(CheckDeclaredInputDims(*ok, "m.onnx").ok());
+  auto bad = Parse(InputsModel(-5));
+  ASSERT_TRUE(bad.ok()) << bad.status().ToString();
+  EXPECT_EQ(bad->inputs[0].dims[1].value, std::optional<std::int64_t>(-5));
+  common::Status st = CheckDeclaredInputDims(*bad, "m.onnx");
+  EXPECT_EQ(st.code(), common::StatusCode::kInvalidArg);
+  EXPECT_EQ(st.message(),
+            "m.onnx: input 'ids' dimension 1: found -5; required a size >= 0 or a symbolic name "
+            "(dim_param)");
+}
+
 TEST(OnnxGraphTest, EveryTruncationIsAnErrorOrAValidPrefixNeverACrash) {
   const std::string full = TwoNodeModel();
   int errors = 0;

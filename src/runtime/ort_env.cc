@@ -7,6 +7,8 @@
 #include <optional>
 
 #include "common/log.h"
+#include "common/telemetry.h"
+#include "policy/ort_pair.h"
 #include "runtime/elf_deps.h"
 #include "runtime/ort_runtime.h"
 
@@ -55,6 +57,9 @@ common::Result<std::unique_ptr<OrtEnvironment>> OrtEnvironment::Create(const Ort
     // creates one, so the capturing logger is always the one installed.
     e->env_ = std::make_unique<Ort::Env>(ORT_LOGGING_LEVEL_WARNING, "truegreen",
                                          &OrtEnvironment::LogCallback, e.get());
+    // ORT_DISABLE_TELEMETRY (set by the loader seam before the core loaded) stops the uploader,
+    // the device id and the files; this also stops the events, unless the user opted in.
+    if (!common::OrtTelemetryOptedIn()) e->env_->DisableTelemetryEvents();
   } catch (const Ort::Exception& ex) {
     return FromOrtException(ex, "cannot create ONNX Runtime environment");
   }
@@ -384,9 +389,8 @@ common::Status CoreCanHost(const std::vector<std::string>& compiled, const std::
       provider + ": the ONNX Runtime core " + core_path +
       " is a CPU build (GetAvailableProviders does not list " + provider +
       ") and cannot host the provider library " + provider_library +
-      ": it would crash inside the core on ops such as Slice, Einsum, Tile and Resize. Use core "
-      "and providers from one GPU release archive of the same version, given with --lib-path or "
-      "baked into the image");
+      ": it would crash inside the core on ops such as Slice, Einsum, Tile and Resize. Fix: " +
+      std::string(policy::kOrtPairRemedy));
 }
 
 }  // namespace tg::runtime::internal

@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "common/file_util.h"
+#include "common/strings.h"
 #include "probe/provider_libs.h"
 #include "runtime/ort_api.h"
 #include "runtime/ort_env.h"
@@ -35,9 +36,7 @@ std::string OrtDirectory(const OrtApi* api) {
   Dl_info info{};
   const void* fn = reinterpret_cast<const void*>(api->GetBuildInfoString);
   if (::dladdr(fn, &info) == 0 || info.dli_fname == nullptr) return "";
-  std::string f = info.dli_fname;
-  auto slash = f.rfind('/');
-  return slash == std::string::npos ? "" : f.substr(0, slash);
+  return std::string(common::Dirname(info.dli_fname));
 }
 
 std::string RealPath(const std::string& p) {
@@ -95,9 +94,7 @@ std::string CoreFlavor(const std::vector<std::string>& providers) {
 }
 
 std::string Directory(const std::string& path) {
-  std::string real = RealPath(path);
-  auto slash = real.rfind('/');
-  return slash == std::string::npos ? "" : real.substr(0, slash);
+  return std::string(common::Dirname(RealPath(path)));
 }
 
 // "beside_core" when the provider file sits in the core's directory (one release archive).

@@ -19,8 +19,6 @@ bool IsMemcpy(const std::string& op) {
   return op == "MemcpyToHost" || op == "MemcpyFromHost" || op == "Memcpy";
 }
 
-std::string Trim(std::string_view s) { return std::string(common::Trim(s)); }
-
 std::string FormatShare(double share) {
   std::ostringstream os;
   os.precision(1);
@@ -110,7 +108,7 @@ std::vector<NodePlacement> ParseNodePlacementLog(const std::vector<std::string>&
     for (; listed < expected; ++listed) out.push_back({"", "", provider});
   };
   for (const auto& raw : lines) {
-    const std::string line = Trim(raw);
+    const std::string line(common::Trim(raw));
     if (line.find("Node placements") != std::string::npos) {
       in_block = true;
       continue;

@@ -42,7 +42,9 @@ common::Json SessionReportToJson(const SessionReport& r) {
   common::Json attention = {{"verdict", r.attention.verdict},
                             {"fused_ops", r.attention.fused_ops},
                             {"fused_op_types", r.attention.fused_op_types},
-                            {"unfused_chains", r.attention.unfused_chains}};
+                            {"unfused_chains", r.attention.unfused_chains},
+                            {"fused_by_truegreen", r.attention.fused_by_truegreen},
+                            {"fusion", r.attention.fusion}};
   common::Json j = {{"model", r.model_path},
                     {"profile", r.profile},
                     {"degraded", r.degraded},
@@ -95,7 +97,12 @@ std::string FormatSessionReport(const SessionReport& r) {
   for (const auto& v : pl.violations) s += (pl.ok ? "advisory:   " : "VIOLATION:  ") + v + "\n";
   s += "attention:  " + r.attention.verdict + " (fused ops " +
        std::to_string(r.attention.fused_ops) + ", unfused MatMul-Softmax-MatMul chains " +
-       std::to_string(r.attention.unfused_chains) + ")\n";
+       std::to_string(r.attention.unfused_chains) +
+       (r.attention.fused_by_truegreen > 0
+            ? "; fused by truegreen " + std::to_string(r.attention.fused_by_truegreen)
+            : std::string()) +
+       ")\n";
+  if (!r.attention.fusion.empty()) s += "            " + r.attention.fusion + "\n";
   s += "io:         " + r.io_mode + "\n";
   if (!r.engine_key.empty()) {
     s += "tensorrt:   engine key " + r.engine_key + " (" + r.precision + ") in " + r.engine_dir +

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "common/config.h"
+#include "common/strings.h"
 
 namespace tg::runtime {
 namespace {
@@ -198,7 +199,7 @@ void ParseTensorRt(YamlMap& m, TensorRtOptions* t, Errors* e) {
 void ParseSession(YamlMap& m, SessionTuning* t, Errors* e) {
   CheckKeys(m,
             {"intra_op_threads", "inter_op_threads", "graph_optimization_level", "io_binding",
-             "sequential_execution", "allow_spinning"},
+             "sequential_execution", "allow_spinning", "fuse_attention"},
             e);
   for (auto [key, out] : {std::pair<const char*, int*>{"intra_op_threads", &t->intra_op_threads},
                           {"inter_op_threads", &t->inter_op_threads}}) {
@@ -216,6 +217,7 @@ void ParseSession(YamlMap& m, SessionTuning* t, Errors* e) {
   }
   e->Add(m.Get("io_binding", &t->io_binding));
   e->Add(m.Get("sequential_execution", &t->sequential_execution));
+  e->Add(m.Get("fuse_attention", &t->fuse_attention));
   e->Add(m.Get("allow_spinning", &t->allow_spinning));
 }
 
@@ -309,8 +311,7 @@ RuntimePolicy DevPolicy() {
 }
 
 common::Result<std::string> CanonicalProviderName(const std::string& name) {
-  std::string n;
-  for (char c : name) n += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string n = common::Lower(name);
   if (n == "tensorrt" || n == "trt" || n == "tensorrtexecutionprovider" ||
       n == "nvtensorrtrtxexecutionprovider") {
     return std::string("TensorrtExecutionProvider");

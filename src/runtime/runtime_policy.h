@@ -100,6 +100,9 @@ struct SessionTuning {
   // false stops them burning a core between runs, which on a host with few cores leaves the CPU
   // to other threads (the server's I/O threads writing the response); docs/POLICY.md.
   bool allow_spinning = true;
+  // Rewrite unfused attention into com.microsoft.MultiHeadAttention at session open, checked
+  // against the original (runtime/attention_fusion.h); `--no-fuse-attention` turns it off.
+  bool fuse_attention = true;
   // The ORT session config entries (key -> value) these settings imply, as passed to
   // AddConfigEntry: session.intra_op.allow_spinning and session.inter_op.allow_spinning ("0"/"1").
   std::map<std::string, std::string> ToSessionConfigEntries() const;

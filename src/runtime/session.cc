@@ -9,6 +9,7 @@
 
 #include <onnxruntime_session_options_config_keys.h>
 
+#include "common/clock.h"
 #include "common/file_util.h"
 #include "common/log.h"
 #include "policy/matrix.h"
@@ -51,10 +52,6 @@ struct SessionFactory::Impl {
 };
 
 namespace {
-
-double MsSince(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
 
 GraphOptimizationLevel OptLevel(const std::string& s) {
   if (s == "disable") return ORT_DISABLE_ALL;
@@ -440,9 +437,12 @@ void MarkDegraded(bool placement_known, const std::vector<NodePlacement>& nodes,
 // turns an offset or length near 2^63 into an integer-overflow exception, or tries to read it);
 // it is kept when a check needs it (attention analysis, placement from the log), and then a
 // graph that cannot be read is an error; otherwise ORT's own load reports a malformed file.
-Status ReadGraphForChecks(const std::string& model_path, const OpenOptions& options,
-                          std::optional<OnnxGraphSummary>* graph, SessionReport* rep) {
-  auto g = ReadOnnxGraph(model_path);
+Status ReadGraphForChecks(const std::string& model_path, const std::string* bytes,
+                          const OpenOptions& options, std::optional<OnnxGraphSummary>* graph,
+                          SessionReport* rep) {
+  auto g = bytes == nullptr ? ReadOnnxGraph(model_path)
+                            : ParseOnnxGraph(reinterpret_cast<const std::uint8_t*>(bytes->data()),
+                                             bytes->size(), model_path + " (attention rewritten)");
   if (g.ok()) TG_RETURN_IF_ERROR(CheckExternalData(*g, model_path));
   if (options.attention_check || options.placement_from_log) {
     if (!g.ok()) return g.status();
@@ -455,11 +455,19 @@ Status ReadGraphForChecks(const std::string& model_path, const OpenOptions& opti
 // Creates the ORT session into impl->session while capturing what ORT logs for `logid` (the
 // placement log) into *logs; maps ORT's refusals to our codes.
 Status CreateOrtSession(internal::OrtEnvironment& env, const std::string& model_path,
-                        const Ort::SessionOptions& so, const std::string& logid,
+                        const std::string* bytes, Ort::SessionOptions& so, const std::string& logid,
                         Session::Impl* impl, std::vector<std::string>* logs) {
   env.BeginCapture(logid);
   try {
-    impl->session = std::make_unique<Ort::Session>(env.env(), model_path.c_str(), so);
+    if (bytes == nullptr) {
+      impl->session = std::make_unique<Ort::Session>(env.env(), model_path.c_str(), so);
+    } else {
+      // A rewritten model in memory: its external data stays beside the original file.
+      const std::string folder = std::filesystem::path(model_path).parent_path().string();
+      so.AddConfigEntry(kOrtSessionOptionsModelExternalInitializersFileFolderPath,
+                        folder.empty() ? "." : folder.c_str());
+      impl->session = std::make_unique<Ort::Session>(env.env(), bytes->data(), bytes->size(), so);
+    }
   } catch (const Ort::Exception& ex) {
     env.EndCapture(logid);
     const std::string msg = ex.what();
@@ -498,9 +506,8 @@ Status PlacementViolation(const PlacementReport& pl, const std::string& model_pa
 
 }  // namespace
 
-Result<Session> SessionFactory::OpenForDiagnosis(const std::string& model_path,
-                                                 const OpenOptions& options,
-                                                 Status* violation) const {
+Result<Session> SessionFactory::OpenModel(const std::string& model_path, const OpenOptions& options,
+                                          const std::string* bytes, Status* violation) const {
   const auto t0 = std::chrono::steady_clock::now();
   const RuntimePolicy& pol = impl_->policy;
   *violation = Status::Ok();
@@ -519,7 +526,7 @@ Result<Session> SessionFactory::OpenForDiagnosis(const std::string& model_path,
   rep.ort_version = impl_->env->load().version;
 
   std::optional<OnnxGraphSummary> graph;
-  TG_RETURN_IF_ERROR(ReadGraphForChecks(model_path, options, &graph, &rep));
+  TG_RETURN_IF_ERROR(ReadGraphForChecks(model_path, bytes, options, &graph, &rep));
 
   Ort::SessionOptions so;
   const std::string logid = impl_->env->NewLogId();
@@ -527,7 +534,8 @@ Result<Session> SessionFactory::OpenForDiagnosis(const std::string& model_path,
   TG_RETURN_IF_ERROR(AttachProviders(*impl_, model_path, options, &so, impl.get()));
 
   std::vector<std::string> logs;
-  TG_RETURN_IF_ERROR(CreateOrtSession(*impl_->env, model_path, so, logid, impl.get(), &logs));
+  TG_RETURN_IF_ERROR(
+      CreateOrtSession(*impl_->env, model_path, bytes, so, logid, impl.get(), &logs));
 
   std::vector<NodePlacement> nodes;
   std::string source = "unavailable";
@@ -545,7 +553,7 @@ Result<Session> SessionFactory::OpenForDiagnosis(const std::string& model_path,
   impl->use_device = rep.gpu_active && !impl_->prepared.empty();
   impl->shrink_arena = pol.arena.shrink_after_run;
   TG_RETURN_IF_ERROR(impl->Init());
-  rep.create_ms = MsSince(t0);
+  rep.create_ms = common::MsSince(t0);
 
   if (rep.degraded) {
     spdlog::warn("runtime: DEGRADED session for {}: {}", model_path, rep.degraded_reason);

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -31,6 +32,8 @@
 #include "runtime/tensor.h"
 
 namespace tg::runtime {
+
+class OnnxModel;  // onnx_model.h
 
 enum class AttachPath { kNone, kClassic, kPlugin, kCpu };
 std::string_view AttachPathName(AttachPath p);  // "none" "classic" "plugin" "cpu"
@@ -64,6 +67,11 @@ struct AttentionReport {
   int unfused_chains = 0;  // MatMul -> [Mul/Div/Add]* -> Softmax -> MatMul
   std::vector<std::string> fused_op_types;
   std::string verdict = "none";  // "fused", "unfused", "mixed" or "none"
+  // Chains truegreen rewrote into com.microsoft.MultiHeadAttention at open (attention_fusion.h);
+  // they count in fused_ops. `fusion` says what happened: "off" (policy or flag), "" (nothing to
+  // fuse), "fused by truegreen: ..." with the check, or "kept the original: <why>".
+  int fused_by_truegreen = 0;
+  std::string fusion;
 };
 
 struct IoStats {
@@ -106,6 +114,12 @@ struct OpenOptions {
   std::map<std::string, std::vector<std::int64_t>> profile_min, profile_opt, profile_max;
   bool placement_proof = true;  // off only for benchmarks measuring its cost
   bool attention_check = true;
+  // Rewrite unfused attention chains into MultiHeadAttention (checked, cached; attention_fusion.h)
+  // when the policy's session.fuse_attention allows it too. Off for reference sessions.
+  bool fuse_attention = true;
+  // Tests only: alters the rewritten model before its check, to prove the fallback to the
+  // original. When set, nothing is read from or written to the cache.
+  std::function<void(OnnxModel&)> after_rewrite;
   // Read placement from the verbose "Node placements" log instead of the assignment API (the
   // path older ORT needs; selectable to test it against the API on the same session).
   bool placement_from_log = false;
@@ -173,6 +187,14 @@ class SessionFactory {
   struct Impl;
 
  private:
+  // OpenForDiagnosis without the attention rewrite; `model_bytes` (when not null) is a rewritten
+  // model ONNX Runtime loads instead of the file, its external data resolved beside model_path.
+  common::Result<Session> OpenModel(const std::string& model_path, const OpenOptions& options,
+                                    const std::string* model_bytes,
+                                    common::Status* violation) const;
+  // Runs the original and the rewritten model on the same inputs (attention_fusion.h's check).
+  common::Status CheckFusion(const std::string& model_path, const OpenOptions& options,
+                             const std::string& bytes, std::string* detail) const;
   std::shared_ptr<Impl> impl_;
 };
 

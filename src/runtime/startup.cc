@@ -307,14 +307,40 @@ std::optional<policy::NodeVerdict> StartupReport::Verdict() const {
   return policy::JudgeNode(*admission, steps, c);
 }
 
+namespace {
+
+// A step's detail on one line: a detail that announces a list ("...:") followed by "  - item"
+// lines lists the items after its colon, separated by "; ", so no line ends on an announcement;
+// any further text follows the same way.
+std::string OneLine(const std::string& detail) {
+  std::string out;
+  std::size_t pos = 0;
+  while (pos <= detail.size()) {
+    const std::size_t nl = std::min(detail.find('\n', pos), detail.size());
+    std::string_view part(detail.data() + pos, nl - pos);
+    while (!part.empty() && part.front() == ' ') part.remove_prefix(1);
+    if (part.starts_with("- ")) part.remove_prefix(2);
+    while (!part.empty() && part.back() == ' ') part.remove_suffix(1);
+    if (!part.empty()) {
+      if (!out.empty()) out += out.back() == ':' ? " " : "; ";
+      out += part;
+    }
+    pos = nl + 1;
+  }
+  // Whatever was announced and not listed: the line still does not end on a colon.
+  while (!out.empty() && (out.back() == ':' || out.back() == ' ')) out.pop_back();
+  return out;
+}
+
+}  // namespace
+
 std::string StartupReport::Format() const {
   std::string out;
   char line[160];
   for (const auto& s : steps) {
     std::snprintf(line, sizeof line, "startup:    %-8s %-8s %9.1f ms  ", s.name.c_str(),
                   std::string(policy::StepOutcomeName(s.outcome)).c_str(), s.ms);
-    // First line of the detail only: the full text is in --json and the error message.
-    out += line + s.detail.substr(0, s.detail.find('\n')) + "\n";
+    out += line + OneLine(s.detail) + "\n";
   }
   return out;
 }

@@ -59,6 +59,38 @@ TEST(StartupChainTest, StepsAreTimedByTheInjectedClock) {
   EXPECT_EQ(report.ToJson()["verdict"]["verdict"], "DEGRADED (dev policy: CPU allowed)");
 }
 
+// A detail that announces a list ("...:") is followed by its items on the same text line.
+TEST(StartupReportTest, EveryFormattedLineIsComplete) {
+  StartupReport r;
+  r.steps.push_back({"admit", policy::StepOutcome::kOk, common::StatusCode::kOk, 1,
+                     "integrity findings, proven at attach:\n  - [ort.pair] a CPU core\n"
+                     "  - [cuda.driver] no driver"});
+  r.steps.push_back({"factory", policy::StepOutcome::kRefused, common::StatusCode::kUnavailable, 2,
+                     "production policy requires A -> B; 2 provider(s) cannot be attached:\n"
+                     "  - A: missing\n  - B: missing\nThe CPU provider is never a fallback."});
+  r.steps.push_back(
+      {"canary", policy::StepOutcome::kSkipped, common::StatusCode::kOk, 0, "nothing listed:"});
+  r.steps.push_back({"warmup", policy::StepOutcome::kSkipped, common::StatusCode::kOk, 0,
+                     "-5 runs (a leading minus stays)"});
+  const std::string text = r.Format();
+  std::size_t lines = 0;
+  for (std::size_t pos = 0; pos < text.size(); pos = text.find('\n', pos) + 1, ++lines) {
+    const std::string line = text.substr(pos, text.find('\n', pos) - pos);
+    EXPECT_NE(line.back(), ':') << line;
+  }
+  EXPECT_EQ(lines, 4u) << text;
+  EXPECT_NE(text.find("integrity findings, proven at attach: [ort.pair] a CPU core; [cuda.driver] "
+                      "no driver\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("cannot be attached: A: missing; B: missing; The CPU provider is never a "
+                      "fallback.\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  nothing listed\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  -5 runs (a leading minus stays)\n"), std::string::npos) << text;
+}
+
 TEST(StartupChainTest, ProductionRefusesThisNodeWithTheVerdictsExitCode) {
   common::FakeClock clock;  // never advances: every time is exactly 0
   StartupOptions so;

@@ -27,7 +27,7 @@ using common::Result;
 using common::Status;
 
 constexpr std::array<std::pair<std::string_view, std::string_view>, 7> kSamplers{{
-    {"pndm", "PNDM"},
+    {"pndm", "PLMS"},
     {"ddim", "DDIM"},
     {"euler", "Euler"},
     {"euler_a", "Euler a"},
@@ -119,6 +119,7 @@ Status ApplyField(const std::string& key, const std::string& v, GenerationParame
   if (key == "CFG scale") return ParseNumber(key, v, &p->cfg_scale);
   if (key == "Sampler") p->sampler = v;
   if (key == "Model hash") p->model_hash = v;
+  if (key == "Model") p->model = v;
   if (key == "Version") p->version = v;
   if (key == "Size") {
     const auto x = v.find('x');
@@ -144,7 +145,7 @@ std::string TruegreenVersion() { return std::string("truegreen ") + TG_VERSION; 
 
 std::string FormatInfotext(const GenerationParameters& p) {
   std::string out = p.prompt;
-  if (!p.negative_prompt.empty()) out += "\nNegative prompt: " + p.negative_prompt;
+  if (p.negative_prompt) out += "\nNegative prompt: " + *p.negative_prompt;
   std::vector<std::pair<std::string, std::string>> fields{
       {"Steps", std::to_string(p.steps)},
       {"Sampler", p.sampler},
@@ -153,6 +154,7 @@ std::string FormatInfotext(const GenerationParameters& p) {
       {"Size", std::to_string(p.width) + "x" + std::to_string(p.height)},
   };
   if (!p.model_hash.empty()) fields.emplace_back("Model hash", p.model_hash);
+  if (!p.model.empty()) fields.emplace_back("Model", p.model);
   if (!p.version.empty()) fields.emplace_back("Version", p.version);
   out += "\n";
   for (std::size_t i = 0; i < fields.size(); ++i) {
@@ -184,7 +186,8 @@ Result<GenerationParameters> ParseInfotext(std::string_view text) {
       negative = true;
       line = TrimSpaces(line.substr(16));
     }
-    std::string& dst = negative ? p.negative_prompt : p.prompt;
+    if (negative && !p.negative_prompt) p.negative_prompt.emplace();
+    std::string& dst = negative ? *p.negative_prompt : p.prompt;
     dst += std::string(dst.empty() ? "" : "\n") + std::string(line);
   }
   for (const auto& [key, value] : pairs) TG_RETURN_IF_ERROR(ApplyField(key, value, &p));

@@ -26,6 +26,7 @@
 #include "sd/infotext.h"
 #include "sd/pipeline_internal.h"
 #include "sd/scheduler.h"
+#include "sd/vae_tiling.h"
 
 namespace tg::sd {
 namespace {
@@ -515,7 +516,7 @@ RunPlan MakePlan(const std::vector<GenerateRequest>& reqs) {
 // Token ids of the prompt and negative prompt for each tokenizer (the second only for SDXL).
 struct PromptIds {
   std::vector<std::int64_t> pos1, pos2, neg1, neg2;
-  bool zero_negative = false;  // SDXL force_zeros_for_empty_prompt with no negative prompt
+  bool zero_negative = false;  // SDXL force_zeros_for_empty_prompt and no negative prompt given
 };
 
 // CLIP reads 77 ids; a longer text is cut, and the user is told how much of it was not read.
@@ -533,17 +534,19 @@ Result<PromptIds> TokenizePrompts(const SdModel& m, const GenerateRequest& req, 
                                   std::vector<std::string>* warnings) {
   PromptIds ids;
   const bool sdxl = m.text_encoder_2.has_value();
-  ids.zero_negative = sdxl && m.force_zeros_for_empty_prompt && req.negative_prompt.empty();
+  // diffusers' SDXL: zeros only when the negative prompt is absent (None); "" is encoded.
+  ids.zero_negative = sdxl && m.force_zeros_for_empty_prompt && !req.negative_prompt.has_value();
+  const std::string negative = req.negative_prompt.value_or("");
   TG_ASSIGN_OR_RETURN(ids.pos1, m.tokenizer->Encode(req.prompt, kSeqLen));
   WarnIfTruncated(*m.tokenizer, "prompt", req.prompt, warnings);
   if (sdxl) {
     TG_ASSIGN_OR_RETURN(ids.pos2, m.tokenizer_2->Encode(req.prompt, kSeqLen));
   }
   if (cfg && !ids.zero_negative) {
-    TG_ASSIGN_OR_RETURN(ids.neg1, m.tokenizer->Encode(req.negative_prompt, kSeqLen));
-    WarnIfTruncated(*m.tokenizer, "negative prompt", req.negative_prompt, warnings);
+    TG_ASSIGN_OR_RETURN(ids.neg1, m.tokenizer->Encode(negative, kSeqLen));
+    WarnIfTruncated(*m.tokenizer, "negative prompt", negative, warnings);
     if (sdxl) {
-      TG_ASSIGN_OR_RETURN(ids.neg2, m.tokenizer_2->Encode(req.negative_prompt, kSeqLen));
+      TG_ASSIGN_OR_RETURN(ids.neg2, m.tokenizer_2->Encode(negative, kSeqLen));
     }
   }
   return ids;
@@ -606,7 +609,7 @@ Result<std::vector<NamedTensor>> ConditioningInputs(const SdModel& m, const Gene
 }
 
 // Text encoder runs, once per distinct text of the whole batch (each at batch 1, as a request
-// alone would run it); SDXL's empty negative is zeros when configured so.
+// alone would run it); SDXL's absent negative is zeros when configured so.
 Result<std::vector<NamedTensor>> EncodeText(const SdModel& m,
                                             const std::vector<GenerateRequest>& reqs,
                                             const RunPlan& p, const std::vector<PromptIds>& ids) {
@@ -725,24 +728,48 @@ Status Denoise(const SdModel& m, Scheduler& sched, const RunPlan& p, float guida
   return Status::Ok();
 }
 
+// Whether `req` decodes in tiles (VaeTiling::kAuto: above kVaeTileAutoPixels).
+bool Tiled(const GenerateRequest& req) {
+  return req.vae_tiling == VaeTiling::kOn ||
+         (req.vae_tiling == VaeTiling::kAuto &&
+          static_cast<std::int64_t>(req.width) * req.height > kVaeTileAutoPixels);
+}
+
+// One VAE run over latents z [1, 4, lh, lw] into rgb [3, 8·lh, 8·lw].
+Status RunVae(const VaeDecoderPart& V, const std::vector<float>& z, std::int64_t lh,
+              std::int64_t lw, std::vector<float>* rgb) {
+  std::vector<NamedTensor> in(1);
+  in[0].name = V.latent_name;
+  FillFloatTensor(z.data(), z.size(), V.latent_dtype, {1, 4, lh, lw}, &in[0].tensor);
+  std::vector<Tensor> dec;
+  TG_RETURN_IF_ERROR(V.session.Run(in, {V.output_name}, &dec));
+  TG_RETURN_IF_ERROR(
+      ExpectShape(dec[0], {1, 3, lh * 8, lw * 8}, "vae_decoder/model.onnx", V.output_name));
+  rgb->resize(static_cast<std::size_t>(dec[0].element_count()));
+  ReadFloats(dec[0], rgb->data());
+  return Status::Ok();
+}
+
 // VAE decode one image at a time (the legacy pipeline does the same: fp16 VAEs misbehave
-// batched), then the pixel conversion. `latents` points at the request's first image.
+// batched), whole or in tiles, then the pixel conversion. `latents` points at the request's
+// first image.
 Status DecodeLatents(const SdModel& m, const GenerateRequest& req, const RunPlan& p,
                      const float* latents, GenerateOutput* out) {
   const auto& V = m.vae;
   const auto inv_scale = static_cast<float>(1.0 / V.scaling_factor);
-  std::vector<float> z(p.per_image), rgb(static_cast<std::size_t>(3) * req.width * req.height);
-  const std::vector<std::int64_t> vae_out_shape{1, 3, req.height, req.width};
+  std::vector<float> z(p.per_image), rgb;
+  const bool tiled = Tiled(req);
+  auto tile = [&V](const std::vector<float>& zt, int th, int tw, std::vector<float>* px) {
+    return RunVae(V, zt, th, tw, px);
+  };
   for (int k = 0; k < req.batch; ++k) {
     const float* src = latents + p.per_image * k;
     for (std::size_t j = 0; j < p.per_image; ++j) z[j] = src[j] * inv_scale;
-    std::vector<NamedTensor> in(1);
-    in[0].name = V.latent_name;
-    FillFloatTensor(z.data(), z.size(), V.latent_dtype, {1, 4, p.lh, p.lw}, &in[0].tensor);
-    std::vector<Tensor> dec;
-    TG_RETURN_IF_ERROR(V.session.Run(in, {V.output_name}, &dec));
-    TG_RETURN_IF_ERROR(ExpectShape(dec[0], vae_out_shape, "vae_decoder/model.onnx", V.output_name));
-    ReadFloats(dec[0], rgb.data());
+    if (tiled) {
+      TG_RETURN_IF_ERROR(DecodeTiled(z.data(), p.lh, p.lw, tile, &rgb));
+    } else {
+      TG_RETURN_IF_ERROR(RunVae(V, z, p.lh, p.lw, &rgb));
+    }
     GeneratedImage g;
     g.seed = req.seeds[k];
     g.image = DecodedToRgb(rgb.data(), req.width, req.height);
@@ -757,13 +784,15 @@ Status DescribeAndEncode(const GenerateRequest& req, GenerateOutput* out) {
   const auto t0 = Clock::now();
   GenerationParameters gp;
   gp.prompt = req.prompt;
-  gp.negative_prompt = req.negative_prompt;
+  // Without guidance (<= 1) the negative prompt is not used, so the infotext does not claim it.
+  if (out->guidance > 1.0) gp.negative_prompt = req.negative_prompt;
   gp.steps = req.steps;
   gp.sampler = std::string(A1111SamplerName(out->scheduler));
   gp.cfg_scale = out->guidance;
   gp.width = out->width;
   gp.height = out->height;
   gp.model_hash = req.model_hash;
+  gp.model = req.model_name;
   gp.version = TruegreenVersion();
   for (auto& g : out->images) {
     gp.seed = g.seed;

@@ -6,7 +6,8 @@
 // per-image Rng (seed + k) draws the initial latents [1,4,h/8,w/8] × init_noise_sigma → for each
 // scheduler step: latents duplicated [uncond; cond] in one UNet batch (scaled by the scheduler),
 // timestep fed with the UNet's own dtype/rank, guidance noise = u + g·(c − u), scheduler Step →
-// VAE decode one image at a time of latents / scaling_factor → clip(x/2+0.5, 0, 1)·255 rounded
+// VAE decode one image at a time of latents / scaling_factor (in tiles above kVaeTileAutoPixels
+// or when asked: sd/vae_tiling.h) → clip(x/2+0.5, 0, 1)·255 rounded
 // half-to-even (numpy's round) → PNG with the A1111 infotext as its `parameters` chunk
 // (sd/infotext.h). Prompts longer than CLIP's 77 tokens are truncated, with a warning in
 // GenerateOutput::warnings saying how many tokens were dropped.
@@ -58,16 +59,31 @@
 
 namespace tg::sd {
 
+// The seed range of each generator (rng.h): numpy's RandomState takes 32-bit seeds, philox any
+// 64-bit one. Image k of a request uses seed + k, which must be in range too.
+inline constexpr std::string_view kSeedRangeText =
+    "0..4294967295 (2^32-1) with --rng numpy (numpy.random.RandomState, the default), "
+    "0..18446744073709551615 (2^64-1) with --rng philox";
+
 // Limits applied by ValidateRequest.
 inline constexpr int kMinSide = 256;
 inline constexpr int kMaxSide = 2048;
 inline constexpr int kMaxSteps = 1000;
 inline constexpr int kMaxBatch = 8;
 inline constexpr std::size_t kMaxPromptBytes = 256 * 1024;  // CLIP reads 75 tokens anyway
+// Above this many pixels the VAE decodes in tiles unless told otherwise (sd/vae_tiling.h): a whole
+// 1024² decode is the largest common size; larger ones tile.
+inline constexpr std::int64_t kVaeTileAutoPixels = 1024 * 1024;
+
+// How the VAE decodes: whole, in tiles (sd/vae_tiling.h), or tiles above kVaeTileAutoPixels.
+enum class VaeTiling { kAuto, kOff, kOn };
 
 struct GenerateRequest {
   std::string prompt;
-  std::string negative_prompt;
+  // Absent and empty differ, as in diffusers and Optimum: SDXL with force_zeros_for_empty_prompt
+  // uses zeros as the unconditional embeddings only when there is no negative prompt; an empty
+  // one is encoded like any text. SD 1.x/2.x encode "" for an absent one, so there they agree.
+  std::optional<std::string> negative_prompt;
   int steps = 50;
   std::string scheduler;           // "" = the model's scheduler_config _class_name
   std::optional<double> guidance;  // empty = 7.5 (SD 1.x/2.x) or 5.0 (SDXL)
@@ -79,6 +95,8 @@ struct GenerateRequest {
   RngMode rng = RngMode::kNumpy;
   bool encode_png = true;  // also fill GeneratedImage::png
   std::string model_hash;  // "Model hash" of the infotext (PipelineHash); "" leaves it out
+  std::string model_name;  // "Model" of the infotext (the pipeline folder's name); "" leaves it out
+  VaeTiling vae_tiling = VaeTiling::kAuto;
 };
 
 struct StepProgress {

@@ -14,6 +14,9 @@ namespace tg::sd {
 
 // The generator of one image; INVALID_ARG naming the seed and the mode when it is not usable.
 [[nodiscard]] common::Result<Rng> MakeRng(RngMode mode, std::uint64_t seed);
+// INVALID_ARG: `seed` (of image `image` of a request, 0 for the first) is out of `mode`'s range;
+// the message states every generator's range (kSeedRangeText).
+common::Status SeedRangeError(RngMode mode, std::uint64_t seed, std::size_t image);
 
 // Validates every request (ValidateRequest) and that they may share one UNet batch: equal
 // BatchKey, at most kMaxBatch images together, and a fixed-batch UNet's batch matched. Messages

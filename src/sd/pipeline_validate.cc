@@ -23,8 +23,8 @@ Status ValidateFields(const SdModel& model, GenerateRequest* r) {
                               std::to_string(kMaxPromptBytes) +
                               " bytes are accepted (CLIP reads only the first 75 tokens)");
   }
-  if (r->negative_prompt.size() > kMaxPromptBytes) {
-    return Status::InvalidArg("negative prompt is " + std::to_string(r->negative_prompt.size()) +
+  if (r->negative_prompt && r->negative_prompt->size() > kMaxPromptBytes) {
+    return Status::InvalidArg("negative prompt is " + std::to_string(r->negative_prompt->size()) +
                               " bytes; at most " + std::to_string(kMaxPromptBytes) +
                               " bytes are accepted");
   }
@@ -64,8 +64,8 @@ Status ValidateFields(const SdModel& model, GenerateRequest* r) {
     return Status::InvalidArg(std::to_string(r->seeds.size()) + " seeds given for batch " +
                               std::to_string(r->batch) + "; one seed per image is required");
   }
-  for (std::uint64_t s : r->seeds) {
-    TG_RETURN_IF_ERROR(MakeRng(r->rng, s).status());
+  for (std::size_t k = 0; k < r->seeds.size(); ++k) {
+    if (!Rng::Create(r->rng, r->seeds[k]).ok()) return SeedRangeError(r->rng, r->seeds[k], k);
   }
   const std::int64_t unet_batch = (*r->guidance > 1.0 ? 2 : 1) * r->batch;
   if (ss[0] > 0 && ss[0] != unet_batch) {
@@ -78,12 +78,19 @@ Status ValidateFields(const SdModel& model, GenerateRequest* r) {
 
 }  // namespace
 
+Status SeedRangeError(RngMode mode, std::uint64_t seed, std::size_t image) {
+  // Each generator's range, so the reader sees which one takes the seed.
+  return Status::InvalidArg("seed " + std::to_string(seed) +
+                            (image > 0 ? " (image " + std::to_string(image) +
+                                             "'s: the first seed + " + std::to_string(image) + ")"
+                                       : std::string()) +
+                            " is out of range for --rng " + std::string(RngModeName(mode)) +
+                            ": required " + std::string(kSeedRangeText));
+}
+
 Result<Rng> MakeRng(RngMode mode, std::uint64_t seed) {
   auto rng = Rng::Create(mode, seed);
-  if (!rng.ok()) {
-    return Status::InvalidArg("seed " + std::to_string(seed) + " is not usable with --rng " +
-                              std::string(RngModeName(mode)) + ": " + rng.status().message());
-  }
+  if (!rng.ok()) return SeedRangeError(mode, seed, 0);
   return std::move(rng).value();
 }
 

@@ -11,6 +11,7 @@
 #include "common/config.h"
 #include "common/file_util.h"
 #include "common/json_writer.h"
+#include "common/strings.h"
 #include "sd/config_lines.h"
 #include "sd/scheduler_internal.h"
 
@@ -607,9 +608,7 @@ const std::vector<std::string>& SchedulerNames() {
 
 Result<std::unique_ptr<Scheduler>> CreateScheduler(std::string_view name,
                                                    const SchedulerConfig& config) {
-  std::string key(name);
-  std::transform(key.begin(), key.end(), key.begin(),
-                 [](unsigned char ch) { return std::tolower(ch); });
+  std::string key = common::Lower(name);
   std::replace(key.begin(), key.end(), '-', '_');
   const bool from_config = key.empty() || key == "default";
   if (from_config) {
@@ -618,9 +617,7 @@ Result<std::unique_ptr<Scheduler>> CreateScheduler(std::string_view name,
                                 ": no _class_name to pick the default scheduler from; choose one "
                                 "of pndm, ddim, euler, euler_a, dpmpp_2m, dpmpp_2m_karras, lms");
     }
-    key = config.class_name;
-    std::transform(key.begin(), key.end(), key.begin(),
-                   [](unsigned char ch) { return std::tolower(ch); });
+    key = common::Lower(config.class_name);
   }
   SchedulerConfig c = config;
   std::unique_ptr<Scheduler> s;

@@ -19,6 +19,7 @@
 
 #include "server/config.h"
 #include "server/image_store.h"
+#include "server/memory_admission.h"
 #include "server/metrics.h"
 #include "server/model_registry.h"
 #include "server/readiness.h"
@@ -40,6 +41,7 @@ struct ServerParts {
   Readiness& readiness;
   Metrics& metrics;
   ImageStore& images;
+  MemoryAdmission& memory;
   const int& port;                // the bound port (set before the first request)
   std::int64_t started_unix = 0;  // process start (Model.created of /v1/models)
   // Sends the answer of a request: metrics, access log, X-Request-Id, then the responder.
@@ -61,6 +63,8 @@ class OpenAiApi {
   common::Status Warmup(ModelRuntime* mr);
 
  private:
+  // One run of at most `part` images at once (api_images.cc).
+  void RunBatch(ModelRuntime* mr, std::vector<std::shared_ptr<Job>>& jobs, int part);
   ApiResult<Reply> Generations(Call& c);
   ApiResult<Reply> ListModels(Call& c);
   ApiResult<Reply> GetModel(Call& c);
@@ -74,7 +78,9 @@ class KserveApi {
  public:
   explicit KserveApi(ServerParts parts) : p_(std::move(parts)) {}
   void AddRoutes(RouteTable* table);
-  // Runs a lane's batch of infer jobs (merged along dim 0) and answers each (api_kserve.cc).
+  // Runs a lane's batch of infer jobs (merged along dim 0) and answers each (api_kserve.cc):
+  // reserves the merged run's memory estimate first (a batch whose merged run cannot fit is run
+  // in halves; the requests are answered 504 when their deadline passes while waiting).
   void RunJobs(ModelRuntime* mr, std::vector<std::shared_ptr<Job>>& jobs);
   // One timed run of the model's first warm-up shapes in ms.
   common::Result<double> TimeCanaryRun(ModelRuntime* mr);
@@ -85,6 +91,8 @@ class KserveApi {
   ApiResult<Reply> ModelMetadata(Call& c);
   ApiResult<Reply> ModelReady(Call& c);
   ApiResult<Reply> Infer(Call& c);
+  // One session run of `jobs` merged along dim 0, answering each (api_kserve.cc).
+  void RunMerged(ModelRuntime* mr, std::vector<std::shared_ptr<Job>>& jobs);
   // The served model the path's {model} and {version} name; NOT_FOUND otherwise.
   ApiResult<ModelRuntime*> PathModel(Call& c) const;
 

@@ -240,7 +240,9 @@ ParseError ParseImagesRequest(const Json& body, const Limits& limits, ImagesOpti
   std::string ignored;
   if (auto e = StringField(body, "user", &ignored)) return e;
   if (auto e = OpenAiOnlyFields(body, limits, o)) return e;
-  if (auto e = StringField(body, "negative_prompt", &r->negative_prompt)) return e;
+  if (Field(body, "negative_prompt")) {  // given, even "": SDXL encodes it (absent: zeros)
+    if (auto e = StringField(body, "negative_prompt", &r->negative_prompt.emplace())) return e;
+  }
   if (auto e = StringField(body, "scheduler", &r->scheduler)) return e;
   r->batch = 1;
   if (auto e = IntField(body, "n", 1, limits.max_n, &r->batch)) return e;
@@ -467,6 +469,13 @@ ApiResult<Reply> OpenAiApi::Generations(Call& c) {
     g.seeds.push_back(g.seeds.front() + static_cast<std::uint64_t>(k));
   }
   g.batch = n;
+  // Refused before it queues when not even one image of this size fits in the memory budget
+  // (memory_admission.h); a larger n is split into runs that fit (RunJobs).
+  if (Status s = p_.memory.Check(ctx.model, {g.width, g.height, 1, *g.guidance > 1.0, false});
+      !s.ok()) {
+    p_.metrics.Add("truegreen_memory_refused_total", {{"model", ctx.model}});
+    return ApiError::From(s, "size", "invalid_value");
+  }
   job->base_url = BaseUrl(c.req, p_.config.host, p_.port);
   const double units = static_cast<double>(g.width) * g.height * g.steps / 50.0 * g.batch;
   Lane* lane = mr->lanes[units > p_.config.limits.large_pixels ? 1 : 0].get();
@@ -489,19 +498,20 @@ ApiResult<Reply> OpenAiApi::Generations(Call& c) {
 
 namespace {
 
-// Runs `reqs` as one GenerateBatch, or, for a single request above sd::kMaxBatch images, as
-// consecutive parts of at most kMaxBatch images whose outputs are joined.
+// Runs `reqs` as one GenerateBatch, or, for a single request above `max_part` images (at most
+// sd::kMaxBatch, fewer when the memory budget says so), as consecutive parts of at most max_part
+// images whose outputs are joined.
 Result<std::vector<sd::GenerateOutput>> GenerateInParts(
-    sd::Pipeline& pipeline, const std::vector<sd::GenerateRequest>& reqs,
+    sd::Pipeline& pipeline, const std::vector<sd::GenerateRequest>& reqs, int max_part,
     const sd::ProgressCallback& progress, const std::vector<const std::atomic<bool>*>& cancels) {
-  if (reqs.size() != 1 || reqs.front().batch <= sd::kMaxBatch) {
+  if (reqs.size() != 1 || reqs.front().batch <= max_part) {
     return pipeline.GenerateBatch(reqs, progress, cancels);
   }
   const sd::GenerateRequest& whole = reqs.front();
   std::vector<sd::GenerateOutput> joined(1);
-  for (int off = 0; off < whole.batch; off += sd::kMaxBatch) {
+  for (int off = 0; off < whole.batch; off += max_part) {
     sd::GenerateRequest part = whole;
-    part.batch = std::min(sd::kMaxBatch, whole.batch - off);
+    part.batch = std::min(max_part, whole.batch - off);
     part.seeds.assign(whole.seeds.begin() + off, whole.seeds.begin() + off + part.batch);
     TG_ASSIGN_OR_RETURN(auto out, pipeline.GenerateBatch({part}, progress, cancels));
     sd::GenerateOutput& o = out.front();
@@ -516,6 +526,43 @@ Result<std::vector<sd::GenerateOutput>> GenerateInParts(
     if (j.cancelled) break;
   }
   return joined;
+}
+
+// Reserves the run's estimated memory (memory_admission.h), setting each request's VAE tiling to
+// the estimate's; when the deadline passes (or the one request is cancelled) while waiting, every
+// request is answered 504 and nullopt returned.
+std::optional<MemoryAdmission::Reservation> ReserveMemory(const ServerParts& p,
+                                                          const std::vector<SdJob*>& jobs,
+                                                          std::vector<sd::GenerateRequest>* reqs,
+                                                          int part) {
+  const sd::GenerateRequest& r0 = reqs->front();
+  int total = 0;
+  Clock::time_point deadline = jobs.front()->deadline;
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    total += (*reqs)[i].batch;
+    deadline = std::max(deadline, jobs[i]->deadline);
+  }
+  const int at_once = std::min(total, part);
+  bool tiled = false;
+  const auto e = p.memory.Estimate(
+      jobs.front()->ctx->model, {r0.width, r0.height, at_once, *r0.guidance > 1.0, false}, &tiled);
+  if (!e) return MemoryAdmission::Reservation();  // no memory model: admitted as before
+  for (auto& r : *reqs) r.vae_tiling = tiled ? sd::VaeTiling::kOn : sd::VaeTiling::kOff;
+  // The parts run one after the other, but every part's images are kept until the answer.
+  const std::int64_t bytes = e->admit_bytes + e->host_bytes / at_once * (total - at_once);
+  p.metrics.Observe("truegreen_memory_job_estimate_bytes", {{"model", jobs.front()->ctx->model}},
+                    static_cast<double>(bytes));
+  // Every request of the run is cancelled at its own deadline; the run waits while any is live.
+  std::atomic<bool> never{false};
+  auto r = p.memory.Reserve(bytes, deadline, jobs.size() == 1 ? &jobs.front()->cancel : &never);
+  if (r) return r;
+  for (SdJob* job : jobs) {
+    const ApiError e = ApiError::Of(ErrorKind::kDeadline,
+                                    "deadline of " + std::to_string(p.config.limits.deadline_ms) +
+                                        " ms passed while the request waited for memory");
+    p.finish(job->ctx, job->respond, FinalPart(*job, ErrorFor(*job->ctx, e)));
+  }
+  return std::nullopt;
 }
 
 // The 200 answer of `j` in the form it asked for: an SSE stream, b64_json, or URLs into `store`.
@@ -602,11 +649,38 @@ ApiResult<Reply> OpenAiApi::GetModel(Call& c) {
                         "model", "model_not_found");
 }
 
-// Runs the lane's batch as one generation (one UNet batch of every request's images). Each
-// request keeps its deadline: when it passes between steps the request is answered 504 at once
-// and cancelled in the pipeline (its rows finish with the others, nobody waits on it); the
-// generation stops early only when every request of the batch has been answered.
+// Runs the lane's batch in runs whose images fit in the memory budget (all of it in one run when
+// it fits): requests in order, a run closed before the request that would overflow it; a request
+// larger than one run runs alone, in parts (GenerateInParts).
 void OpenAiApi::RunJobs(ModelRuntime* mr, std::vector<std::shared_ptr<Job>>& jobs) {
+  const SdJob& first = *static_cast<SdJob*>(jobs.front().get());
+  const sd::ImageJob shape{first.req.width, first.req.height, 1, *first.req.guidance > 1.0, false};
+  const int part = p_.memory.PartImages(first.ctx->model, shape, sd::kMaxBatch);
+  int total = 0;
+  for (auto& j : jobs) total += static_cast<SdJob*>(j.get())->req.batch;
+  if (total <= part) return RunBatch(mr, jobs, part);
+  p_.metrics.Add("truegreen_memory_split_total", {{"model", first.ctx->model}});
+  std::vector<std::shared_ptr<Job>> run;
+  int images = 0;
+  for (auto& j : jobs) {
+    const int b = static_cast<SdJob*>(j.get())->req.batch;
+    if (!run.empty() && images + b > part) {
+      RunBatch(mr, run, part);
+      run.clear();
+      images = 0;
+    }
+    run.push_back(j);
+    images += b;
+  }
+  if (!run.empty()) RunBatch(mr, run, part);
+}
+
+// Reserves the run's estimated memory (waiting while other runs hold it), then runs it as one
+// generation (one UNet batch of every request's images). Each request keeps its deadline: when it
+// passes while waiting for memory or between steps the request is answered 504 at once and
+// cancelled in the pipeline (its rows finish with the others, nobody waits on it); the generation
+// stops early only when every request of the batch has been answered.
+void OpenAiApi::RunBatch(ModelRuntime* mr, std::vector<std::shared_ptr<Job>>& jobs, int part) {
   std::vector<SdJob*> sd_jobs;
   std::vector<sd::GenerateRequest> reqs;
   std::vector<const std::atomic<bool>*> cancels;
@@ -648,7 +722,16 @@ void OpenAiApi::RunJobs(ModelRuntime* mr, std::vector<std::shared_ptr<Job>>& job
     }
     return any_left;
   };
-  auto outs = GenerateInParts(*mr->model->pipeline, reqs, progress, cancels);
+  auto reservation = ReserveMemory(p_, sd_jobs, &reqs, part);
+  if (!reservation) return;  // every request was answered 504
+  auto outs = GenerateInParts(*mr->model->pipeline, reqs, part, progress, cancels);
+  if (!outs.ok() && IsMemoryFailure(outs.status())) {
+    // The estimate was wrong: this run fails alone (503 naming memory), the replica stays up.
+    p_.memory.CountFailure(p_.metrics, model);
+    outs = Status::Unavailable("out of memory: the run (estimated " +
+                               sd::FormatBytes(reservation->bytes()) +
+                               ") failed to allocate: " + outs.status().message());
+  }
   const double compute_ms = MsSince(t0);
   // Triton semantics: one execution per batch; inference count = images of answered requests.
   p_.metrics.Add("nv_inference_exec_count", lb);

@@ -44,6 +44,9 @@ struct InferJob : ServerJob {
   // output, which wins over it).
   bool binary_all = false;
   std::set<std::string> binary_on, binary_off;
+  // The estimate of this request's run alone (memory_admission.h); absent without a budget or an
+  // estimator for the model.
+  std::optional<runtime::RunMemoryEstimate> memory;
   bool Binary(const std::string& output) const {
     return binary_on.count(output) > 0 || (binary_all && binary_off.count(output) == 0);
   }
@@ -420,6 +423,51 @@ void SetBatchKey(const ModelSpec& spec, const runtime::Session& session, const s
   }
 }
 
+// The request's input shapes and the bytes its input tensors hold.
+InputShapes ShapesOf(const std::vector<NamedTensor>& inputs) {
+  InputShapes shapes;
+  for (const auto& t : inputs) shapes[t.name] = t.tensor.shape();
+  return shapes;
+}
+
+std::int64_t BytesOf(const std::vector<NamedTensor>& inputs) {
+  std::int64_t bytes = 0;
+  for (const auto& t : inputs) {
+    bytes = runtime::SaturatingAdd(bytes, static_cast<std::int64_t>(t.tensor.byte_size()));
+  }
+  return bytes;
+}
+
+// Estimates one run of `job` alone (memory_admission.h, onnx_memory.h); INVALID_ARG (KServe's 400,
+// before the request queues) when it cannot fit in the budget less what the models hold.
+Status AdmitByMemory(const ServerParts& p, const std::string& model, InferJob* job) {
+  const InputShapes shapes = ShapesOf(job->inputs);
+  job->memory = p.memory.EstimateOnnx(model, shapes, BytesOf(job->inputs));
+  if (!job->memory) return Status::Ok();
+  Status s = p.memory.CheckOnnx(model, shapes, *job->memory);
+  if (!s.ok()) p.metrics.Add("truegreen_memory_refused_total", {{"model", model}});
+  return s;
+}
+
+// The estimate of the merged run of `jobs` (their rows stacked along dim 0); the one job's own
+// estimate when it runs alone; absent when the model has none.
+std::optional<runtime::RunMemoryEstimate> MergedEstimate(
+    const ServerParts& p, const std::vector<std::shared_ptr<Job>>& jobs) {
+  const auto* first = static_cast<const InferJob*>(jobs.front().get());
+  if (jobs.size() == 1 || !first->memory) return first->memory;
+  InputShapes shapes = ShapesOf(first->inputs);
+  std::int64_t rows = 0, bytes = 0;
+  for (const auto& j : jobs) {
+    const auto* job = static_cast<const InferJob*>(j.get());
+    rows += job->rows;
+    bytes = runtime::SaturatingAdd(bytes, BytesOf(job->inputs));
+  }
+  for (auto& [name, dims] : shapes) {
+    if (!dims.empty()) dims[0] = rows;  // batched jobs are dynamic in dim 0 (SetBatchKey)
+  }
+  return p.memory.EstimateOnnx(first->ctx->model, shapes, bytes);
+}
+
 }  // namespace
 
 namespace {
@@ -519,6 +567,7 @@ ApiResult<Reply> KserveApi::Infer(Call& c) {
         ParseInferBody(*parts, *mr->model->session, p_.config.limits.max_body_bytes, job.get())));
   }
   SetBatchKey(mr->model->spec, *mr->model->session, c.ctx->id, job.get());
+  TG_RETURN_IF_ERROR(AdmitByMemory(p_, c.ctx->model, job.get()));
   job->ctx = c.ctx;
   job->respond = c.respond;
   job->enqueued = Clock::now();
@@ -532,6 +581,41 @@ ApiResult<Reply> KserveApi::Infer(Call& c) {
 }
 
 void KserveApi::RunJobs(ModelRuntime* mr, std::vector<std::shared_ptr<Job>>& jobs) {
+  auto* first = static_cast<InferJob*>(jobs.front().get());
+  const std::string model = first->ctx->model;
+  const auto e = MergedEstimate(p_, jobs);
+  if (e && jobs.size() > 1 && e->peak_bytes > p_.memory.available_bytes()) {
+    // Each request fits alone (AdmitByMemory), their merged run does not: halves, in turn.
+    p_.metrics.Add("truegreen_memory_split_total", {{"model", model}});
+    const auto mid = jobs.begin() + static_cast<std::ptrdiff_t>(jobs.size() / 2);
+    std::vector<std::shared_ptr<Job>> a(jobs.begin(), mid), b(mid, jobs.end());
+    RunJobs(mr, a);
+    RunJobs(mr, b);
+    return;
+  }
+  MemoryAdmission::Reservation reservation;  // held until the run's answers are sent
+  if (e) {
+    Clock::time_point deadline = first->deadline;
+    for (const auto& j : jobs) deadline = std::max(deadline, j->deadline);
+    std::atomic<bool> never{false};
+    auto r = p_.memory.Reserve(e->peak_bytes, deadline, jobs.size() == 1 ? &first->cancel : &never);
+    if (!r) {
+      for (auto& j : jobs) {
+        auto* job = static_cast<InferJob*>(j.get());
+        const ApiError err = ApiError::Of(
+            ErrorKind::kDeadline, "deadline of " + std::to_string(p_.config.limits.deadline_ms) +
+                                      " ms passed while the request waited for memory");
+        p_.finish(job->ctx, job->respond, ErrorFor(*job->ctx, err));
+      }
+      return;
+    }
+    reservation = std::move(*r);
+    p_.memory.NoteOnnxAdmitted(p_.metrics, model, *e);
+  }
+  RunMerged(mr, jobs);
+}
+
+void KserveApi::RunMerged(ModelRuntime* mr, std::vector<std::shared_ptr<Job>>& jobs) {
   const runtime::Session& session = *mr->model->session;
   auto* first = static_cast<InferJob*>(jobs.front().get());
   const Labels lb = {{"model", first->ctx->model}};
@@ -554,6 +638,7 @@ void KserveApi::RunJobs(ModelRuntime* mr, std::vector<std::shared_ptr<Job>>& job
   const auto t0 = Clock::now();
   std::vector<Tensor> outs;
   Status s = session.Run(merged, first->outputs, &outs);
+  if (!s.ok() && IsMemoryFailure(s)) p_.memory.CountFailure(p_.metrics, first->ctx->model);
   const double compute_ms = MsSince(t0);
   p_.metrics.Add("nv_inference_exec_count", lb);
   p_.metrics.Observe("truegreen_batch_size", lb, static_cast<double>(jobs.size()));

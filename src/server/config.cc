@@ -234,6 +234,7 @@ constexpr ServeOptionRange kServeRanges[] = {
     {"--gpu-sample-interval-ms", 50, 600000, "ms"},
     {"--canary-interval-s", 0, 86400, "seconds (0 = off)"},
     {"--canary-drift-tolerance", 1, 1000000, "(times the start-up P50)"},
+    {"--memory-budget", 0, 1125899906842624.0, "bytes (a SIZE such as 2GiB)"},
 };
 
 std::string RangeNumber(double v) {
@@ -265,21 +266,9 @@ const ServeOptionRange* FindServeOptionRange(std::string_view flag) {
   return nullptr;
 }
 
-Status ValidateServeConfig(const ServeConfig& c) {
+std::vector<std::pair<const char*, double>> ServeOptionValues(const ServeConfig& c) {
   const Limits& l = c.limits;
   const CanaryConfig& k = c.canary;
-  // The holes inside the ranges: an image side the pipeline cannot make, and a ceiling or floor
-  // that is set (the CLI's 0 means unset) but gates nothing.
-  if (k.size != 0 && (k.size < 256 || k.size > 1024)) {
-    return Status::InvalidArg("--canary-size " + std::to_string(k.size) + " is outside 256..1024");
-  }
-  if (const auto& u = k.min_gpu_utilization; u && !(*u > 0.0 && *u <= 1.0)) {
-    return Status::InvalidArg("--canary-min-gpu-utilization must be in (0, 1], got " +
-                              std::to_string(*u));
-  }
-  for (const auto& v : {k.p50_ms, k.p95_ms}) {
-    if (v && !(*v > 0.0)) return Status::InvalidArg("canary ceilings must be > 0 ms");
-  }
   const std::pair<const char*, double> values[] = {
       {"--port", c.port},
       {"--io-threads", c.io_threads},
@@ -304,9 +293,27 @@ Status ValidateServeConfig(const ServeConfig& c) {
       {"--gpu-sample-interval-ms", c.gpu_sample_interval_ms},
       {"--canary-interval-s", k.interval_s},
       {"--canary-drift-tolerance", k.drift_tolerance},
+      {"--memory-budget", static_cast<double>(c.memory_budget.value_or(0))},
   };
-  static_assert(std::size(values) == std::size(kServeRanges), "a row without its check");
-  for (const auto& [flag, v] : values) TG_RETURN_IF_ERROR(InRange(flag, v));
+  static_assert(std::size(values) == std::size(kServeRanges), "a row without its value");
+  return {std::begin(values), std::end(values)};
+}
+
+Status ValidateServeConfig(const ServeConfig& c) {
+  const CanaryConfig& k = c.canary;
+  // The holes inside the ranges: an image side the pipeline cannot make, and a ceiling or floor
+  // that is set (the CLI's 0 means unset) but gates nothing.
+  if (k.size != 0 && (k.size < 256 || k.size > 1024)) {
+    return Status::InvalidArg("--canary-size " + std::to_string(k.size) + " is outside 256..1024");
+  }
+  if (const auto& u = k.min_gpu_utilization; u && !(*u > 0.0 && *u <= 1.0)) {
+    return Status::InvalidArg("--canary-min-gpu-utilization must be in (0, 1], got " +
+                              std::to_string(*u));
+  }
+  for (const auto& v : {k.p50_ms, k.p95_ms}) {
+    if (v && !(*v > 0.0)) return Status::InvalidArg("canary ceilings must be > 0 ms");
+  }
+  for (const auto& [flag, v] : ServeOptionValues(c)) TG_RETURN_IF_ERROR(InRange(flag, v));
   if (c.models_dir.empty()) return Status::InvalidArg("--models DIR must not be empty");
   // Both are written later, after minutes of start-up: refuse a FIFO, a device, a directory or a
   // missing folder now (exit 2), through the writer's own checks, instead of hanging on an open

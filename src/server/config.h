@@ -28,6 +28,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -71,7 +72,7 @@ struct Limits {
   int idle_timeout_ms = 60000;             // keep-alive connection with no request
   int max_n = 10;                          // images per OpenAI request (the API allows 1..10)
   int max_steps = 150;                     // denoising steps per request
-  int large_pixels = 768 * 768;            // SD jobs at or above (pixels x steps/50) use the
+  int large_pixels = 768 * 768;            // SD jobs above (pixels x steps/50 x n) use the
                                            // large lane
 };
 
@@ -105,6 +106,9 @@ struct ServeConfig {
   int image_ttl_s = 3600;  // the OpenAI API keeps its URLs for 60 minutes
   // OpenAI `model` names mapped to served models (--model-alias dall-e-3=sd15).
   std::map<std::string, std::string> model_aliases;
+  // --memory-budget: the memory the replica may use, overriding the cgroup / MemAvailable / free
+  // GPU memory reading (sd::ResolveBudget); also the CUDA arena's gpu_mem_limit.
+  std::optional<std::int64_t> memory_budget;
   Limits limits;
   CanaryConfig canary;
   // The op canary of the shared startup chain (child command line, cache); none: step skipped.
@@ -126,6 +130,10 @@ struct ServeOptionRange {
 std::span<const ServeOptionRange> ServeOptionRanges();
 // The row of `flag`, or null when the flag has none.
 const ServeOptionRange* FindServeOptionRange(std::string_view flag);
+// `config`'s value of every ServeOptionRanges flag, in the table's order (an unset canary ceiling
+// or GPU floor is 0, the CLI's "not gated"): what ValidateServeConfig checks, and what the
+// documentation's defaults are compared with (ServeOptionValues(ServeConfig{})). Pure.
+std::vector<std::pair<const char*, double>> ServeOptionValues(const ServeConfig& config);
 
 // Checks every numeric field against ServeOptionRanges, then the holes inside those ranges
 // (--canary-size 1..255; a canary ceiling or GPU floor, when set, above 0); INVALID_ARG naming

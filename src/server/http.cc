@@ -1,5 +1,6 @@
 #include "server/http.h"
 
+#include "common/strings.h"
 #include "server/api_errors.h"
 
 #include <algorithm>
@@ -195,9 +196,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
     req.target = std::string(msg.target());
     req.body = std::move(msg.body());
     for (const auto& f : msg) {
-      std::string name(f.name_string());
-      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      req.headers.emplace_back(std::move(name), std::string(f.value()));
+      const auto name = f.name_string();  // Boost's string_view: no conversion to std's
+      req.headers.emplace_back(common::Lower(std::string_view(name.data(), name.size())),
+                               std::string(f.value()));
     }
     keep_alive_ = msg.keep_alive();
     version_ = msg.version();

@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/config.h"
 #include "server/api_errors.h"
 #include "server/http.h"
@@ -70,9 +71,7 @@ HttpResponse ErrorFor(const RequestCtx& ctx, const ApiError& e);
 // A 200-class JSON answer.
 HttpResponse JsonResponse(int status, const common::Json& body);
 
-inline double MsSince(Clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-}
+using common::MsSince;
 
 class RouteTable {
  public:

@@ -18,6 +18,7 @@
 #include "common/json_writer.h"
 #include "common/log.h"
 #include "common/outcome.h"
+#include "common/percentile.h"
 #include "server/server_internal.h"
 
 namespace tg::server {
@@ -26,13 +27,6 @@ using common::Json;
 using common::Status;
 
 namespace {
-
-// Nearest-rank percentile of a non-empty sample.
-double Percentile(std::vector<double> v, double p) {
-  std::sort(v.begin(), v.end());
-  std::size_t rank = static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size())));
-  return v[std::clamp<std::size_t>(rank, 1, v.size()) - 1];
-}
 
 std::string ReadFault(const std::string& path) {
   if (path.empty()) return "";
@@ -61,7 +55,10 @@ Server::Server(ServeConfig config, std::vector<ModelSpec> specs, common::Library
   AddRoutes();
   DeclareMetrics();
   if (config_.access_log == "-") {
-    access_log_ = stderr;
+    // A stream of its own on a copy of stderr, so the log has one owner whatever it writes to.
+    const int fd = ::fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 0);
+    access_log_ = common::UniqueFile(fd >= 0 ? ::fdopen(fd, "a") : nullptr);
+    if (!access_log_ && fd >= 0) ::close(fd);
   } else if (config_.access_log != "off") {
     // O_NONBLOCK: a FIFO put in place after ValidateServeConfig must not stop start-up; only a
     // regular file is kept (the same rule as the one writer, common::WriteFileAtomic).
@@ -70,17 +67,14 @@ Server::Server(ServeConfig config, std::vector<ModelSpec> specs, common::Library
     struct stat st {};
     if (fd >= 0 && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
         ::fcntl(fd, F_SETFL, O_WRONLY | O_APPEND) == 0) {
-      access_log_ = ::fdopen(fd, "a");
+      access_log_ = common::UniqueFile(::fdopen(fd, "a"));
     }
-    if (access_log_ == nullptr && fd >= 0) ::close(fd);
-    if (access_log_ == nullptr) Log("--access-log " + config_.access_log + ": not a regular file");
-    own_access_log_ = access_log_ != nullptr;
+    if (!access_log_ && fd >= 0) ::close(fd);
+    if (!access_log_) Log("--access-log " + config_.access_log + ": not a regular file");
   }
 }
 
-Server::~Server() {
-  if (own_access_log_) std::fclose(access_log_);
-}
+Server::~Server() = default;
 
 void Server::Log(const std::string& line, std::string_view level) const {
   // Operational log lines go to stderr whatever the --log-level (tests and operators read them),
@@ -99,6 +93,7 @@ ServerParts Server::Parts() {
                      readiness_,
                      metrics_,
                      *images_,
+                     memory_,
                      port_,
                      started_unix_,
                      [this](const std::shared_ptr<RequestCtx>& ctx, const Responder& respond,
@@ -178,7 +173,7 @@ Status Server::GateWarmup() {
     if (!s.ok()) return s.WithPrefix("warm-up of model " + name);
     Log("warm-up " + name + ": " + std::to_string(static_cast<int>(MsSince(t0))) + " ms");
   }
-  return Status::Ok();
+  return GateMemory();
 }
 
 CanaryResult Server::RunTimedCanary(const CanaryResult* baseline) {
@@ -202,8 +197,8 @@ CanaryResult Server::RunTimedCanary(const CanaryResult* baseline) {
       }
       mc.samples_ms.push_back(*ms + (fault == "canary-slow" ? 1e6 : 0.0));
     }
-    mc.p50_ms = Percentile(mc.samples_ms, 50);
-    mc.p95_ms = Percentile(mc.samples_ms, 95);
+    mc.p50_ms = common::Percentile(mc.samples_ms, 50);
+    mc.p95_ms = common::Percentile(mc.samples_ms, 95);
     char buf[200];
     std::snprintf(buf, sizeof(buf), "%s%s P50 %.2f ms P95 %.2f ms", summary.empty() ? "" : "; ",
                   name.c_str(), mc.p50_ms, mc.p95_ms);
@@ -329,6 +324,7 @@ HttpResponse Server::Capabilities() const {
   }
   readiness_.AddCapabilities(&j);
   j["models"] = models;
+  j["memory"] = memory_.ToJson();
   j["policy"] = config_.policy;
   j["gpu"] = gpu_->ToJson();
   return JsonResponse(200, j);
@@ -352,6 +348,7 @@ HttpResponse Server::MetricsText() {
                    static_cast<double>(io.d2h_bytes));
     }
   }
+  memory_.Export(metrics_);
   metrics_.Set("truegreen_http_requests_in_flight", {}, in_flight_.load());
   for (int code = 0; code < kMaxStatus; ++code) {
     const std::uint64_t n = status_counts_[code].load(std::memory_order_relaxed);
@@ -402,6 +399,7 @@ void Server::DeclareMetrics() {
   m.DeclareGauge("truegreen_ready", "1 when /readyz answers 200");
   m.DeclareCounter("truegreen_host_to_device_bytes_total", "Host to device bytes (IO binding)");
   m.DeclareCounter("truegreen_device_to_host_bytes_total", "Device to host bytes (IO binding)");
+  MemoryAdmission::Declare(m);
   for (std::size_t i = 0; i < readiness_.gate_count(); ++i) {
     m.Set("truegreen_gate_status", {{"gate", readiness_.gate_name(i)}}, 0);
   }
@@ -461,8 +459,8 @@ void Server::Finish(const std::shared_ptr<RequestCtx>& ctx, const Responder& res
                  {"items", ctx->items}};
     const std::string s = common::WriteJson(line, -1, common::JsonNotice::kNone) + "\n";
     std::lock_guard<std::mutex> l(log_mu_);
-    std::fwrite(s.data(), 1, s.size(), access_log_);
-    std::fflush(access_log_);
+    std::fwrite(s.data(), 1, s.size(), access_log_.get());
+    std::fflush(access_log_.get());
   }
   respond(std::move(r));
   in_flight_.fetch_sub(1);

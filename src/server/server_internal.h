@@ -18,12 +18,14 @@
 #include <vector>
 
 #include "common/config.h"
+#include "common/file_handles.h"
 #include "server/api_adapters.h"
 #include "server/api_errors.h"
 #include "server/config.h"
 #include "server/gpu_monitor.h"
 #include "server/http.h"
 #include "server/image_store.h"
+#include "server/memory_admission.h"
 #include "server/metrics.h"
 #include "server/model_registry.h"
 #include "server/readiness.h"
@@ -58,6 +60,12 @@ class Server {
   common::Status GateAdmit();
   common::Status GateSessions();
   common::Status GateWarmup();
+  // server_memory.cc: calibrates the image models' memory models, resolves the budget, keeps the
+  // generic models' graphs for their estimates.
+  common::Status GateMemory();
+  // A shape-only copy of each generic model's graph for its KServe estimates (onnx_memory.h),
+  // read when twice the file fits in `available` bytes.
+  void KeepOnnxGraphs(std::int64_t available);
   common::Status GateCanary();
   // `baseline`: the start-up result, for the drift check (nullptr at start-up).
   CanaryResult RunTimedCanary(const CanaryResult* baseline);
@@ -93,8 +101,9 @@ class Server {
   std::unique_ptr<ImageStore> images_;  // response_format "url"
   std::int64_t started_unix_ = 0;       // process start (Model.created of /v1/models)
 
-  Readiness readiness_;   // gates, canaries, faults, draining/degraded, /readyz (after gpu_)
-  ModelRegistry models_;  // filled by the sessions gate, then opened
+  MemoryAdmission memory_;  // budget, memory models, running jobs' reservations
+  Readiness readiness_;     // gates, canaries, faults, draining/degraded, /readyz (after gpu_)
+  ModelRegistry models_;    // filled by the sessions gate, then opened
   RouteTable routes_;
   std::unique_ptr<OpenAiApi> openai_;
   std::unique_ptr<KserveApi> kserve_;
@@ -110,8 +119,7 @@ class Server {
   static constexpr int kMaxStatus = 600;
   std::array<std::atomic<std::uint64_t>, kMaxStatus> status_counts_{};
 
-  FILE* access_log_ = nullptr;
-  bool own_access_log_ = false;
+  common::UniqueFile access_log_;  // none with --access-log off
   std::mutex log_mu_;
 
   std::unique_ptr<HttpServer> http_;

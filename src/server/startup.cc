@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <system_error>
 
+#include "common/clock.h"
 #include "policy/admission.h"
 #include "probe/snapshot.h"
 #include "runtime/runtime_policy.h"
@@ -40,6 +41,13 @@ class ChainStartup : public Startup {
     auto p = runtime::LoadRuntimePolicy(config_.policy);
     if (!p.ok()) return p.status().WithPrefix("--policy");
     if (!config_.matrix.empty()) p->matrix_path = config_.matrix;
+    // Admission by memory (memory_admission.h) estimates each job's peak with every run's arena
+    // returned after it, and the budget is the CUDA arena's limit, so ORT refuses an allocation
+    // past it cleanly instead of the driver (a policy's own gpu_mem_limit stays).
+    p->arena.shrink_after_run = true;
+    if (config_.memory_budget && !p->cuda.gpu_mem_limit) {
+      p->cuda.gpu_mem_limit = *config_.memory_budget;
+    }
     options_.canary = config_.op_canary;
     auto chain = runtime::StartupChain::Start(*p, loader_, runtime::OrtRuntime::Open(loader_),
                                               options_, &report_);
@@ -86,10 +94,7 @@ class ChainStartup : public Startup {
       st = s.status();
       if (s.ok()) m->session.emplace(std::move(s).value());
     }
-    runtime::StartupChain::RecordStep(
-        &report_, "open",
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(),
-        st, true, spec.path);
+    runtime::StartupChain::RecordStep(&report_, "open", common::MsSince(t0), st, true, spec.path);
     if (!st.ok()) return st;
     return m;
   }
