@@ -53,6 +53,6 @@ if [ -z "${trt}" ]; then
   set -e
   [ "${rc}" = 6 ] || die "audit image with deploy/matrix.production-tensorrt.yaml against an image" \
     "without TensorRT exited ${rc}, expected 6: ${out}"
-  echo "${out}" | grep -q "tensorrt" || die "the TensorRT disagreement was not named: ${out}"
+  grep -q "tensorrt" <<<"${out}" || die "the TensorRT disagreement was not named: ${out}"
   log "image without TensorRT vs deploy/matrix.production-tensorrt.yaml: fails (exit 6), as it must"
 fi

@@ -150,7 +150,7 @@ TRT_VERSION=none
 if [ -n "${TENSORRT_DIR}" ]; then
   mkdir -p "${ROOTFS}/opt/tensorrt/lib"
   cp -a "${TENSORRT_DIR}"/lib/libnv*.so* "${ROOTFS}/opt/tensorrt/lib/"
-  TRT_VERSION="$(cd "${TENSORRT_DIR}/lib" && ls libnvinfer.so.10.* 2>/dev/null | head -n1 |
+  TRT_VERSION="$(cd "${TENSORRT_DIR}/lib" && ls libnvinfer.so.10.* 2>/dev/null | sed -n 1p |
     sed -E 's/^libnvinfer\.so\.//')"
   TRT_VERSION="${TRT_VERSION:-10}"
   export LD_LIBRARY_PATH="${ROOTFS}/opt/tensorrt/lib${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}"
@@ -188,7 +188,7 @@ for soname in "${RUNTIME_OPENED[@]}"; do
   for d in ${LD_LIBRARY_PATH:+${LD_LIBRARY_PATH//:/ }}; do
     [ -e "${d}/${soname}" ] && { src="${d}/${soname}"; break; }
   done
-  [ -n "${src}" ] || src="$(ldconfig -p 2>/dev/null | awk -v n="${soname}" '$1 == n {print $NF; exit}')"
+  [ -n "${src}" ] || src="$(ldconfig -p 2>/dev/null | awk -v n="${soname}" '$1 == n && !f {print $NF; f = 1}')"
   if [ -z "${src}" ] || [ ! -e "${src}" ]; then
     log "note: ${soname} (opened at run time by the providers) is not on this machine; not bundled"
     continue
@@ -235,7 +235,11 @@ run_smoke() {
   bash "${ROOT}/scripts/image_smoke.sh" "${args[@]}" "$@"
 }
 
-if ldd "${BINARY}" | grep -q -E 'lib(a|ub|t|l)san\.so'; then
+# Whole outputs are read before matching: under pipefail a reader that stops early (grep -q, head,
+# awk's exit) kills its writer with SIGPIPE once the output passes the pipe buffer, and the script
+# fails with 141 on a machine whose ldconfig cache is larger than this one's.
+BINARY_DEPS="$(ldd "${BINARY}")"
+if grep -q -E 'lib(a|ub|t|l)san\.so' <<<"${BINARY_DEPS}"; then
   # Sanitizer runtimes need more of /proc and /dev than the image has; the release build is smoked.
   log "smoke test skipped: ${BINARY} is a sanitizer build"
 elif [ "$(id -u)" != 0 ] || ! command -v chroot >/dev/null 2>&1; then
@@ -250,7 +254,7 @@ else
     run_smoke || die "smoke test failed: the image cannot run its commands (above)"
     # The smoke test must see a broken image: without one CUDA library the providers need, it
     # has to fail (doctor then fails a check the image itself must pass).
-    victim="$(find "${ROOTFS}" -name "${SMOKE_REMOVE}" \( -type f -o -type l \) | head -n1)"
+    victim="$(find "${ROOTFS}" -name "${SMOKE_REMOVE}" \( -type f -o -type l \) -print -quit)"
     [ -n "${victim}" ] || die "smoke self-check: ${SMOKE_REMOVE} is not in the image"
     mv "${victim}" "${WORK}/smoke-removed"
     if run_smoke --doctor-only 2> "${WORK}/smoke-broken.log"; then

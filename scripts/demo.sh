@@ -110,7 +110,7 @@ if $TG bench --ab "${ab}/workers-1.yaml" "${ab}/workers-2.yaml" --model sd15 --c
   # The table (a short run: a point with fewer samples than the P95 interval needs says "too few
   # samples (n = A/B)", not a verdict),
   # the capability diff and the gates line.
-  sed -n '/^| \|^Capability diff\|^Regression gates/p' "${ab}/report/compare.md" | head -16
+  sed -n '/^| \|^Capability diff\|^Regression gates/p' "${ab}/report/compare.md" | sed -n 1,16p
   echo "report: ${ab}/report/compare.html (and compare.md, compare.json, one JSON/HTML per side)"
 else
   echo "A/B did not complete:"; tail -20 "${ab}/stderr.txt"; fail=1

@@ -78,4 +78,4 @@ awk -v bytes="${BYTES}" -v n="${NPAT}" -v gw="${G_WALL}" -v gc="${G_CPU}" -v tw=
          (tc > 0 ? gc / tc : 0)
 }'
 echo "  grep matching lines: $(cat "${WORK}/grep.count")"
-"${BIN}" logscan "${WORK}/big.log" | head -1
+"${BIN}" logscan "${WORK}/big.log" | sed -n 1p
