@@ -59,6 +59,9 @@ TEST_F(ServerLifecycleTest, JsonSummaryOnStdoutNamesTheFailedGate) {
   EXPECT_EQ(j["gates"][0]["name"], "admit");
   EXPECT_EQ(j["gates"][0]["status"], "failed");
   EXPECT_EQ(j["gates"][1]["status"], "pending");
+  // The one server state: a failed gate is not_ready, with the gate's reason.
+  EXPECT_EQ(j["state"], "not_ready") << r.out;
+  EXPECT_EQ(j["reason"].get<std::string>().rfind("gate admit failed: ", 0), 0u) << r.out;
 }
 
 TEST_F(ServerLifecycleTest, ExitOnFailFalseStaysUpAnswering503WithTheReason) {
@@ -233,6 +236,9 @@ TEST_F(ServerLifecycleTest, BackgroundCanaryFlipsReadinessAndBack) {
   std::string metrics = Request(s.port(), "GET", "/metrics").body;
   EXPECT_NE(metrics.find("truegreen_canary_runs_total{outcome=\"fail\"}"), std::string::npos);
   EXPECT_NE(metrics.find("truegreen_ready 0"), std::string::npos);
+  EXPECT_NE(metrics.find("truegreen_server_state{state=\"not_ready\"} 1"), std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("truegreen_server_state{state=\"ready\"} 0"), std::string::npos);
   std::filesystem::remove(fault);
   EXPECT_EQ(wait_for(200).status, 200) << s.Log();
   // Latency drift past the tolerance flips it too.

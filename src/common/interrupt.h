@@ -1,7 +1,7 @@
 // SIGINT as a request to stop early: while a SigintScope lives, Ctrl-C sets one process-wide flag
 // instead of ending the process, and the long loops (a benchmark sweep, a generation's steps)
 // poll that flag and finish with what they have. The one SIGINT mechanism of the commands; the
-// server takes SIGINT/SIGTERM synchronously with sigtimedwait instead (server/server.h).
+// server takes SIGINT/SIGTERM synchronously through a signalfd instead (server/server.h).
 #pragma once
 
 #include <atomic>

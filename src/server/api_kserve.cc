@@ -544,7 +544,7 @@ ApiResult<Reply> KserveApi::ModelReady(Call& c) {
   auto mr = PathModel(c);
   if (!mr.ok()) return mr.error();
   // A health answer, not an error: 503 with the body the protocol defines.
-  const bool ready = p_.readiness.NotReadyReason().empty();
+  const bool ready = p_.readiness.State().ready();
   return Reply(JsonResponse(ready ? 200 : 503, {{"name", c.ctx->model}, {"ready", ready}}));
 }
 

@@ -8,8 +8,10 @@
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <condition_variable>
 #include <cstdio>
 #include <deque>
+#include <mutex>
 #include <thread>
 
 #include <sys/socket.h>
@@ -39,6 +41,13 @@ using Socket = asio::basic_stream_socket<tcp, Executor>;
 struct HttpServer::Impl {
   // Declared first so it outlives the io_contexts, whose destructors release connections.
   std::atomic<int> connections{0};
+  // Requests handed to the handler whose response is not yet written in full (WaitForResponses).
+  // The counter stays lock-free on the request path; only while a drain waits (draining) does
+  // the last answer take idle_mu to wake it.
+  std::atomic<int> answering{0};
+  std::atomic<bool> draining{false};
+  std::mutex idle_mu;
+  std::condition_variable idle_cv;
   Limits limits;
   Handler handler;
   RejectHook on_reject;
@@ -50,6 +59,12 @@ struct HttpServer::Impl {
   std::vector<asio::executor_work_guard<Executor>> work;
 
   void Accept();
+  void Answered() {
+    if (answering.fetch_sub(1) == 1 && draining.load()) {
+      std::lock_guard<std::mutex> l(idle_mu);
+      idle_cv.notify_all();
+    }
+  }
   asio::io_context& NextContext() {
     const std::size_t n = 1 + more.size();
     const std::size_t i = next++ % n;
@@ -81,7 +96,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
       : stream_(std::move(socket)), srv_(srv), over_cap_(over_cap) {
     ++srv_->connections;
   }
-  ~Connection() { --srv_->connections; }
+  ~Connection() {
+    Answered();  // a request whose connection went away unanswered
+    --srv_->connections;
+  }
 
   void Start() {
     // Small responses go out at once instead of waiting for Nagle's ACK (keep-alive clients).
@@ -97,6 +115,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
  private:
+  // The request handed to the handler has its response written (or can have none): counted once.
+  void Answered() {
+    if (!answering_) return;
+    answering_ = false;
+    srv_->Answered();
+  }
+
   void ReadHeader() {
     head_ = false;
     parser_.emplace();
@@ -203,6 +228,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     keep_alive_ = msg.keep_alive();
     version_ = msg.version();
     sync_ready_ = false;
+    answering_ = true;
+    ++srv_->answering;
     Connection* const outer = t_in_handler;
     t_in_handler = this;
     srv_->handler(std::move(req), [self = shared_from_this()](HttpResponse r) {
@@ -299,6 +326,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
         return;
       }
       stream_last_ = false;
+      Answered();
       if (close_) return Close();
       return ReadHeader();
     }
@@ -310,6 +338,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
                         if (ec) {
                           self->stream_dead_ = true;
                           self->parts_.clear();
+                          self->Answered();
                           return self->Close();
                         }
                         self->WriteNextPart();
@@ -397,6 +426,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
                       [self = shared_from_this()](beast::error_code ec, std::size_t) {
                         // Large bodies (images) are released now, not at the next response.
                         self->response_ = HttpResponse();
+                        self->Answered();
                         if (ec) return self->Close();
                         if (self->close_) return self->linger_ ? self->Linger() : self->Close();
                         self->ReadHeader();
@@ -437,6 +467,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   HttpResponse sync_response_;  // answered inside the handler, written when it returns
   std::string head_buf_;
   bool sync_ready_ = false;
+  bool answering_ = false;  // a request is with the handler or its response is being written
   bool first_ = true;
   bool keep_alive_ = false;
   bool close_ = false;
@@ -512,6 +543,12 @@ void HttpServer::StopAccepting() {
     beast::error_code ec;
     if (impl_->acceptor) impl_->acceptor->close(ec);
   });
+}
+
+bool HttpServer::WaitForResponses(std::chrono::milliseconds limit) {
+  impl_->draining.store(true);
+  std::unique_lock<std::mutex> l(impl_->idle_mu);
+  return impl_->idle_cv.wait_for(l, limit, [this] { return impl_->answering.load() == 0; });
 }
 
 void HttpServer::Stop() {

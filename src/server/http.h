@@ -20,11 +20,12 @@
 // so a connection needs no strand; the response head is serialized by hand into a per-connection
 // buffer and written with the body (never copied) as one two-buffer write; TCP_NODELAY is set.
 //
-// Thread safety: Start/StopAccepting/Stop may be called from any thread; Start runs `threads`
-// I/O threads.
+// Thread safety: Start/StopAccepting/WaitForResponses/Stop may be called from any thread; Start
+// runs `threads` I/O threads.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -82,6 +83,10 @@ class HttpServer {
   void Start(int threads);
   // Closes the listening socket: new connections are refused.
   void StopAccepting();
+  // Waits until every request handed to the handler has its response written to the socket in
+  // full (a streamed one through its last part) or its connection closed, or until `limit`
+  // passes; true when none is left. The drain calls it between StopAccepting and Stop.
+  bool WaitForResponses(std::chrono::milliseconds limit);
   // Stops the I/O threads and joins them; open connections are dropped.
   void Stop();
   int open_connections() const;

@@ -19,6 +19,20 @@ std::string_view GateStateName(GateState s) {
   return "unknown";
 }
 
+std::string_view ServerPhaseName(ServerPhase p) {
+  switch (p) {
+    case ServerPhase::kStarting:
+      return "starting";
+    case ServerPhase::kReady:
+      return "ready";
+    case ServerPhase::kNotReady:
+      return "not_ready";
+    case ServerPhase::kDraining:
+      return "draining";
+  }
+  return "unknown";
+}
+
 Readiness::Readiness(const std::vector<std::string>& gate_names,
                      std::function<std::string()> liveness_fault)
     : names_(gate_names), liveness_fault_(std::move(liveness_fault)) {
@@ -86,17 +100,31 @@ std::string Readiness::SetBackgroundCanary(const CanaryResult& c) {
   return was;
 }
 
-std::string Readiness::ReasonLocked(std::uint64_t* version) const {
-  if (version) *version = gates_version_;
-  if (draining_.load()) return "draining: shutting down";
-  for (const Gate& g : gates_) {
-    if (g.state == GateState::kFailed) return "gate " + g.name + " failed: " + g.message;
-    if (g.state != GateState::kPassed) {
-      return "gate " + g.name + " " + std::string(GateStateName(g.state));
+ServerState Readiness::StateAt(std::uint64_t* version) const {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (version) *version = gates_version_;
+    if (draining_.load()) return {ServerPhase::kDraining, "draining: shutting down"};
+    for (const Gate& g : gates_) {
+      if (g.state == GateState::kFailed) {
+        return {ServerPhase::kNotReady, "gate " + g.name + " failed: " + g.message};
+      }
+      if (g.state != GateState::kPassed) {
+        return {ServerPhase::kStarting,
+                "gate " + g.name + " " + std::string(GateStateName(g.state))};
+      }
     }
   }
-  return "";
+  // The liveness callback takes the GPU monitor's lock: called under none of ours.
+  if (std::string live = liveness_fault_ ? liveness_fault_() : ""; !live.empty()) {
+    return {ServerPhase::kNotReady, live};
+  }
+  std::lock_guard<std::mutex> l(mu_);
+  if (!bg_fault_.empty()) return {ServerPhase::kNotReady, bg_fault_};
+  return {ServerPhase::kReady, ""};
 }
+
+ServerState Readiness::State() const { return StateAt(nullptr); }
 
 bool Readiness::GatesPassed() const {
   std::lock_guard<std::mutex> l(mu_);
@@ -104,16 +132,6 @@ bool Readiness::GatesPassed() const {
     if (g.state != GateState::kPassed) return false;
   }
   return true;
-}
-
-std::string Readiness::NotReadyReason() const {
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    if (std::string r = ReasonLocked(nullptr); !r.empty()) return r;
-  }
-  if (std::string live = liveness_fault_ ? liveness_fault_() : ""; !live.empty()) return live;
-  std::lock_guard<std::mutex> l(mu_);
-  return bg_fault_;
 }
 
 Json Readiness::GatesJsonLocked() const {
@@ -134,19 +152,7 @@ Json Readiness::GatesJson() const {
 
 HttpResponse Readiness::Readyz() const {
   std::uint64_t version = 0;
-  std::string reason;
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    reason = ReasonLocked(&version);
-  }
-  if (reason.empty()) {
-    if (std::string live = liveness_fault_ ? liveness_fault_() : ""; !live.empty()) {
-      reason = live;
-    } else {
-      std::lock_guard<std::mutex> l(mu_);
-      reason = bg_fault_;
-    }
-  }
+  const std::string reason = StateAt(&version).reason;
   const bool degraded = degraded_.load();
   HttpResponse r;
   r.status = reason.empty() ? 200 : 503;

@@ -1,8 +1,9 @@
 // Readiness of the server (server/ only): the start-up gates' states, the start-up and latest
 // background canary, the background fault, the admission outcome, and the draining and degraded
-// flags; from them the one "not ready" reason and the /readyz answer, whose rendered body is
-// reused while nothing it shows changed (a health probe costs no JSON). It also owns the thread
-// that runs the background canary every interval.
+// flags; from them the one ServerState (State: starting, ready, not ready with its reason,
+// draining) that /readyz, /metrics and serve's summary all read, and the /readyz answer, whose
+// rendered body is reused while nothing it shows changed (a health probe costs no JSON). It also
+// owns the thread that runs the background canary every interval.
 //
 // Thread safety: every method may be called from any thread (one mutex guards the state, another
 // the rendered /readyz body, a third the background thread). Gate names are fixed at
@@ -31,6 +32,18 @@ namespace tg::server {
 enum class GateState { kPending, kRunning, kPassed, kFailed };
 std::string_view GateStateName(GateState s);
 
+// Where the server stands. kStarting: a gate is pending or running and none failed. kNotReady: a
+// gate failed, or after every gate passed the GPU liveness check or the background canary fails.
+// kDraining: SIGTERM/SIGINT was taken (it wins over every other phase).
+enum class ServerPhase { kStarting, kReady, kNotReady, kDraining };
+std::string_view ServerPhaseName(ServerPhase p);  // "starting", "ready", "not_ready", "draining"
+
+struct ServerState {
+  ServerPhase phase = ServerPhase::kStarting;
+  std::string reason;  // why not ready ("" exactly when phase is kReady)
+  bool ready() const { return phase == ServerPhase::kReady; }
+};
+
 struct Gate {
   std::string name;
   GateState state = GateState::kPending;
@@ -51,7 +64,7 @@ struct CanaryResult {
   std::string message;  // why it failed ("" when ok), or the latency summary when ok
   std::int64_t at_unix = 0;
   std::map<std::string, ModelCanary> models;
-  common::Json gpu;  // GpuUseVerdict::ToJson of this run (server_gpu.cc)
+  common::Json gpu;  // GpuUseVerdict::ToJson of this run (gate_runner_canary.cc)
 };
 
 class Readiness {
@@ -88,9 +101,10 @@ class Readiness {
 
   // True once every gate passed; it stays true (a later fault or drain does not undo it).
   bool GatesPassed() const;
-  // "" when ready: draining, else the first gate not passed, else the liveness fault, else the
-  // background fault.
-  std::string NotReadyReason() const;
+  // The one derivation of the server's state: draining, else the first gate not passed (pending
+  // or running: starting; failed: not ready), else the liveness fault, else the background fault
+  // (not ready), else ready.
+  ServerState State() const;
   // 200 {"ready":true,...} or 503 with the reason; the gates, degraded flag and reason listed.
   HttpResponse Readyz() const;
   common::Json GatesJson() const;
@@ -99,8 +113,9 @@ class Readiness {
   void AddCapabilities(common::Json* j) const;
 
  private:
-  std::string ReasonLocked(std::uint64_t* version) const;  // mu_ held
-  common::Json GatesJsonLocked() const;                    // mu_ held
+  // State with `version` (the gates' version it saw) for the /readyz cache.
+  ServerState StateAt(std::uint64_t* version) const;
+  common::Json GatesJsonLocked() const;  // mu_ held
 
   const std::vector<std::string> names_;
   const std::function<std::string()> liveness_fault_;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <set>
 #include <thread>
 
 namespace tg::server {
@@ -10,29 +11,47 @@ namespace {
 
 using common::Status;
 
-TEST(ReadinessTest, ReasonFollowsGatesFaultsAndDraining) {
+// One state, derived in one place: each phase with its reason as gates, faults and the drain move.
+TEST(ReadinessTest, StateFollowsGatesFaultsAndDraining) {
   std::string live;
   Readiness r({"admit", "canary"}, [&live] { return live; });
-  EXPECT_EQ(r.NotReadyReason(), "gate admit pending");
+  auto is = [&r](ServerPhase phase, const std::string& reason) {
+    const ServerState s = r.State();
+    EXPECT_EQ(ServerPhaseName(s.phase), ServerPhaseName(phase)) << s.reason;
+    EXPECT_EQ(s.reason, reason);
+    EXPECT_EQ(s.ready(), phase == ServerPhase::kReady);
+  };
+  is(ServerPhase::kStarting, "gate admit pending");
   r.GateRunning(0);
-  EXPECT_EQ(r.NotReadyReason(), "gate admit running");
+  is(ServerPhase::kStarting, "gate admit running");
   r.GateDone(0, Status::Ok(), 1.0);
-  EXPECT_EQ(r.NotReadyReason(), "gate canary pending");
+  is(ServerPhase::kStarting, "gate canary pending");
   r.GateDone(1, Status::Ok(), 2.0);
-  EXPECT_EQ(r.NotReadyReason(), "");
+  is(ServerPhase::kReady, "");
   live = "GPU 0 lost";
-  EXPECT_EQ(r.NotReadyReason(), "GPU 0 lost");
+  is(ServerPhase::kNotReady, "GPU 0 lost");
   live.clear();
   CanaryResult bad;
   bad.message = "too slow";
   EXPECT_EQ(r.SetBackgroundCanary(bad), "");
-  EXPECT_EQ(r.NotReadyReason(), "background canary failed: too slow");
+  is(ServerPhase::kNotReady, "background canary failed: too slow");
   CanaryResult good;
   good.ok = true;
   EXPECT_EQ(r.SetBackgroundCanary(good), "background canary failed: too slow");
-  EXPECT_EQ(r.NotReadyReason(), "");
+  is(ServerPhase::kReady, "");
+  live = "GPU 0 lost";
   r.SetDraining();
-  EXPECT_EQ(r.NotReadyReason(), "draining: shutting down");
+  is(ServerPhase::kDraining, "draining: shutting down");  // the drain wins over a fault
+}
+
+TEST(ReadinessTest, PhaseNamesAreDistinct) {
+  std::set<std::string_view> names;
+  for (ServerPhase p : {ServerPhase::kStarting, ServerPhase::kReady, ServerPhase::kNotReady,
+                        ServerPhase::kDraining}) {
+    names.insert(ServerPhaseName(p));
+  }
+  EXPECT_EQ(names.size(), 4u);
+  EXPECT_EQ(names.count("unknown"), 0u);
 }
 
 // Work is accepted by GatesPassed: true exactly when /readyz first could say 200 (every gate
@@ -47,7 +66,7 @@ TEST(ReadinessTest, GatesPassedFlipsWithTheLastGateAndStays) {
   EXPECT_FALSE(r.GatesPassed());
   r.GateDone(1, Status::Ok(), 1.0);
   EXPECT_TRUE(r.GatesPassed());
-  EXPECT_EQ(r.NotReadyReason(), "");
+  EXPECT_TRUE(r.State().ready());
   live = "GPU 0 lost";
   r.SetDraining();
   EXPECT_TRUE(r.GatesPassed());
@@ -59,7 +78,8 @@ TEST(ReadinessTest, GatesPassedFlipsWithTheLastGateAndStays) {
 TEST(ReadinessTest, AFailedGateNamesItselfAndReadyzSharesItsBodyWhileNothingChanges) {
   Readiness r({"admit"}, nullptr);
   r.GateDone(0, Status::Unavailable("no GPU"), 3.0);
-  EXPECT_EQ(r.NotReadyReason(), "gate admit failed: no GPU");
+  EXPECT_EQ(r.State().reason, "gate admit failed: no GPU");
+  EXPECT_EQ(r.State().phase, ServerPhase::kNotReady);
   HttpResponse a = r.Readyz(), b = r.Readyz();
   EXPECT_EQ(a.status, 503);
   ASSERT_NE(a.shared_body, nullptr);

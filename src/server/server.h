@@ -12,7 +12,7 @@
 // every accepted request, exit 0.
 //
 // Thread safety: call RunServer once per process. It blocks SIGTERM/SIGINT in the calling thread
-// (and so in every thread it starts), takes them with sigtimedwait and returns at shutdown.
+// (and so in every thread it starts), takes them through a signalfd and returns at shutdown.
 #pragma once
 
 #include "common/config.h"
@@ -31,7 +31,7 @@ struct ServeResult {
   // error (exit 5 through common::ExitCodeFromOutcome).
   bool performance_failed = false;
   int exit_code = 0;     // the process exit code, from the one place serve decides it
-  common::Json summary;  // ok, exit_code, port, degraded, gates (what `serve --json` reports)
+  common::Json summary;  // ok, exit_code, state, reason, port, degraded, gates (serve --json)
 };
 
 // Runs the server until it stops (see the file comment). Prints nothing on stdout: the caller

@@ -1,15 +1,12 @@
-// Internals of the server (server/ only): the Server object (server.cc) composes the parts:
-// the transport (http.h), the route table (router.h), the OpenAI and KServe adapters
-// (api_adapters.h), readiness with the background canary (readiness.h), the model registry
-// (model_registry.h), metrics, the image store and the GPU monitor. It runs the start-up gates
-// and answers health, /metrics and /v1/capabilities itself.
+// Internals of the server (server/ only). Server (server.cc) wires the parts together and owns the
+// lifecycle (Run, Shutdown): the transport (http.h), the request front end (front_end.h: token,
+// access log, the finish path), the route table (router.h), the OpenAI and KServe adapters
+// (api_adapters.h), the gate runner (gate_runner.h: start-up gates and canaries), readiness and
+// the one ServerState (readiness.h), the metrics families (serve_metrics.h), the model registry
+// (model_registry.h), memory admission, the image store and the GPU monitor. It answers health
+// and /v1/capabilities itself.
 #pragma once
 
-#include <array>
-#include <atomic>
-#include <condition_variable>
-#include <cstdio>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -18,10 +15,11 @@
 #include <vector>
 
 #include "common/config.h"
-#include "common/file_handles.h"
+#include "common/file_util.h"
 #include "server/api_adapters.h"
-#include "server/api_errors.h"
 #include "server/config.h"
+#include "server/front_end.h"
+#include "server/gate_runner.h"
 #include "server/gpu_monitor.h"
 #include "server/http.h"
 #include "server/image_store.h"
@@ -31,6 +29,7 @@
 #include "server/readiness.h"
 #include "server/router.h"
 #include "server/scheduler.h"
+#include "server/serve_metrics.h"
 #include "server/startup.h"
 
 namespace tg::server {
@@ -46,49 +45,18 @@ class Server {
   // that completed above a ceiling or below the GPU floor, a result that leaves through
   // common::ExitCodeFromOutcome (performance failed, 5).
   int ExitCode(const common::Status& s) const;
-  // What `serve --json` prints at exit: ok, exit_code, port, degraded, gates.
+  // What `serve --json` prints at exit: ok, exit_code, state, reason, port, degraded, gates.
   common::Json Summary(int exit_code) const;
 
-  // The HTTP handler: routes the request and answers it, an error in its API's shape.
-  void Handle(HttpRequest req, Responder respond);
-
  private:
-  // server.cc
+  // The gate thread: the gates (GateRunner::RunAll); a failure with exit_on_fail wakes Run.
   void RunGates();
-  // Each gate returns OK or why it failed; ExitCode turns that into serve's exit code.
-  common::Status RunGate(std::size_t index, const std::function<common::Status()>& step);
-  common::Status GateAdmit();
-  common::Status GateSessions();
-  common::Status GateWarmup();
-  // server_memory.cc: calibrates the image models' memory models, resolves the budget, keeps the
-  // generic models' graphs for their estimates.
-  common::Status GateMemory();
-  // A shape-only copy of each generic model's graph for its KServe estimates (onnx_memory.h),
-  // read when twice the file fits in `available` bytes.
-  void KeepOnnxGraphs(std::int64_t available);
-  common::Status GateCanary();
-  // `baseline`: the start-up result, for the drift check (nullptr at start-up).
-  CanaryResult RunTimedCanary(const CanaryResult* baseline);
-  void RecordCanary(const CanaryResult& c);
-  // One background canary run (Readiness runs it every --canary-interval-s).
-  void BackgroundCanary();
   void StartLanes(ModelRuntime* mr);
   void AddRoutes();
-  // Access (token, draining), then the route's handler; a path no route takes is 404 or 405.
-  ApiResult<Reply> Dispatch(Call& call);
-  std::string NotReadyReason() const { return readiness_.NotReadyReason(); }
   HttpResponse Capabilities() const;
-  HttpResponse MetricsText();
-  void DeclareMetrics();
-  bool Authorized(const HttpRequest& req) const;
-  void Finish(const std::shared_ptr<RequestCtx>& ctx, const Responder& respond, HttpResponse r);
   void Shutdown(bool drain);
   // One operational line on stderr ("truegreen serve: <line>"), JSON under --log-format json.
   void Log(const std::string& line, std::string_view level = "info") const;
-
-  // server_gpu.cc: the timed canary inside an NVML window, judged by EvaluateGpuUse.
-  CanaryResult RunCanary(const CanaryResult* baseline);
-  bool AnyGpuSession() const;
 
   ServerParts Parts();
 
@@ -107,20 +75,14 @@ class Server {
   RouteTable routes_;
   std::unique_ptr<OpenAiApi> openai_;
   std::unique_ptr<KserveApi> kserve_;
-  std::atomic<int> in_flight_{0};  // requests accepted and not yet answered
-  std::atomic<std::uint64_t> next_id_{1};
+  std::unique_ptr<GateRunner> gates_;  // the start-up gates and the canaries (after the APIs)
   int port_ = 0;
 
   std::mutex failure_mu_;
   std::optional<common::Status> gate_failure_;  // a failed gate with exit_on_fail (failure_mu_)
+  common::UniqueFd wake_;  // eventfd: the gate thread wakes Run with a failed gate (Run creates it)
 
-  // Responses per HTTP status code, lock-free on the request path; folded into
-  // truegreen_http_requests_total when /metrics renders.
-  static constexpr int kMaxStatus = 600;
-  std::array<std::atomic<std::uint64_t>, kMaxStatus> status_counts_{};
-
-  common::UniqueFile access_log_;  // none with --access-log off
-  std::mutex log_mu_;
+  std::unique_ptr<FrontEnd> front_;  // authentication, access log, the finish path (after routes_)
 
   std::unique_ptr<HttpServer> http_;
   std::thread gate_thread_;

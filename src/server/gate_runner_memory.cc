@@ -1,4 +1,4 @@
-// The server's memory hooks (server_internal.h): after warm-up, each image model's memory model is
+// The memory part of the warm-up gate (gate_runner.h): after warm-up, each image model's memory model is
 // calibrated on its own sessions (CPU sessions: the resident set measures them), the budget is
 // resolved (sd::ResolveBudget) and each generic model's graph is kept, without its weights, for
 // the KServe estimates (onnx_memory.h); MemoryAdmission (memory_admission.h) admits by them.
@@ -10,7 +10,7 @@
 #include "probe/host_memory.h"
 #include "probe/nvml_reader.h"
 #include "runtime/onnx_model_memory.h"
-#include "server/server_internal.h"
+#include "server/gate_runner.h"
 
 namespace tg::server {
 
@@ -40,7 +40,7 @@ void ReadDeviceMemory(const common::LibraryLoader& loader, std::optional<std::in
 
 }  // namespace
 
-Status Server::GateMemory() {
+Status GateRunner::GateMemory() {
   const bool gpu = AnyGpuSession();
   for (auto& [name, mr] : models_.all()) {
     if (!mr->model->sd) continue;
@@ -79,7 +79,7 @@ Status Server::GateMemory() {
   return Status::Ok();
 }
 
-void Server::KeepOnnxGraphs(std::int64_t available) {
+void GateRunner::KeepOnnxGraphs(std::int64_t available) {
   for (auto& [name, mr] : models_.all()) {
     if (!mr->model->session) continue;
     const std::string& path = mr->model->spec.path;
