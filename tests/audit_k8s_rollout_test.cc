@@ -137,8 +137,8 @@ TEST(AuditK8sRollout, HpaScalesOnTheServersQueueDepthThroughTheAdapterRule) {
   EXPECT_EQ(m["type"], "Pods");
   EXPECT_EQ(m["pods"]["metric"]["name"], "nv_inference_pending_request_count");
   EXPECT_EQ(m["pods"]["target"]["averageValue"], "6");
-  // The metric is the one the server exports (not a name made up here).
-  EXPECT_THAT(ReadFile(Src("src/server/server.cc")),
+  // The metric is the one the server declares (not a name made up here).
+  EXPECT_THAT(ReadFile(Src("src/server/serve_metrics.cc")),
               HasSubstr("\"nv_inference_pending_request_count\""));
   const Json* rules = Named(docs, "ConfigMap", "truegreen-prometheus-adapter");
   ASSERT_NE(rules, nullptr);
@@ -168,7 +168,7 @@ TEST(AuditK8sRollout, AlertsUseTheMetricsTheServerExports) {
   EXPECT_THAT(expr["TruegreenCanaryOutsideWindow"], HasSubstr("truegreen_canary_ok"));
   EXPECT_THAT(expr["TruegreenGpuUnderutilised"], HasSubstr("nv_gpu_utilization) < 0.7"));
   EXPECT_THAT(expr["TruegreenGpuUnderutilised"], HasSubstr("nv_inference_pending_request_count"));
-  const std::string server = ReadFile(Src("src/server/server.cc"));
+  const std::string server = ReadFile(Src("src/server/serve_metrics.cc"));
   for (const char* m : {"truegreen_gate_status", "truegreen_session_nodes", "truegreen_canary_ok",
                         "truegreen_degraded", "nv_inference_pending_request_count"}) {
     EXPECT_THAT(server, HasSubstr(std::string("\"") + m + "\"")) << m;
