@@ -31,9 +31,10 @@ if [ "${MEMORY_SWEEP_ONLY:-generate}" = generate ] || [ -z "${MEMORY_SWEEP_ONLY:
         echo "${size} ${batch} refused (exit ${rc}): $(tail -c 300 "${tmp}/err" | tr '\n' ' ')"
         continue
       fi
-      python3 - "${size}" "${batch}" <<<"${out}" <<'PY'
+      printf '%s' "${out}" >"${tmp}/out.json"
+      python3 - "${size}" "${batch}" "${tmp}/out.json" <<'PY'
 import json, sys
-m = json.load(sys.stdin)["memory"]
+m = json.load(open(sys.argv[3]))["memory"]
 est = m["held_bytes"] + m["estimate_bytes"]
 peak = m["peak_rss_bytes"]
 print(f"{sys.argv[1]} {sys.argv[2]} {est/2**20:.0f} {peak/2**20:.0f} {est/peak:.3f} {m['vae_tiled']}")

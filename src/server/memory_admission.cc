@@ -66,15 +66,16 @@ void MemoryAdmission::SetOnnxModel(const std::string& name,
   onnx_models_[name] = std::move(model);
 }
 
+std::shared_ptr<OnnxMemoryModel> MemoryAdmission::FindOnnx(const std::string& model) const {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = onnx_models_.find(model);
+  return it == onnx_models_.end() ? nullptr : it->second;
+}
+
 std::optional<runtime::RunMemoryEstimate> MemoryAdmission::EstimateOnnx(
     const std::string& model, const InputShapes& shapes, std::int64_t input_bytes) const {
-  std::shared_ptr<OnnxMemoryModel> m;
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    auto it = onnx_models_.find(model);
-    if (!configured() || it == onnx_models_.end()) return std::nullopt;
-    m = it->second;
-  }
+  std::shared_ptr<OnnxMemoryModel> m = FindOnnx(model);
+  if (!m || !configured()) return std::nullopt;
   return m->Estimate(shapes, input_bytes);  // shape inference outside mu_
 }
 
@@ -96,13 +97,8 @@ Status MemoryAdmission::CheckOnnx(const std::string& model, const InputShapes& s
 
 void MemoryAdmission::NoteOnnxAdmitted(Metrics& m, const std::string& model,
                                        const runtime::RunMemoryEstimate& e) const {
-  std::shared_ptr<OnnxMemoryModel> om;
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    auto it = onnx_models_.find(model);
-    if (it == onnx_models_.end()) return;
-    om = it->second;
-  }
+  std::shared_ptr<OnnxMemoryModel> om = FindOnnx(model);
+  if (!om) return;
   om->NoteAdmitted(e);
   m.Observe("truegreen_memory_job_estimate_bytes", {{"model", model}},
             static_cast<double>(e.peak_bytes));

@@ -106,6 +106,9 @@ class MemoryAdmission {
 
  private:
   void Release(std::int64_t bytes);
+  // The estimator of generic model `model` (null when it has none); the estimate itself runs
+  // outside mu_ (shape inference can take milliseconds).
+  std::shared_ptr<OnnxMemoryModel> FindOnnx(const std::string& model) const;
   std::int64_t AvailableLocked() const { return budget_.bytes - held_; }
 
   std::atomic<bool> configured_{false};
