@@ -2,7 +2,7 @@
 # Fails when any tracked C++ file differs from clang-format (Google base, 100 columns).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-files=$(git ls-files '*.cc' '*.h' 2>/dev/null || find src tests bench -name '*.cc' -o -name '*.h')
+files=$(git ls-files '*.cc' '*.h' 2>/dev/null || find src tests benchmarks -name '*.cc' -o -name '*.h')
 bad=()
 for f in $files; do
   [ -f "$f" ] || continue

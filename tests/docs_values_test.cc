@@ -17,7 +17,7 @@
 
 #include "cli/command.h"
 #include "common/strings.h"
-#include "server/config.h"
+#include "server/serve_config.h"
 #include "tests/support/test_util.h"
 
 namespace tg::testing {

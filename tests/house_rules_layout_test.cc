@@ -98,8 +98,8 @@ TEST(HouseRulesLayoutTest, AuditRoomsIncludeOnlyTheirOwnAndTheBaseRoom) {
   for (const auto& [rel, text] : SourcesUnder(fs::path(testing::SourceDir()) / "tests")) {
     with_tests["../tests/" + rel] = text;
   }
-  for (const auto& [rel, text] : SourcesUnder(fs::path(testing::SourceDir()) / "bench")) {
-    with_tests["../bench/" + rel] = text;
+  for (const auto& [rel, text] : SourcesUnder(fs::path(testing::SourceDir()) / "benchmarks")) {
+    with_tests["../benchmarks/" + rel] = text;
   }
   int audit_files = 0;
   for (const auto& [rel, text] : files) audit_files += rel.starts_with("audit/") ? 1 : 0;

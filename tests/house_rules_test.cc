@@ -52,7 +52,7 @@ TEST(HouseRulesTest, OnlyRuntimeIncludesOrtHeaders) {
 TEST(HouseRulesTest, SourceFilesStayUnderSizeBudget) {
   constexpr int kMaxLines = 1000;  // house style: files under 1000 lines
   std::vector<std::string> offenders;
-  for (const char* dir : {"src", "tests", "bench", "tools"}) {
+  for (const char* dir : {"src", "tests", "benchmarks", "tools"}) {
     for (const auto& f : FilesUnder(fs::path(testing::SourceDir()) / dir, {".cc", ".h"})) {
       std::ifstream in(f);
       int lines = 0;
@@ -189,7 +189,7 @@ TEST(HouseRulesTest, FunctionsStayUnder80Lines) {
   // House style: functions under 80 lines. Tests are exempt (their case tables are data).
   std::vector<std::string> offenders;
   int files = 0;
-  for (const char* dir : {"src", "bench", "tools"}) {
+  for (const char* dir : {"src", "benchmarks", "tools"}) {
     for (const auto& f : FilesUnder(fs::path(testing::SourceDir()) / dir, {".cc", ".h"})) {
       if (f.filename().string().ends_with("_test.cc")) continue;
       ++files;
@@ -230,7 +230,7 @@ TEST(HouseRulesTest, NoRegistryHostNamesInTrackedFiles) {
 TEST(HouseRulesTest, NothingReadsOutsideTheClone) {
   auto r = testing::RunProcess({"/usr/bin/git", "-C", testing::SourceDir(), "ls-files", "--",
                                 "CMakeLists.txt", "CMakePresets.json", "Makefile", "cmake",
-                                "scripts", "tools", "src", "tests", "bench", ".ci", "deploy"});
+                                "scripts", "tools", "src", "tests", "benchmarks", ".ci", "deploy"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // Built from pieces so this file does not itself contain the path it looks for.
   const std::vector<std::string> needles = {std::string("../") + "shared",
@@ -304,7 +304,7 @@ TEST(HouseRulesTest, SourceCommentsCarryNoIssueHistory) {
 TEST(HouseRulesTest, TestsBenchScriptsAndDocsCarryNoIssueHistory) {
   const fs::path root = testing::SourceDir();
   std::vector<fs::path> files;
-  for (const char* dir : {"tests", "bench", "scripts", "tools"}) {
+  for (const char* dir : {"tests", "benchmarks", "scripts", "tools"}) {
     for (const auto& f : FilesUnder(root / dir, {".cc", ".h", ".sh", ".py", ".yaml"})) {
       const std::string rel = f.lexically_relative(root).string();
       if (rel.starts_with("tests/data/") || rel.starts_with("tests/fuzz_corpus/")) continue;
@@ -476,7 +476,7 @@ bool InModule(const fs::path& dir, const std::string& name) {
 // folder under src/ and none for a module that does not exist, and every header or source file a
 // paragraph names exists: a bare name ("session.h") in that module's folder or one of its rooms, a
 // path with a folder
-// ("bench/sd_step_bench.cc", "tools/gen_sd.py") from the repository root or from src/.
+// ("benchmarks/sd_step_bench.cc", "tools/gen_sd.py") from the repository root or from src/.
 TEST(HouseRulesTest, ArchitectureDocHasAParagraphPerModuleNamingExistingFiles) {
   const fs::path root = testing::SourceDir();
   std::istringstream doc(testing::ReadFile((root / "docs/ARCHITECTURE.md").string()));
@@ -603,7 +603,7 @@ TEST(HouseRulesTest, TestsNamedInDocsAndCommentsExist) {
   const std::regex test_re(R"re(^TEST(_F|_P)?\((\w+),\s*(\w+)\))re");
   std::set<std::string> tests, suites;
   std::vector<fs::path> sources;
-  for (const char* dir : {"src", "tests", "bench", "scripts", "tools"}) {
+  for (const char* dir : {"src", "tests", "benchmarks", "scripts", "tools"}) {
     for (const auto& f : FilesUnder(root / dir, {".cc", ".h", ".sh", ".py"})) sources.push_back(f);
   }
   for (const auto& f : sources) {
@@ -637,14 +637,14 @@ TEST(HouseRulesTest, TestsNamedInDocsAndCommentsExist) {
 }
 
 // docs/PERFORMANCE.md is where every benchmark's command and figures live: it names each
-// bench/*_bench.cc and bench/*.sh (helper libraries, *_lib.sh, aside), every BM_ benchmark it
-// quotes is one the bench sources define, and every repository path it names exists.
+// benchmarks/*_bench.cc and benchmarks/*.sh (helper libraries, *_lib.sh, aside), every BM_
+// benchmark it quotes is one the bench sources define, and every repository path it names exists.
 TEST(HouseRulesTest, PerformanceDocCoversTheBenchmarksThatExist) {
   const fs::path root = testing::SourceDir();
   const std::string doc = testing::ReadFile((root / "docs/PERFORMANCE.md").string());
   std::string sources;
   std::vector<std::string> offenders;
-  for (const auto& f : FilesUnder(root / "bench", {".cc", ".sh"})) {
+  for (const auto& f : FilesUnder(root / "benchmarks", {".cc", ".sh"})) {
     const std::string rel = f.lexically_relative(root).string();
     if (f.extension() == ".cc") sources += testing::ReadFile(f.string());
     const bool bench =
@@ -660,11 +660,11 @@ TEST(HouseRulesTest, PerformanceDocCoversTheBenchmarksThatExist) {
   }
   for (const std::string& bm : quoted) {
     if (!std::regex_search(sources, std::regex("\\b" + bm + "\\b"))) {
-      offenders.push_back(bm + " is quoted but no bench/*.cc defines it");
+      offenders.push_back(bm + " is quoted but no benchmarks/*.cc defines it");
     }
   }
   const std::regex path_re(
-      R"re(\b(bench|scripts|tools|tests|docs|deploy|src)/[A-Za-z0-9_./-]*[A-Za-z0-9_])re");
+      R"re(\b(benchmarks|scripts|tools|tests|docs|deploy|src)/[A-Za-z0-9_./-]*[A-Za-z0-9_])re");
   int paths = 0;
   for (std::sregex_iterator it(doc.begin(), doc.end(), path_re), e; it != e; ++it) {
     const std::string p = (*it)[0].str();
@@ -680,7 +680,7 @@ TEST(HouseRulesTest, PerformanceDocCoversTheBenchmarksThatExist) {
 }
 
 // Every build/bin/NAME a doc quotes is a binary the build makes: truegreen, a benchmark
-// (bench/NAME.cc), an integration test (tests/NAME.cc) or a module's unit tests (NAME =
+// (benchmarks/NAME.cc), an integration test (tests/NAME.cc) or a module's unit tests (NAME =
 // <module>_unit_tests or <module>_gpu_tests).
 TEST(HouseRulesTest, DocsQuoteOnlyBinariesTheBuildMakes) {
   const fs::path root = testing::SourceDir();
@@ -696,7 +696,7 @@ TEST(HouseRulesTest, DocsQuoteOnlyBinariesTheBuildMakes) {
       const std::string name = (*it)[1].str();
       ++quoted;
       std::smatch m;
-      const bool made = name == "truegreen" || fs::exists(root / "bench" / (name + ".cc")) ||
+      const bool made = name == "truegreen" || fs::exists(root / "benchmarks" / (name + ".cc")) ||
                         fs::exists(root / "tests" / (name + ".cc")) ||
                         (std::regex_match(name, m, module_tests_re) &&
                          fs::is_directory(root / "src" / m[1].str()));

@@ -66,7 +66,7 @@ TEST(HouseRulesTest, NoPipefailScriptPipesIntoAnEarlyExitingReader) {
   const fs::path root(testing::SourceDir());
   std::vector<std::string> offenders;
   int scripts = 0;
-  for (const char* dir : {"scripts", "bench", "tests", "tools", ".ci", "deploy"}) {
+  for (const char* dir : {"scripts", "benchmarks", "tests", "tools", ".ci", "deploy"}) {
     for (const auto& f : FilesWithExtension(root / dir, ".sh")) {
       const std::string rel = fs::relative(f, root).string();
       if (rel.starts_with("tests/data/")) continue;

@@ -4,7 +4,7 @@
 // into runs that fit and served, the server's peak resident set stays under the budget, and
 // /v1/capabilities and /metrics show the budget. The large requests arrive in a row and
 // the replica stays up. The same at a 2 GiB budget, where 1024² runs, is `make bench`'s
-// bench/memory_sweep.sh.
+// benchmarks/memory_sweep.sh.
 #include <gtest/gtest.h>
 
 #include <fstream>

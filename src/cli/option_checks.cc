@@ -16,7 +16,7 @@
 #include "audit/report/finding_cap.h"
 #include "common/file_util.h"
 #include "common/strings.h"
-#include "server/config.h"
+#include "server/serve_config.h"
 
 namespace tg::cli {
 namespace {

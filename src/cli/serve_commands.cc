@@ -14,7 +14,7 @@
 #include "cli/option_checks.h"
 #include "cli/output.h"
 #include "common/status.h"
-#include "server/config.h"
+#include "server/serve_config.h"
 #include "server/server.h"
 
 namespace tg::cli {

@@ -88,8 +88,8 @@ bool TenfoldIsLinear(double small, double large, double slack) {
 // 100k and 1M empty objects must grow tenfold per step, as linear work does. Quadratic work (an
 // array copied or re-allocated per element) gives a hundredfold; the last lines show the check
 // catches that. A scan that neither allocates nor copies (nlohmann's callback parser re-walks
-// the enclosing array after each object) shows only in time: bench/json_parse_bench.cc measures
-// that and fits its complexity (docs/PERFORMANCE.md).
+// the enclosing array after each object) shows only in time: benchmarks/json_parse_bench.cc
+// measures that and fits its complexity (docs/PERFORMANCE.md).
 TEST(ConfigTest, JsonArrayOfObjectsParsesInLinearWork) {
   const Allocations a10k = ParseAllocations(10'000), a100k = ParseAllocations(100'000),
                     a1m = ParseAllocations(1'000'000);

@@ -1,6 +1,6 @@
 // The denoising loop. Host work per step is kept to a few linear passes over the latents (fill
 // the UNet input in place, guidance, scheduler step) with buffers allocated once per request, so
-// it stays a small fraction of even a tiny UNet's run time (see bench/sd_step_bench.cc).
+// it stays a small fraction of even a tiny UNet's run time (see benchmarks/sd_step_bench.cc).
 #include "sd/pipeline.h"
 
 #include <algorithm>

@@ -175,10 +175,10 @@ std::string BatchKey(const GenerateRequest& validated);
 RgbImage DecodedToRgb(const float* chw, int width, int height);
 
 // The host side of one denoising step (everything but the UNet run), shared by Generate and
-// bench/sd_step_bench.cc so the benchmark measures the code that runs. Buffers are allocated once;
-// Prepare and Finish each make one fused pass over the latents (scale + [x; x] + fp16 conversion
-// in Prepare; output read + fp16 conversion + guidance written straight into the scheduler's
-// model-output buffer in Finish) and allocate nothing.
+// benchmarks/sd_step_bench.cc so the benchmark measures the code that runs. Buffers are allocated
+// once; Prepare and Finish each make one fused pass over the latents (scale + [x; x] + fp16
+// conversion in Prepare; output read + fp16 conversion + guidance written straight into the
+// scheduler's model-output buffer in Finish) and allocate nothing.
 //
 // Ancestral noise: with `rngs` given and a scheduler that NeedsNoise(), Prepare hands the drawing
 // of the step's Gaussians to a worker thread (started on first use, joined by the destructor), so

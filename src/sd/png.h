@@ -4,7 +4,7 @@
 // deterministic (same pixels + text -> same bytes), which the bit-identical-output guarantee relies
 // on. Both encode for speed, not size: zlib level 1 with the run-length strategy and the Sub row
 // filter (about 10x faster than zlib's defaults, files ~10 % larger on smooth images, equal on
-// noise; bench/png_bench.cc and docs/PERFORMANCE.md).
+// noise; benchmarks/png_bench.cc and docs/PERFORMANCE.md).
 // Text chunks: a value that is pure printable ASCII (plus newline) is written as tEXt, anything
 // else as uncompressed iTXt (UTF-8), as PIL does, so A1111-style readers find either.
 // DecodePng (libpng) fully decodes and CRC-checks a file; tests and `generate` use it to prove the

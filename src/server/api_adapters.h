@@ -17,14 +17,14 @@
 #include <memory>
 #include <vector>
 
-#include "server/config.h"
 #include "server/image_store.h"
+#include "server/lanes.h"
 #include "server/memory_admission.h"
 #include "server/metrics.h"
 #include "server/model_registry.h"
 #include "server/readiness.h"
 #include "server/router.h"
-#include "server/scheduler.h"
+#include "server/serve_config.h"
 
 namespace tg::server {
 

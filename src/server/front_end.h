@@ -21,11 +21,11 @@
 #include <string>
 
 #include "common/file_handles.h"
-#include "server/config.h"
 #include "server/http.h"
 #include "server/metrics.h"
 #include "server/readiness.h"
 #include "server/router.h"
+#include "server/serve_config.h"
 
 namespace tg::server {
 

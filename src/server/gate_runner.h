@@ -24,13 +24,13 @@
 #include "common/dynlib.h"
 #include "common/status.h"
 #include "server/api_adapters.h"
-#include "server/config.h"
+#include "server/gates.h"
 #include "server/gpu_monitor.h"
 #include "server/memory_admission.h"
 #include "server/metrics.h"
 #include "server/model_registry.h"
 #include "server/readiness.h"
-#include "server/startup.h"
+#include "server/serve_config.h"
 
 namespace tg::server {
 

@@ -33,7 +33,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "server/config.h"
+#include "server/serve_config.h"
 
 namespace tg::server {
 

@@ -35,9 +35,9 @@
 #include "common/config.h"
 #include "common/status.h"
 #include "sd/memory_model.h"
+#include "server/lanes.h"
 #include "server/metrics.h"
 #include "server/onnx_memory.h"
-#include "server/scheduler.h"
 
 namespace tg::server {
 

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "server/api_errors.h"
-#include "server/scheduler.h"
-#include "server/startup.h"
+#include "server/gates.h"
+#include "server/lanes.h"
 
 namespace tg::server {
 

@@ -24,8 +24,8 @@
 
 #include "common/config.h"
 #include "common/status.h"
+#include "server/gates.h"
 #include "server/http.h"
-#include "server/startup.h"
 
 namespace tg::server {
 

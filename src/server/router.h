@@ -23,7 +23,7 @@
 #include "common/config.h"
 #include "server/api_errors.h"
 #include "server/http.h"
-#include "server/scheduler.h"
+#include "server/lanes.h"
 
 namespace tg::server {
 

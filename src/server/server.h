@@ -18,7 +18,7 @@
 #include "common/config.h"
 #include "common/dynlib.h"
 #include "common/status.h"
-#include "server/config.h"
+#include "server/serve_config.h"
 
 namespace tg::server {
 

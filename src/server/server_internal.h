@@ -17,20 +17,20 @@
 #include "common/config.h"
 #include "common/file_util.h"
 #include "server/api_adapters.h"
-#include "server/config.h"
 #include "server/front_end.h"
 #include "server/gate_runner.h"
+#include "server/gates.h"
 #include "server/gpu_monitor.h"
 #include "server/http.h"
 #include "server/image_store.h"
+#include "server/lanes.h"
 #include "server/memory_admission.h"
 #include "server/metrics.h"
 #include "server/model_registry.h"
 #include "server/readiness.h"
 #include "server/router.h"
-#include "server/scheduler.h"
+#include "server/serve_config.h"
 #include "server/serve_metrics.h"
-#include "server/startup.h"
 
 namespace tg::server {
 

@@ -1,4 +1,4 @@
-#include "server/scheduler.h"
+#include "server/lanes.h"
 
 #include <algorithm>
 

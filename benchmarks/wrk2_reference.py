@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """wrk2's latency method, implemented independently of truegreen, as a reference.
 
-wrk2 itself is not packaged in Debian, so bench/loadgen_vs_wrk.sh checks `truegreen bench`'s
+wrk2 itself is not packaged in Debian, so benchmarks/loadgen_vs_wrk.sh checks `truegreen bench`'s
 open-loop latency against this script instead:
 
   server PORT           an HTTP/1.1 keep-alive server answering 200 "ok". GET /arm?after=A&stall=S

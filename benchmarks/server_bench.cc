@@ -1,5 +1,5 @@
 // Speed targets: `truegreen serve` against in-process generation of the same SD model, side by
-// side in one run. bench/server_vs_inprocess.sh starts the server (dev policy, the tiny SD 1.5
+// side in one run. benchmarks/server_vs_inprocess.sh starts the server (dev policy, the tiny SD 1.5
 // pipeline) and runs this binary against it; this binary loads the same pipeline in-process
 // (same policy and session options: --policy, the server's) and, for ROUNDS rounds, measures:
 //   c1:  N pairs, alternately one warm in-process generation (batch 1, PNG encoded as the server
@@ -441,7 +441,7 @@ int main(int argc, char** argv) {
                  "[--inproc-threads N] [--c16-seconds S] [--settle-ms MS] [--policy dev|FILE] "
                  "[--floor-url http://HOST:PORT/FILE]\n"
                  "(run by "
-                 "bench/server_vs_inprocess.sh)\n");
+                 "benchmarks/server_vs_inprocess.sh)\n");
     return 2;
   }
   auto policy = tg::runtime::LoadRuntimePolicy(a.policy);

@@ -1,4 +1,4 @@
-# Shared by the speed scripts in bench/ (sourced, not run): a private work folder, cleanup of the
+# Shared by the speed scripts in benchmarks/ (sourced, not run): a private work folder, cleanup of the
 # processes they start, a free loopback port, and Debian's nginx answering `return 200` on it.
 # The caller sets `set -euo pipefail` and NGINX (the nginx binary).
 

@@ -6,16 +6,16 @@
 #      order alternating; verdict on the median ratio. Each side's CPU per request (user+sys of
 #      the serving processes during its wrk run, from /proc) is printed too: steadier than the
 #      rates on a shared machine.
-#   2. build/bin/server_bench (bench/server_bench.cc) against the same server: HTTP overhead at
+#   2. build/bin/server_bench (benchmarks/server_bench.cc) against the same server: HTTP overhead at
 #      concurrency 1 over in-process generation (<= 1 %), and images/s at concurrency 16 against
 #      the best in-process throughput (>= 0.95x), on the tiny SD 1.5 pipeline at SIZE / STEPS.
 # The server runs with POLICY (default the dev profile: this machine has no GPU; server_bench's
 # in-process side loads the same one), `--access-log off`, a queue of 64 and the background canary
 # off, on an ephemeral port; everything is stopped at exit.
-# Usage: bench/server_vs_inprocess.sh
+# Usage: benchmarks/server_vs_inprocess.sh
 #   env: ROUNDS=3 SECS=5 IO_THREADS=2 GEN_THREADS=2 SIZE=512x512 STEPS=20 POLICY=dev C1_PAIRS=20
-#        (POLICY=bench/policy.dev-nospin.yaml: ONNX Runtime's threads do not spin after a run;
-#         POLICY=bench/policy.dev-1thread.yaml: one intra-op thread, the steady c1 measurement)
+#        (POLICY=benchmarks/policy.dev-nospin.yaml: ONNX Runtime's threads do not spin after a run;
+#         POLICY=benchmarks/policy.dev-1thread.yaml: one intra-op thread, the steady c1 measurement)
 # The c1 part also times nginx sending a copy of one generation's response body (a static file)
 # after the same pause: the floor under what any HTTP server could add.
 set -euo pipefail
@@ -43,7 +43,7 @@ if [ "${POLICY}" != dev ] && [ ! -f "${POLICY}" ]; then
   exit 2
 fi
 [ -d "${MODEL_DIR}" ] || { echo "server_vs_inprocess: ${MODEL_DIR} missing (make build)" >&2; exit 2; }
-source bench/nginx_lib.sh
+source benchmarks/nginx_lib.sh
 
 NPORT=$(free_port)
 start_nginx "${NPORT}" ${IO_THREADS}

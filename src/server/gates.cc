@@ -1,4 +1,4 @@
-#include "server/startup.h"
+#include "server/gates.h"
 
 #include <algorithm>
 #include <chrono>

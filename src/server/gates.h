@@ -23,7 +23,7 @@
 #include "runtime/startup.h"
 #include "sd/model_loader.h"
 #include "sd/pipeline.h"
-#include "server/config.h"
+#include "server/serve_config.h"
 
 namespace tg::server {
 

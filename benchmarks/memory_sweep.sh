@@ -8,7 +8,7 @@
 #   2. serve with --memory-budget 2GiB receiving 1536x1024, 1792x1024, 1024x1536 and a 1024² n:10
 #      request in a row: each answer's status, then /readyz, the split counter and the server's
 #      peak resident set against the budget.
-# Usage: bash bench/memory_sweep.sh [build-dir]   (MEMORY_SWEEP_ONLY=generate|serve picks one)
+# Usage: bash benchmarks/memory_sweep.sh [build-dir]   (MEMORY_SWEEP_ONLY=generate|serve picks one)
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 build="${1:-build}"

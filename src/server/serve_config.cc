@@ -1,4 +1,4 @@
-#include "server/config.h"
+#include "server/serve_config.h"
 
 #include <algorithm>
 #include <cmath>

@@ -8,7 +8,7 @@
 #    (user+sys of the whole process from /usr/bin/time over its requests; truegreen also reports
 #    its own figure over the measured window). Verdict on the median ratio (target >= 1.0).
 # 2. Latency at a fixed rate, wrk2's method: wrk2 is not packaged in Debian, so the reference is
-#    computed independently: bench/wrk2_reference.py serves 200s and stalls the whole server once
+#    computed independently: benchmarks/wrk2_reference.py serves 200s and stalls the whole server once
 #    for STALL s inside the measured window. With requests intended uniformly at the fixed rate,
 #    wrk2's method (latency from the intended send time) gives an exact expectation: the requests
 #    intended during the stall (a fraction f = STALL/WINDOW) wait for its end, so above the
@@ -18,7 +18,7 @@
 #    schedule and late-send rule) is printed as a cross-check; its own per-request overhead
 #    (~1-2 ms in Python) shows in its low percentiles and in how long the backlog takes to drain.
 #
-# Usage: bench/loadgen_vs_wrk.sh [connections=16] [seconds=5] [rounds=3] [threads=1]
+# Usage: benchmarks/loadgen_vs_wrk.sh [connections=16] [seconds=5] [rounds=3] [threads=1]
 # Needs Debian's nginx-light and wrk (scripts/setup.sh) and a release build (make build).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -34,7 +34,7 @@ for tool in "${NGINX}" wrk "${TG}" /usr/bin/time python3 curl; do
     exit 2
   fi
 done
-source bench/nginx_lib.sh
+source benchmarks/nginx_lib.sh
 wait_port() {
   for _ in $(seq 1 100); do
     curl -s -o /dev/null "http://127.0.0.1:$1/" && return 0
@@ -101,7 +101,7 @@ PY
 # --- latency at a fixed rate: wrk2's method ---
 RATE=200 LAT_CONNS=4 WARM=0.5 WINDOW=6 AFTER=2.5 STALL=1
 RPORT=$(free_port)
-python3 bench/wrk2_reference.py server "${RPORT}" &
+python3 benchmarks/wrk2_reference.py server "${RPORT}" &
 PIDS+=($!)
 wait_port "${RPORT}"
 RURL="http://127.0.0.1:${RPORT}"
@@ -112,7 +112,7 @@ curl -s -o /dev/null "${RURL}/arm?after=${AFTER}&stall=${STALL}"
   --warmup "${WARM}" --window "${WINDOW}" --max-trials 1 --metrics-interval 0 --no-progress \
   --json > "${WORK}/open.json"
 curl -s -o /dev/null "${RURL}/arm?after=${AFTER}&stall=${STALL}"
-python3 bench/wrk2_reference.py client "${RURL}/" "${RATE}" "${LAT_CONNS}" "${WARM}" "${WINDOW}" \
+python3 benchmarks/wrk2_reference.py client "${RURL}/" "${RATE}" "${LAT_CONNS}" "${WARM}" "${WINDOW}" \
   > "${WORK}/py.json"
 python3 - "${WORK}/open.json" "${WORK}/py.json" "${STALL}" "${WINDOW}" <<'PY'
 import json, sys

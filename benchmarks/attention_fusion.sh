@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Peak RSS and latency of `truegreen generate` with the attention rewrite (session.fuse_attention,
 # the default) and without it (--no-fuse-attention), on a bundled small pipeline (docs/PERFORMANCE.md).
-# Usage: bench/attention_fusion.sh [PIPELINE] [SIZES] [BATCHES]
+# Usage: benchmarks/attention_fusion.sh [PIPELINE] [SIZES] [BATCHES]
 #   PIPELINE  build/models/sd-tiny/<name> (default sd15-optimum)
 #   SIZES     default "512x512 768x768 1024x1024 1536x1024 2048x2048"
 #   BATCHES   default "1 4"
