@@ -17,11 +17,13 @@
 #include <vector>
 
 #include "common/strings.h"
+#include "tests/support/code_scan.h"
 #include "tests/support/test_util.h"
 
 namespace tg {
 namespace {
 namespace fs = std::filesystem;
+using testing::CodeOnly;
 
 std::vector<fs::path> FilesUnder(const fs::path& root, const std::vector<std::string>& exts) {
   std::vector<fs::path> out;
@@ -62,63 +64,6 @@ TEST(HouseRulesTest, SourceFilesStayUnderSizeBudget) {
     }
   }
   EXPECT_TRUE(offenders.empty()) << ::testing::PrintToString(offenders);
-}
-
-// `text` with comments, string and character literals (raw strings included) and preprocessor
-// lines blanked out, newlines kept, so braces can be counted.
-std::string CodeOnly(const std::string& text) {
-  std::string out;
-  const std::size_t n = text.size();
-  std::size_t i = 0;
-  auto keep_newlines = [&](std::size_t from, std::size_t to) {
-    for (std::size_t k = from; k < to && k < n; ++k) {
-      if (text[k] == '\n') out += '\n';
-    }
-  };
-  bool line_start = true;
-  while (i < n) {
-    const char c = text[i];
-    if (line_start && (c == ' ' || c == '\t')) {
-      out += c;
-      ++i;
-      continue;
-    }
-    if (line_start && c == '#') {  // a preprocessor line (continuations are rare enough)
-      std::size_t e = text.find('\n', i);
-      i = e == std::string::npos ? n : e;
-      continue;
-    }
-    line_start = c == '\n';
-    if (text.compare(i, 2, "//") == 0) {
-      std::size_t e = text.find('\n', i);
-      i = e == std::string::npos ? n : e;
-    } else if (text.compare(i, 2, "/*") == 0) {
-      std::size_t e = text.find("*/", i + 2);
-      e = e == std::string::npos ? n : e + 2;
-      keep_newlines(i, e);
-      i = e;
-    } else if (c == 'R' && i + 1 < n && text[i + 1] == '"' &&
-               (i == 0 ||
-                !(std::isalnum(static_cast<unsigned char>(text[i - 1])) || text[i - 1] == '_'))) {
-      const std::size_t open = text.find('(', i + 2);
-      const std::string end = ")" + text.substr(i + 2, open - i - 2) + "\"";
-      std::size_t e = open == std::string::npos ? n : text.find(end, open);
-      e = e == std::string::npos ? n : e + end.size();
-      keep_newlines(i, e);
-      out += "\"\"";
-      i = e;
-    } else if (c == '"' ||
-               (c == '\'' && !(i > 0 && std::isxdigit(static_cast<unsigned char>(text[i - 1]))))) {
-      std::size_t j = i + 1;
-      while (j < n && text[j] != c && text[j] != '\n') j += text[j] == '\\' ? 2 : 1;
-      out += "\"\"";
-      i = j + 1;
-    } else {
-      out += c;
-      ++i;
-    }
-  }
-  return out;
 }
 
 // The functions defined in `source` longer than `max_lines` (from the first line of the

@@ -18,7 +18,7 @@ void ProbeDeviceNodes(const std::string& root, DeviceNodes* d);
 void ProbeEnv(const std::map<std::string, std::string>& env, std::vector<EnvVar>* out);
 std::map<std::string, std::string> ProcessEnv();
 
-// GPU libraries (gpu_libs.cc). Loaded libraries are kept alive by RTLD_NODELETE.
+// GPU libraries (host_gpu_libs.cc). Loaded libraries are kept alive by RTLD_NODELETE.
 void ProbeNvml(const common::LibraryLoader& loader, bool init, NvmlInfo* n);
 void ProbeCudaDriver(const common::LibraryLoader& loader, bool init, CudaDriverInfo* c);
 void ProbeCudaRuntime(const common::LibraryLoader& loader, const std::vector<int>& majors,
@@ -36,3 +36,15 @@ inline common::DynamicLibrary LoadInto(const common::LibraryLoader& loader,
 }
 
 }  // namespace tg::probe::internal
+
+namespace tg::probe {
+
+// Symbolic names of NVIDIA result codes ("CUDA_ERROR_NO_DEVICE", "NVML_ERROR_DRIVER_NOT_LOADED",
+// "cudaErrorInsufficientDriver"); "UNKNOWN_<code>" for codes not in the table. Used instead of the
+// libraries' own name functions because the stub libcuda cannot name its own errors. Pure;
+// thread-safe.
+std::string CudaErrorName(int code);
+std::string CudaRuntimeErrorName(int code);
+std::string NvmlErrorName(int code);
+
+}  // namespace tg::probe

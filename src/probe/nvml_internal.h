@@ -1,7 +1,7 @@
-// NVML's C interface as probe binds it (libnvidia-ml.so.1, loaded through common::LibraryLoader;
-// no vendor header is included or needed): the nvml.h layouts truegreen reads and `NvmlApi`, every
-// entry point resolved once from a loaded library. The snapshot's NVML facts (gpu_libs.cc) and the
-// live reader (nvml_reader.cc) both call NVML through it, so each C signature is written once.
+// NVML's C interface as probe binds it (libnvidia-ml.so.1, loaded through common::LibraryLoader; no
+// vendor header is included or needed): the nvml.h layouts truegreen reads and `NvmlApi`, every
+// entry point resolved once from a loaded library. The snapshot's NVML facts (host_gpu_libs.cc) and
+// the live reader (nvml_reader.cc) both call NVML through it, so each C signature is written once.
 // probe/ only.
 //
 // Ownership: NvmlApi holds plain function pointers into the library it was built from; they stay

@@ -1,8 +1,8 @@
-// The one live NVML reader (libnvidia-ml.so.1, loaded only through common::LibraryLoader) shared
-// by `truegreen serve` (nv_gpu_* metrics, the canary's GPU-utilisation floor and process proof,
-// the liveness check) and `truegreen bench` (local GPU sampling). The snapshot's static NVML facts
-// (driver version, MIG, PCIe link) stay in gpu_libs.cc; both call NVML through the one binding,
-// nvml_internal.h's NvmlApi (each entry point resolved once).
+// The one live NVML reader (libnvidia-ml.so.1, loaded only through common::LibraryLoader) shared by
+// `truegreen serve` (nv_gpu_* metrics, the canary's GPU-utilisation floor and process proof, the
+// liveness check) and `truegreen bench` (local GPU sampling). The snapshot's static NVML facts
+// (driver version, MIG, PCIe link) stay in host_gpu_libs.cc; both call NVML through the one
+// binding, nvml_internal.h's NvmlApi (each entry point resolved once).
 //
 // Per device and per call it reads, each field absent (with the reason in `unavailable`) when the
 // entry point is missing or returns an error, never reported as 0:

@@ -40,12 +40,4 @@ inline constexpr const char* kProbedEnvVars[] = {
 // call from one thread at a time (NVML/CUDA initialisation is process-global).
 Snapshot TakeSnapshot(const common::LibraryLoader& loader, const ProbeOptions& options = {});
 
-// Symbolic names of NVIDIA result codes ("CUDA_ERROR_NO_DEVICE", "NVML_ERROR_DRIVER_NOT_LOADED",
-// "cudaErrorInsufficientDriver"); "UNKNOWN_<code>" for codes not in the table. Used instead of the
-// libraries' own name functions because the stub libcuda cannot name its own errors. Pure;
-// thread-safe.
-std::string CudaErrorName(int code);
-std::string CudaRuntimeErrorName(int code);
-std::string NvmlErrorName(int code);
-
 }  // namespace tg::probe

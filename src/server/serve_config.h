@@ -14,7 +14,7 @@
 //   canary_p95_ms: 10
 // config.yaml of an SD pipeline folder (every key optional; unknown keys are errors):
 //   max_batch: 8            images of compatible requests in one UNet batch, 1..8 (default 8;
-//                           1 = every request alone); see server/api_images.cc
+//                           1 = every request alone); see server/api_adapters_openai.cc
 //   batch_delay_ms: 0       how long the first request waits for others (default 0: merge only
 //                           requests already queued behind a running generation)
 //   canary_p50_ms / canary_p95_ms   as above

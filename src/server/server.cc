@@ -75,11 +75,6 @@ void Server::Log(const std::string& line, std::string_view level) const {
   common::WriteStderrLine(level, "truegreen serve: " + line);
 }
 
-Status ServerParts::CheckStarted() const {
-  if (readiness.GatesPassed()) return Status::Ok();
-  return Status::Unavailable("not ready: " + readiness.State().reason);
-}
-
 ServerParts Server::Parts() {
   return ServerParts{config_,
                      models_,
@@ -157,7 +152,7 @@ void Server::StartLanes(ModelRuntime* mr) {
   };
   if (mr->model->sd) {
     // Two lanes so one large job (big image or many steps) never holds small ones behind it.
-    // Each batches compatible requests up to max_batch images (api_images.cc).
+    // Each batches compatible requests up to max_batch images (api_adapters_openai.cc).
     for (const char* lane : {"small", "large"}) {
       mr->lanes.push_back(std::make_unique<Lane>(
           lane, l.queue_size, l.concurrency, spec.max_batch,

@@ -48,6 +48,20 @@ struct DockerfileAuditReport {
 common::Result<DockerfileAuditReport> AuditDockerfile(const Dockerfile& df,
                                                       const DockerfileAuditOptions& options);
 
+// The rule table AuditDockerfile runs: one function per rule (dockerfile_rules.h), each appending
+// its findings to the context's report and returning OK. Each entry names the matching hadolint id
+// when there is one.
+struct DockerfileRuleContext;
+using DockerfileRuleFn = common::Status (*)(const DockerfileRuleContext&);
+
+struct DockerfileRule {
+  const char* id;        // "dockerfile.user-root"
+  const char* hadolint;  // "DL3002", or "" when hadolint has no equivalent
+  DockerfileRuleFn run;
+};
+// Every rule, in report order (static).
+const std::vector<DockerfileRule>& DockerfileRuleTable();
+
 // Exposed for tests: is `package` (as given to apt/apk/dnf/pip, version pins allowed) a compiler,
 // build tool or development package?
 bool IsBuildToolPackage(std::string_view package);

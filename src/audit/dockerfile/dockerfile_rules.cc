@@ -327,4 +327,27 @@ Status RuleCdWorkdir(const DockerfileRuleContext& c) {
   return Status::Ok();
 }
 
+void DockerfileRuleContext::Add(std::string rule, int line, std::string message, std::string fix,
+                                Severity severity) const {
+  Finding f;
+  f.rule = std::move(rule);
+  f.severity = severity;
+  f.path = file;
+  f.line = line;
+  f.message = std::move(message);
+  f.fix = std::move(fix);
+  report->findings.push_back(std::move(f));
+}
+
+std::string DockerfileRuleContext::StageLabel(const DockerfileStage& st) const {
+  return st.name.empty() ? fmt::format("stage {}", st.index) : fmt::format("stage '{}'", st.name);
+}
+
+std::vector<const DockerfileStage*> DockerfileRuleContext::RuntimeBaseFirst() const {
+  std::vector<const DockerfileStage*> out;
+  const auto& chain = report->runtime_chain;
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it) out.push_back(&df.stages[*it]);
+  return out;
+}
+
 }  // namespace tg::audit

@@ -1,9 +1,9 @@
-// The rule table of `truegreen audit dockerfile`: one function per rule, run in order by
-// AuditDockerfile (dockerfile_audit.cc holds the GPU/build hygiene rules, dockerfile_rules.cc the
-// hadolint-style ones). Each entry names the matching hadolint id when there is one, so users
-// recognise the rule; the id is also part of the finding's message.
+// The rules of `truegreen audit dockerfile`: one function per rule, run in order by
+// AuditDockerfile from its table (DockerfileRuleTable, dockerfile_audit.h; dockerfile_audit.cc
+// holds the GPU/build hygiene rules, dockerfile_rules.cc the hadolint-style ones). A rule with a
+// hadolint equivalent names its id in the finding's message, so users recognise it.
 //
-// Thread safety: the table is immutable; a context is used by one audit at a time.
+// Thread safety: the rules are pure; a context is used by one audit at a time.
 #pragma once
 
 #include <set>
@@ -32,16 +32,6 @@ struct DockerfileRuleContext {
   std::vector<const DockerfileStage*> RuntimeBaseFirst() const;
 };
 
-using DockerfileRuleFn = common::Status (*)(const DockerfileRuleContext&);
-
-struct DockerfileRule {
-  const char* id;        // "dockerfile.user-root"
-  const char* hadolint;  // "DL3002", or "" when hadolint has no equivalent
-  DockerfileRuleFn run;
-};
-// Every rule, in report order (static). Each appends its findings to c.report and returns OK.
-const std::vector<DockerfileRule>& DockerfileRuleTable();
-
 // The hadolint-style rules (dockerfile_rules.cc).
 common::Status RuleUserRoot(const DockerfileRuleContext& c);     // DL3002
 common::Status RuleAddUrl(const DockerfileRuleContext& c);       // (none; DL3020 is local files)
@@ -67,7 +57,7 @@ std::string CommandProgram(const SimpleCommand& c);
 std::vector<std::pair<std::string, std::string>> InstructionAssignments(
     const DockerfileInstruction& ins);
 
-// GPU-runtime and credential rules (dockerfile_runtime_rules.cc).
+// GPU-runtime and credential rules (dockerfile_rules_runtime.cc).
 common::Status RuleCudaStubs(const DockerfileRuleContext& c);        // (none)
 common::Status RuleCudaCompat(const DockerfileRuleContext& c);       // (none)
 common::Status RulePasswordLiteral(const DockerfileRuleContext& c);  // (none)
