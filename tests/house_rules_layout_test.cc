@@ -36,8 +36,7 @@ std::map<std::string, std::string> SourcesUnder(const fs::path& dir) {
 
 // The rooms of src/audit and the rooms each may include besides itself: report is the base
 // (findings, caps, formats, suppressions, rule ids, the shared detectors); image, dockerfile and
-// k8s are the three audits and never include one another. docs/ARCHITECTURE.md and
-// src/audit/README.md state the same direction.
+// k8s are the three audits and never include one another, as src/audit/README.md states.
 const std::map<std::string, std::set<std::string>>& AuditRooms() {
   static const std::map<std::string, std::set<std::string>> kRooms = {
       {"report", {}},

@@ -1,13 +1,31 @@
-// Reading C++ sources for the house rules (tests/house_rules*_test.cc): the code alone, with
-// comments, literals and preprocessor lines blanked. Not a parser: enough for counting braces and
-// finding names at the start of a line. Pure; thread-safe.
+// Reading C++ sources for the house rules (tests/house_rules*_test.cc): the files under a folder,
+// and the code alone, with comments, literals and preprocessor lines blanked. Not a parser: enough
+// for counting braces and finding names at the start of a line. Thread-safe.
 #pragma once
 
 #include <cctype>
 #include <cstddef>
+#include <filesystem>
 #include <string>
+#include <vector>
 
 namespace tg::testing {
+
+// The regular files under `root` (recursively) whose extension is one of `exts` (".cc"); none when
+// `root` does not exist.
+inline std::vector<std::filesystem::path> FilesUnder(const std::filesystem::path& root,
+                                                     const std::vector<std::string>& exts) {
+  std::vector<std::filesystem::path> out;
+  if (!std::filesystem::exists(root)) return out;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(root)) {
+    if (!e.is_regular_file()) continue;
+    std::string ext = e.path().extension().string();
+    for (const auto& want : exts) {
+      if (ext == want) out.push_back(e.path());
+    }
+  }
+  return out;
+}
 
 // `text` with comments, string and character literals (raw strings included) and preprocessor
 // lines blanked out, newlines kept, so braces can be counted.
