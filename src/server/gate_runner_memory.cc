@@ -1,7 +1,8 @@
-// The memory part of the warm-up gate (gate_runner.h): after warm-up, each image model's memory model is
-// calibrated on its own sessions (CPU sessions: the resident set measures them), the budget is
-// resolved (sd::ResolveBudget) and each generic model's graph is kept, without its weights, for
-// the KServe estimates (onnx_memory.h); MemoryAdmission (memory_admission.h) admits by them.
+// The memory part of the warm-up gate (gate_runner.h): after warm-up, each image model's memory
+// model is calibrated on its own sessions (CPU sessions: the resident set measures them), the
+// budget is resolved (sd::ResolveBudget) and each generic model's graph is kept, without its
+// weights, for the KServe estimates (onnx_memory.h); MemoryAdmission (memory_admission.h) admits by
+// them.
 #include <malloc.h>
 #include <unistd.h>
 
