@@ -51,9 +51,12 @@ struct HttpServer::Impl {
   Limits limits;
   Handler handler;
   RejectHook on_reject;
+  // One per further I/O thread. Declared before `io` so they outlive it: an accept still pending
+  // when `io` is destroyed (Stop ran before the acceptor's close did) holds the peer socket it was
+  // opening on one of these, and destroying that operation touches its context.
+  std::vector<std::unique_ptr<asio::io_context>> more;
   asio::io_context io{1};  // the first I/O thread's context; it also runs the acceptor
-  std::vector<std::unique_ptr<asio::io_context>> more;  // one per further I/O thread
-  std::size_t next = 0;                                 // round-robin; touched by the acceptor only
+  std::size_t next = 0;    // round-robin; touched by the acceptor only
   std::optional<tcp::acceptor> acceptor;
   std::vector<std::thread> threads;
   std::vector<asio::executor_work_guard<Executor>> work;

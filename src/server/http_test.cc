@@ -79,5 +79,22 @@ TEST(HttpServerTest, WaitForResponsesHoldsUntilTheLastAnswerIsWritten) {
   http.Stop();
 }
 
+// Stop right after StopAccepting, with the accept loop re-armed on another I/O thread's context
+// (after one connection): the server goes without touching a context already destroyed (ASan).
+TEST(HttpServerTest, StopsAndGoesWithAnAcceptStillPending) {
+  for (int round = 0; round < 3; ++round) {
+    HttpServer http(
+        Limits{}, [](HttpRequest, Responder respond) { respond(HttpResponse()); }, nullptr);
+    auto port = http.Listen("127.0.0.1", 0);
+    ASSERT_TRUE(port.ok()) << port.status().message();
+    http.Start(2);
+    const std::string reply =
+        RoundTrip(*port, "GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+    EXPECT_EQ(reply.rfind("HTTP/1.1 200", 0), 0u) << reply;
+    http.StopAccepting();
+    http.Stop();
+  }
+}
+
 }  // namespace
 }  // namespace tg::server
