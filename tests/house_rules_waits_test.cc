@@ -10,21 +10,12 @@
 #include <vector>
 
 #include "common/strings.h"
+#include "tests/support/code_scan.h"
 #include "tests/support/test_util.h"
 
 namespace tg {
 namespace {
 namespace fs = std::filesystem;
-
-// Regular files under `root` (recursively) whose extension is `ext`.
-std::vector<fs::path> FilesWithExtension(const fs::path& root, const std::string& ext) {
-  std::vector<fs::path> out;
-  if (!fs::exists(root)) return out;
-  for (const auto& e : fs::recursive_directory_iterator(root)) {
-    if (e.is_regular_file() && e.path().extension() == ext) out.push_back(e.path());
-  }
-  return out;
-}
 
 // A shell script under `set -o pipefail` must not pipe into a reader that stops early (head,
 // grep -q/-m, awk's exit, sed's q): once the writer's output passes the pipe buffer it dies of
@@ -67,7 +58,7 @@ TEST(HouseRulesTest, NoPipefailScriptPipesIntoAnEarlyExitingReader) {
   std::vector<std::string> offenders;
   int scripts = 0;
   for (const char* dir : {"scripts", "benchmarks", "tests", "tools", ".ci", "deploy"}) {
-    for (const auto& f : FilesWithExtension(root / dir, ".sh")) {
+    for (const auto& f : testing::FilesUnder(root / dir, {".sh"})) {
       const std::string rel = fs::relative(f, root).string();
       if (rel.starts_with("tests/data/")) continue;
       ++scripts;
@@ -108,9 +99,7 @@ TEST(HouseRulesTest, TheServerWaitsOnConditionsNotSleeps) {
   const fs::path root(testing::SourceDir());
   std::vector<std::string> offenders;
   int files = 0;
-  std::vector<fs::path> server = FilesWithExtension(root / "src" / "server", ".cc");
-  for (const auto& h : FilesWithExtension(root / "src" / "server", ".h")) server.push_back(h);
-  for (const auto& f : server) {
+  for (const auto& f : testing::FilesUnder(root / "src" / "server", {".cc", ".h"})) {
     if (f.filename().string().ends_with("_test.cc")) continue;
     ++files;
     for (const auto& o : TimedWaits(testing::ReadFile(f.string()))) {
